@@ -1,0 +1,94 @@
+//! What can go wrong when a name is opened under a root.
+
+use std::fmt;
+use std::io;
+
+/// The name would leave its root: `..` past the top, an absolute name, a
+/// symlink that points out, a `/proc` magic link, a NUL byte, an empty name.
+///
+/// A handler answers it with 404. The name is kept (lossily, for the log)
+/// and is never rewritten into another name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outside {
+    pub(crate) name: String,
+}
+
+impl Outside {
+    pub(crate) fn new(name: &std::path::Path) -> Outside {
+        Outside {
+            name: name.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// The refused name, as given (lossy UTF-8).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Display for Outside {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} leaves its root", self.name)
+    }
+}
+
+impl std::error::Error for Outside {}
+
+/// Why a name under a root did not give a readable regular file.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The name leaves the root. Nothing outside was opened.
+    Outside(Outside),
+    /// No such file (or a component that is not a directory, or a name too long).
+    NotFound,
+    /// The name is a directory, FIFO, device or socket; it was not read.
+    NotAFile {
+        /// True when it is a directory (a file server may look for an index).
+        directory: bool,
+    },
+    /// The open would have to wait for the disk (only from the cached probe).
+    WouldBlock,
+    /// Any other failure: permission, I/O. A server answers 500 and logs it.
+    Io(io::Error),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Outside(o) => o.fmt(f),
+            Error::NotFound => f.write_str("no such file"),
+            Error::NotAFile { directory: true } => f.write_str("is a directory"),
+            Error::NotAFile { directory: false } => f.write_str("not a regular file"),
+            Error::WouldBlock => f.write_str("open would wait for the disk"),
+            Error::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Outside(o) => Some(o),
+            Error::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<Outside> for Error {
+    fn from(o: Outside) -> Error {
+        Error::Outside(o)
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        match e {
+            Error::Io(e) => e,
+            Error::NotFound => io::Error::from(io::ErrorKind::NotFound),
+            Error::WouldBlock => io::Error::from(io::ErrorKind::WouldBlock),
+            other => io::Error::other(other),
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! `std::fs`: names confined under a root, mappings, whole-file reads and writes.
+//!
+//! Every function that takes a name also takes the [`Root`] it may not leave.
+//! A name that would leave it is refused with [`Outside`]; it is never
+//! rewritten into a different name. See `spec/fs-root.md`.
+
+mod error;
+mod map;
+mod open;
+mod root;
+mod rw;
+mod walk;
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+pub use error::{Error, Outside};
+pub use map::{map, Mapped};
+pub use open::{Identity, Opened};
+pub use root::{anywhere_sites, force_fallback_walk, AnywhereSite, Root};
+
