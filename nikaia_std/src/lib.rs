@@ -13,6 +13,7 @@
 
 pub mod fs;
 pub mod html;
+pub mod http;
 pub mod rt;
 
 pub use bytes::Bytes;

@@ -1,6 +1,7 @@
-//! The runtime: the operator's runtime file, and (later) worker threads, the
-//! io pool, stats and logs.
+//! The runtime: the operator's runtime file, logs, and the counters
+//! `nikaia explain` reads.
 
 mod config;
+pub(crate) mod log;
 
 pub use config::{ConfigError, Runtime, SendFile};

@@ -1,0 +1,183 @@
+//! An incremental decoder for chunked request bodies (RFC 9112 §7.1).
+//!
+//! It keeps its place between reads, so a body that arrives one byte at a
+//! time costs linear work, and it bounds everything a client controls: the
+//! decoded size, the size line, extensions and trailers.
+
+use super::parse::Reject;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Reading hex digits of a chunk size.
+    Size { digits: usize, value: u64 },
+    /// After the size: skipping an extension up to LF.
+    Ext { value: u64, seen: usize },
+    /// Copying this many data bytes.
+    Data(u64),
+    /// Expecting the CRLF after a chunk's data (`cr` once CR was seen).
+    DataEnd { cr: bool },
+    /// Reading trailer lines; `line` bytes into the current one.
+    Trailer { line: usize, total: usize },
+    Done,
+}
+
+#[derive(Debug)]
+pub(crate) struct Chunked {
+    step: Step,
+    /// Bytes of input consumed so far.
+    pub(crate) consumed: usize,
+    pub(crate) body: Vec<u8>,
+    limit: usize,
+    trailer_limit: usize,
+}
+
+fn bad(why: &'static str) -> Reject {
+    Reject { status: 400, why }
+}
+
+impl Chunked {
+    pub(crate) fn new(limit: usize, trailer_limit: usize) -> Chunked {
+        Chunked {
+            step: Step::Size {
+                digits: 0,
+                value: 0,
+            },
+            consumed: 0,
+            body: Vec::new(),
+            limit,
+            trailer_limit,
+        }
+    }
+
+    /// Consumes what it can of `input` (the bytes after those consumed
+    /// before). `Ok(true)` once the body and its trailers are complete.
+    pub(crate) fn feed(&mut self, input: &[u8]) -> Result<bool, Reject> {
+        let mut i = 0;
+        while i < input.len() && self.step != Step::Done {
+            let b = input[i];
+            self.step = match self.step {
+                Step::Size { digits, value } => match hex(b) {
+                    Some(d) if digits < 15 => Step::Size {
+                        digits: digits + 1,
+                        value: value << 4 | u64::from(d),
+                    },
+                    Some(_) => return Err(bad("chunk size too long")),
+                    None if digits == 0 => return Err(bad("chunk size missing")),
+                    None if b == b';' || b == b' ' || b == b'\t' || b == b'\r' => {
+                        Step::Ext { value, seen: 1 }
+                    }
+                    None if b == b'\n' => self.after_size(value)?,
+                    None => return Err(bad("bad chunk size")),
+                },
+                Step::Ext { value, seen } => match b {
+                    b'\n' => self.after_size(value)?,
+                    _ if seen > 4096 => return Err(bad("chunk extension too long")),
+                    _ => Step::Ext {
+                        value,
+                        seen: seen + 1,
+                    },
+                },
+                Step::Data(left) => {
+                    let take = (left as usize).min(input.len() - i);
+                    self.body.extend_from_slice(&input[i..i + take]);
+                    i += take;
+                    self.consumed += take;
+                    let left = left - take as u64;
+                    self.step = if left == 0 {
+                        Step::DataEnd { cr: false }
+                    } else {
+                        Step::Data(left)
+                    };
+                    continue;
+                }
+                Step::DataEnd { cr } => match b {
+                    b'\r' if !cr => Step::DataEnd { cr: true },
+                    b'\n' => Step::Size {
+                        digits: 0,
+                        value: 0,
+                    },
+                    _ => return Err(bad("chunk data not followed by CRLF")),
+                },
+                Step::Trailer { line, total } => {
+                    if total > self.trailer_limit {
+                        return Err(Reject {
+                            status: 431,
+                            why: "chunked trailers too large",
+                        });
+                    }
+                    match b {
+                        b'\n' if line == 0 => Step::Done,
+                        b'\n' => Step::Trailer {
+                            line: 0,
+                            total: total + 1,
+                        },
+                        b'\r' => Step::Trailer {
+                            line,
+                            total: total + 1,
+                        },
+                        _ => Step::Trailer {
+                            line: line + 1,
+                            total: total + 1,
+                        },
+                    }
+                }
+                Step::Done => Step::Done,
+            };
+            i += 1;
+            self.consumed += 1;
+        }
+        Ok(self.step == Step::Done)
+    }
+
+    fn after_size(&mut self, size: u64) -> Result<Step, Reject> {
+        if size == 0 {
+            return Ok(Step::Trailer { line: 0, total: 0 });
+        }
+        if self.body.len() as u64 + size > self.limit as u64 {
+            return Err(Reject {
+                status: 413,
+                why: "chunked body larger than allowed",
+            });
+        }
+        Ok(Step::Data(size))
+    }
+}
+
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_in_one_piece_and_byte_by_byte() {
+        let wire = b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\nNEXT";
+        let mut whole = Chunked::new(1 << 20, 1024);
+        assert!(whole.feed(wire).unwrap());
+        assert_eq!(whole.body, b"hello world");
+        assert_eq!(&wire[whole.consumed..], b"NEXT");
+
+        let mut drip = Chunked::new(1 << 20, 1024);
+        let mut done = false;
+        for i in 0..wire.len() {
+            if drip.feed(&wire[i..=i]).unwrap() {
+                done = true;
+                break;
+            }
+        }
+        assert!(done);
+        assert_eq!(drip.body, b"hello world");
+        assert_eq!(drip.consumed, whole.consumed);
+    }
+
+    #[test]
+    fn refuses_bad_and_oversized_bodies() {
+        assert_eq!(Chunked::new(10, 64).feed(b"zz\r\n").unwrap_err().status, 400);
+        assert_eq!(Chunked::new(10, 64).feed(b"b\r\n").unwrap_err().status, 413);
+        assert_eq!(Chunked::new(10, 64).feed(b"1\r\naXY").unwrap_err().status, 400);
+        let long = "f".repeat(16) + "\r\n";
+        assert_eq!(Chunked::new(10, 64).feed(long.as_bytes()).unwrap_err().status, 400);
+    }
+}

@@ -1,0 +1,460 @@
+//! One connection's state machine: read a head, read or refuse its body, run
+//! the handler, queue the response, write it; again, in order, until the
+//! client or a limit ends it.
+
+use super::chunked::Chunked;
+use super::out::{Flushed, Out, Sent};
+use super::parse::{parse_head, Framing, Head, Reject};
+use super::request::{Request, Version};
+use super::response::{write_head, Body, Response};
+use super::router::Found;
+use super::server::Shared;
+use crate::rt::log::AccessEntry;
+use bytes::{Bytes, BytesMut};
+use rustix::io::Errno;
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+/// The largest request body read into memory; past it, 413 and close.
+pub(crate) const MAX_BODY: usize = 1 << 20;
+/// How long a closing connection keeps draining what the client still sends,
+/// so its last response is not destroyed by a reset.
+const LINGER: Duration = Duration::from_secs(2);
+/// Pipelined responses gathered before they are written together.
+const BATCH_BYTES: usize = 64 << 10;
+/// Requests one connection may run in one loop turn before others go.
+const BATCH_REQUESTS: usize = 32;
+const READ_CHUNK: usize = 16 << 10;
+
+/// What the worker should do with the connection next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A syscall said EAGAIN: wait for epoll.
+    Wait,
+    /// Work remains, but this turn's share is used: run again next turn.
+    Yield,
+    Close,
+}
+
+enum State {
+    /// Between requests: nothing of the next one has arrived.
+    Idle,
+    /// Part of a head has arrived.
+    Head,
+    /// A head is parsed and its body is still arriving.
+    Body(Box<Head>, BodyRead),
+    /// The last response is out; draining the client's input before closing.
+    Lingering,
+}
+
+enum BodyRead {
+    Length(usize),
+    Chunked(Chunked),
+}
+
+/// What the worker lends a connection for one turn.
+pub(crate) struct Turn<'a> {
+    pub shared: &'a Shared,
+    pub date: &'a [u8],
+    pub access: &'a mut Vec<u8>,
+    pub now: Instant,
+    pub stopping: bool,
+}
+
+pub(crate) struct Conn {
+    fd: OwnedFd,
+    peer: SocketAddr,
+    rbuf: BytesMut,
+    out: Out,
+    state: State,
+    deadline: Instant,
+    /// Close once everything queued is written.
+    close_after: bool,
+}
+
+enum Read {
+    Data,
+    Eof,
+    Blocked,
+}
+
+impl Conn {
+    pub(crate) fn new(fd: OwnedFd, peer: SocketAddr, now: Instant, shared: &Shared) -> Conn {
+        Conn {
+            fd,
+            peer,
+            rbuf: BytesMut::new(),
+            out: Out::default(),
+            state: State::Idle,
+            // The first request's head must arrive within header-timeout.
+            deadline: now + shared.rt.header_timeout,
+            close_after: false,
+        }
+    }
+
+    /// Idle: no request in progress and nothing to write.
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle) && self.out.is_empty() && self.rbuf.is_empty()
+    }
+
+    /// Runs the connection as far as it can go without waiting.
+    pub(crate) fn drive(&mut self, turn: &mut Turn<'_>) -> Next {
+        let mut budget = turn.shared.rt.send_file_max_chunk as usize;
+        let mut requests = 0;
+        loop {
+            if !self.out.is_empty() {
+                match self.flush(turn, &mut budget) {
+                    Ok(Flushed::All) => {}
+                    Ok(Flushed::Blocked) => return Next::Wait,
+                    Ok(Flushed::Budget) => return Next::Yield,
+                    Err(_) => return Next::Close,
+                }
+            }
+            if self.close_after && !matches!(self.state, State::Lingering) {
+                let _ = rustix::net::shutdown(&self.fd, rustix::net::Shutdown::Write);
+                self.state = State::Lingering;
+                self.deadline = turn.now + LINGER;
+            }
+            if let State::Lingering = self.state {
+                return self.drain();
+            }
+            if turn.stopping && self.is_idle() {
+                return Next::Close;
+            }
+            if requests >= BATCH_REQUESTS {
+                return Next::Yield;
+            }
+            match self.advance(turn) {
+                Ok(true) => {
+                    requests += 1;
+                    // Gather pipelined responses into one write.
+                    let more = !self.rbuf.is_empty()
+                        && self.out.queued() < BATCH_BYTES
+                        && !self.close_after;
+                    if more {
+                        continue;
+                    }
+                }
+                Ok(false) => {}
+                Err(next) => return next,
+            }
+        }
+    }
+
+    /// Called when the deadline passed: a slow head, an idle keep-alive, a
+    /// reader that stopped reading, or a linger that ran out.
+    pub(crate) fn expired(&self, now: Instant) -> bool {
+        now >= self.deadline
+    }
+
+    fn flush(&mut self, turn: &mut Turn<'_>, budget: &mut usize) -> rustix::io::Result<Flushed> {
+        let mut progress = false;
+        let access = &mut *turn.access;
+        let log_on = turn.shared.logs.access.is_on();
+        let peer = self.peer;
+        let r = self.out.flush(&self.fd, budget, &mut progress, |sent| {
+            if log_on {
+                log_sent(access, peer, &sent, Instant::now());
+            }
+        });
+        if progress {
+            self.deadline = turn.now + turn.shared.rt.send_timeout;
+        }
+        if let Ok(Flushed::All) = r {
+            self.set_wait_deadline(turn);
+        }
+        r
+    }
+
+    /// After the queue drained: how long the client may take to send more.
+    fn set_wait_deadline(&mut self, turn: &Turn<'_>) {
+        let rt = &turn.shared.rt;
+        self.deadline = match self.state {
+            State::Idle if self.rbuf.is_empty() => turn.now + rt.keepalive_timeout,
+            State::Lingering => self.deadline,
+            _ => turn.now + rt.header_timeout,
+        };
+    }
+
+    /// Reads and discards until EOF; then the connection can close.
+    fn drain(&mut self) -> Next {
+        let mut sink = [0u8; 4096];
+        loop {
+            match rustix::io::read(&self.fd, &mut sink) {
+                Ok(0) => return Next::Close,
+                Ok(_) => continue,
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return Next::Wait,
+                Err(_) => return Next::Close,
+            }
+        }
+    }
+
+    /// Moves the current request one step. `Ok(true)`: a response was
+    /// queued. `Ok(false)`: progress, go round again. `Err(next)`: stop here.
+    fn advance(&mut self, turn: &mut Turn<'_>) -> Result<bool, Next> {
+        let rt = &turn.shared.rt;
+        if let State::Body(..) = self.state {
+            return self.advance_body(turn);
+        }
+        match parse_head(&self.rbuf, rt.max_header_bytes) {
+            Err(reject) => {
+                self.refuse(turn, reject);
+                Ok(true)
+            }
+            Ok(None) => {
+                self.read_more(turn)?;
+                Ok(false)
+            }
+            Ok(Some(head)) => {
+                let body = match head.framing {
+                    Framing::None => BodyRead::Length(0),
+                    Framing::Length(n) if n > MAX_BODY as u64 => {
+                        self.refuse(
+                            turn,
+                            Reject {
+                                status: 413,
+                                why: "request body larger than allowed",
+                            },
+                        );
+                        return Ok(true);
+                    }
+                    Framing::Length(n) => BodyRead::Length(n as usize),
+                    Framing::Chunked => BodyRead::Chunked(Chunked::new(MAX_BODY, rt.max_header_bytes)),
+                };
+                let waiting = match &body {
+                    BodyRead::Length(n) => self.rbuf.len() < head.len + n,
+                    BodyRead::Chunked(_) => true,
+                };
+                if head.expect_continue && waiting {
+                    self.out
+                        .push(Bytes::from_static(b"HTTP/1.1 100 Continue\r\n\r\n"));
+                }
+                self.state = State::Body(Box::new(head), body);
+                self.advance_body(turn)
+            }
+        }
+    }
+
+    fn advance_body(&mut self, turn: &mut Turn<'_>) -> Result<bool, Next> {
+        let State::Body(head, body) = &mut self.state else {
+            return Ok(false);
+        };
+        let body_end = match body {
+            BodyRead::Length(n) => {
+                let end = head.len + *n;
+                (self.rbuf.len() >= end).then_some(end)
+            }
+            BodyRead::Chunked(dec) => {
+                let from = head.len + dec.consumed;
+                match dec.feed(&self.rbuf[from..]) {
+                    Ok(true) => Some(head.len + dec.consumed),
+                    Ok(false) => None,
+                    Err(reject) => {
+                        self.refuse(turn, reject);
+                        return Ok(true);
+                    }
+                }
+            }
+        };
+        let Some(end) = body_end else {
+            if !self.out.is_empty() {
+                // A 100 Continue waits to be written first.
+                return Ok(false);
+            }
+            self.read_more(turn)?;
+            self.deadline = turn.now + turn.shared.rt.header_timeout;
+            return Ok(false);
+        };
+        let State::Body(head, body) = std::mem::replace(&mut self.state, State::Idle) else {
+            unreachable!("checked above");
+        };
+        let head_bytes = self.rbuf.split_to(head.len).freeze();
+        let body = match body {
+            BodyRead::Length(n) => self.rbuf.split_to(n).freeze(),
+            BodyRead::Chunked(dec) => {
+                let _ = self.rbuf.split_to(end - head.len);
+                Bytes::from(dec.body)
+            }
+        };
+        self.respond(turn, *head, head_bytes, body);
+        if !self.rbuf.is_empty() {
+            self.state = State::Head;
+        }
+        Ok(true)
+    }
+
+    /// Routes the request, runs its handler, queues the response.
+    fn respond(&mut self, turn: &mut Turn<'_>, head: Head, head_bytes: Bytes, body: Bytes) {
+        let started = Instant::now();
+        let mut req = Request {
+            head: head_bytes,
+            method: head.method,
+            target: head.target,
+            version: head.version,
+            headers: head.headers,
+            path: head.path,
+            query: head.query,
+            param: None,
+            body,
+            peer: self.peer,
+        };
+        let resp = match turn.shared.router.find(req.method(), &req.path) {
+            Found::Handler(handler, param) => {
+                req.param = param;
+                catch_unwind(AssertUnwindSafe(|| handler(&req))).unwrap_or_else(|_| {
+                    Response::internal_error(format!(
+                        "handler panicked on {} {}",
+                        req.method(),
+                        req.target()
+                    ))
+                })
+            }
+            Found::WrongMethod(allow) => Response::status_page(405).header("Allow", allow),
+            Found::Nothing => Response::status_page(404),
+        };
+        if let Some(e) = &resp.log_error {
+            turn.shared.logs.error(format_args!(
+                "{} {} {}: {e}",
+                self.peer,
+                req.method(),
+                req.target()
+            ));
+        }
+        let resp = if resp.log_error.is_some() && resp.status != 500 {
+            Response::status_page(500)
+        } else {
+            resp
+        };
+        let asked_close = resp
+            .get_header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let keep = head.keep_alive && !turn.stopping && !asked_close;
+        self.queue(turn, &req, resp, !keep, head.version, started);
+    }
+
+    /// Queues a response's head and body, and the marker that logs it.
+    fn queue(
+        &mut self,
+        turn: &mut Turn<'_>,
+        req: &Request,
+        resp: Response,
+        close: bool,
+        version: Version,
+        started: Instant,
+    ) {
+        let length = resp.body.len();
+        let mut head = Vec::with_capacity(256);
+        let keep_alive_10 = version == Version::Http10 && !close;
+        write_head(&mut head, &resp, length, turn.date, close, keep_alive_10);
+        self.out.push(Bytes::from(head));
+        let send_body = !req.is_head() && !super::response::bodiless(resp.status);
+        let mut bytes = 0;
+        if send_body {
+            match resp.body {
+                Body::Empty => {}
+                Body::Bytes(b) => {
+                    bytes = b.len() as u64;
+                    self.out.push(b);
+                }
+            }
+        }
+        self.out.end(Sent {
+            head: req.head.clone(),
+            method: req.method.clone(),
+            target: req.target.clone(),
+            version: match version {
+                Version::Http10 => "HTTP/1.0",
+                Version::Http11 => "HTTP/1.1",
+            },
+            status: resp.status,
+            bytes,
+            started,
+        });
+        self.close_after |= close;
+        // From here the client has send-timeout to take each part of it.
+        self.deadline = turn.now + turn.shared.rt.send_timeout;
+    }
+
+    /// Answers a request that cannot be served with its status, then closes.
+    fn refuse(&mut self, turn: &mut Turn<'_>, reject: Reject) {
+        let mut head = Vec::with_capacity(160);
+        let resp = Response::status_page(reject.status);
+        write_head(&mut head, &resp, resp.body.len(), turn.date, true, false);
+        self.out.push(Bytes::from(head));
+        if let Body::Bytes(b) = resp.body {
+            self.out.push(b);
+        }
+        if turn.shared.logs.access.is_on() {
+            AccessEntry {
+                peer: self.peer,
+                method: "-",
+                target: reject.why,
+                version: "-",
+                status: reject.status,
+                bytes: 0,
+                duration: Duration::ZERO,
+            }
+            .append_to(turn.access);
+        }
+        self.state = State::Idle;
+        self.rbuf.clear();
+        self.close_after = true;
+        self.deadline = turn.now + turn.shared.rt.send_timeout;
+    }
+
+    /// Reads what the socket has. `Err(Wait)` when it has nothing yet,
+    /// `Err(Close)` at EOF or on an error.
+    fn read_more(&mut self, turn: &Turn<'_>) -> Result<(), Next> {
+        match self.read()? {
+            Read::Data => {
+                if let State::Idle = self.state {
+                    // The next request has begun: its head has header-timeout.
+                    self.state = State::Head;
+                    self.deadline = turn.now + turn.shared.rt.header_timeout;
+                }
+                Ok(())
+            }
+            Read::Eof => Err(Next::Close),
+            Read::Blocked => Err(Next::Wait),
+        }
+    }
+
+    fn read(&mut self) -> Result<Read, Next> {
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
+            self.rbuf.reserve(READ_CHUNK);
+        }
+        loop {
+            let spare = self.rbuf.spare_capacity_mut();
+            match rustix::io::read(&self.fd, spare) {
+                Ok((filled, _)) if filled.is_empty() => return Ok(Read::Eof),
+                Ok((filled, _)) => {
+                    let n = filled.len();
+                    // SAFETY: the kernel initialised `n` bytes of the spare
+                    // capacity that `read` was given.
+                    unsafe { self.rbuf.set_len(self.rbuf.len() + n) };
+                    return Ok(Read::Data);
+                }
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return Ok(Read::Blocked),
+                Err(_) => return Err(Next::Close),
+            }
+        }
+    }
+}
+
+fn log_sent(out: &mut Vec<u8>, peer: SocketAddr, sent: &Sent, now: Instant) {
+    let text = |r: &std::ops::Range<usize>| std::str::from_utf8(&sent.head[r.clone()]).unwrap_or("?");
+    AccessEntry {
+        peer,
+        method: text(&sent.method),
+        target: text(&sent.target),
+        version: sent.version,
+        status: sent.status,
+        bytes: sent.bytes,
+        duration: now.saturating_duration_since(sent.started),
+    }
+    .append_to(out);
+}

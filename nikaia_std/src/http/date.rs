@@ -1,0 +1,164 @@
+//! The `Date` header, formatted once per second per worker, never per request.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A worker's copy of the current `Date` value (IMF-fixdate, RFC 9110 §5.6.7).
+pub(crate) struct DateCache {
+    second: u64,
+    text: [u8; 29],
+}
+
+impl DateCache {
+    pub(crate) fn new() -> DateCache {
+        let mut cache = DateCache {
+            second: u64::MAX,
+            text: [b' '; 29],
+        };
+        cache.refresh();
+        cache
+    }
+
+    /// Re-formats the value if the second changed since the last call.
+    pub(crate) fn refresh(&mut self) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if now != self.second {
+            self.second = now;
+            self.text = imf_fixdate(now);
+        }
+    }
+
+    pub(crate) fn get(&self) -> &[u8] {
+        &self.text
+    }
+}
+
+/// Formats seconds since the epoch as `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub(crate) fn imf_fixdate(secs: u64) -> [u8; 29] {
+    const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
+    const MONTHS: [&[u8; 3]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
+    ];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days as i64);
+    let mut out = [0u8; 29];
+    out[..3].copy_from_slice(DAYS[(days % 7) as usize]);
+    out[3..5].copy_from_slice(b", ");
+    two(&mut out[5..7], day as u64);
+    out[7] = b' ';
+    out[8..11].copy_from_slice(MONTHS[(month - 1) as usize]);
+    out[11] = b' ';
+    let y = year.clamp(0, 9999) as u64;
+    two(&mut out[12..14], y / 100);
+    two(&mut out[14..16], y % 100);
+    out[16] = b' ';
+    two(&mut out[17..19], rem / 3600);
+    out[19] = b':';
+    two(&mut out[20..22], rem / 60 % 60);
+    out[22] = b':';
+    two(&mut out[23..25], rem % 60);
+    out[25..29].copy_from_slice(b" GMT");
+    out
+}
+
+fn two(dst: &mut [u8], v: u64) {
+    dst[0] = b'0' + (v / 10 % 10) as u8;
+    dst[1] = b'0' + (v % 10) as u8;
+}
+
+/// Days since 1970-01-01 to (year, month 1..=12, day 1..=31), proleptic
+/// Gregorian (H. Hinnant's algorithm).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Days since the epoch for a civil date (the inverse of `civil_from_days`).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (i64::from(m) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parses an IMF-fixdate (the only form this server emits); other forms
+/// (RFC 850, asctime) are also accepted as RFC 9110 §5.6.7 asks of recipients.
+pub(crate) fn parse_http_date(s: &str) -> Option<u64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let s = s.trim();
+    let parts: Vec<&str> = s.split_ascii_whitespace().collect();
+    let (day, mon, year, time) = match parts.as_slice() {
+        // Sun, 06 Nov 1994 08:49:37 GMT
+        [_, d, m, y, t, "GMT"] => (*d, *m, y.parse::<i64>().ok()?, *t),
+        // Sunday, 06-Nov-94 08:49:37 GMT
+        [_, dmy, t, "GMT"] => {
+            let mut it = dmy.split('-');
+            let (d, m, y) = (it.next()?, it.next()?, it.next()?);
+            let y: i64 = y.parse().ok()?;
+            (d, m, if y < 70 { 2000 + y } else { 1900 + y }, *t)
+        }
+        // Sun Nov  6 08:49:37 1994
+        [_, m, d, t, y] => (*d, *m, y.parse::<i64>().ok()?, *t),
+        _ => return None,
+    };
+    let day: u32 = day.parse().ok()?;
+    let month = MONTHS.iter().position(|m| *m == mon)? as u32 + 1;
+    let mut hms = time.split(':').map(|p| p.parse::<u64>().ok());
+    let (h, mi, se) = (hms.next()??, hms.next()??, hms.next()??);
+    if hms.next().is_some() || !(1..=31).contains(&day) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    u64::try_from(days)
+        .ok()
+        .map(|d| d * 86_400 + h * 3600 + mi * 60 + se)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(&imf_fixdate(0), b"Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(&imf_fixdate(784_111_777), b"Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(&imf_fixdate(951_782_400), b"Tue, 29 Feb 2000 00:00:00 GMT");
+    }
+
+    #[test]
+    fn parses_all_three_forms() {
+        for s in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(parse_http_date(s), Some(784_111_777), "{s}");
+        }
+        assert_eq!(parse_http_date("yesterday"), None);
+        assert_eq!(parse_http_date("Sun, 32 Nov 1994 08:49:37 GMT"), None);
+    }
+
+    #[test]
+    fn round_trips() {
+        for t in [0u64, 1, 86_399, 1_700_000_000, 4_102_444_800] {
+            let s = imf_fixdate(t);
+            assert_eq!(parse_http_date(std::str::from_utf8(&s).unwrap()), Some(t));
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! `std::http`: an HTTP/1.1 server and the body table (D1).
+//!
+//! Normative text: `spec/http.md`.
+
+mod chunked;
+mod conn;
+pub(crate) mod date;
+mod out;
+mod parse;
+mod request;
+mod response;
+mod router;
+mod server;
+
+pub use request::{Request, Version};
+pub use response::{IntoResponse, Response};
+pub use server::{Running, Server, SHUTDOWN_GRACE};

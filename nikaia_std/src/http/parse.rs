@@ -1,0 +1,304 @@
+//! Request heads: parsing (httparse on a bounded buffer) and the framing
+//! checks of RFC 9112 that keep a connection in sync (no smuggling).
+
+use super::request::Version;
+use std::ops::Range;
+
+/// The most header fields one request may carry; past it, 431.
+pub(crate) const MAX_HEADERS: usize = 100;
+
+/// How the request's body is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// A complete, accepted request head.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub len: usize,
+    pub method: Range<usize>,
+    pub target: Range<usize>,
+    pub version: Version,
+    pub headers: Vec<(Range<usize>, Range<usize>)>,
+    pub path: String,
+    pub query: Option<Range<usize>>,
+    pub framing: Framing,
+    pub keep_alive: bool,
+    pub expect_continue: bool,
+}
+
+/// Why a head was refused: the status to answer with (then close).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Reject {
+    pub status: u16,
+    pub why: &'static str,
+}
+
+fn reject(status: u16, why: &'static str) -> Reject {
+    Reject { status, why }
+}
+
+/// Parses the head at the start of `buf`. `Ok(None)`: incomplete (the caller
+/// answers 431 once `buf` holds `max_bytes` without a complete head).
+pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, Reject> {
+    let window = &buf[..buf.len().min(max_bytes)];
+    let mut storage = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut storage);
+    let len = match req.parse(window) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if window.len() >= max_bytes => {
+            return Err(reject(431, "request head larger than max-header-bytes"))
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(reject(431, "more header fields than allowed"))
+        }
+        Err(httparse::Error::Version) => return Err(reject(505, "unsupported HTTP version")),
+        Err(_) => return Err(reject(400, "malformed request head")),
+    };
+    let base = buf.as_ptr() as usize;
+    let range_of = |s: &[u8]| {
+        let start = s.as_ptr() as usize - base;
+        start..start + s.len()
+    };
+    let method_str = req.method.unwrap_or("");
+    let target_str = req.path.unwrap_or("");
+    let method = range_of(method_str.as_bytes());
+    let target = range_of(target_str.as_bytes());
+    let version = match req.version {
+        Some(0) => Version::Http10,
+        _ => Version::Http11,
+    };
+
+    let mut headers = Vec::with_capacity(req.headers.len());
+    let mut hosts = 0usize;
+    let mut content_length: Option<u64> = None;
+    let mut transfer_encoding = false;
+    let mut chunked = false;
+    let mut conn_close = false;
+    let mut conn_keep_alive = false;
+    let mut expect_continue = false;
+    for h in req.headers.iter() {
+        headers.push((range_of(h.name.as_bytes()), range_of(h.value)));
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"host") {
+            hosts += 1;
+            if !valid_host(h.value) {
+                return Err(reject(400, "invalid Host"));
+            }
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            if content_length.is_some() {
+                return Err(reject(400, "more than one Content-Length"));
+            }
+            content_length = Some(parse_content_length(h.value)?);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if transfer_encoding {
+                return Err(reject(400, "more than one Transfer-Encoding"));
+            }
+            transfer_encoding = true;
+            if !h.value.eq_ignore_ascii_case(b"chunked") {
+                return Err(reject(501, "transfer coding other than chunked"));
+            }
+            chunked = true;
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                conn_close |= token.eq_ignore_ascii_case(b"close");
+                conn_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case(b"expect") {
+            if h.value.eq_ignore_ascii_case(b"100-continue") {
+                expect_continue = true;
+            } else {
+                return Err(reject(417, "unsupported expectation"));
+            }
+        }
+    }
+
+    if version == Version::Http11 && hosts == 0 {
+        return Err(reject(400, "HTTP/1.1 request without Host"));
+    }
+    if hosts > 1 {
+        return Err(reject(400, "more than one Host"));
+    }
+    if transfer_encoding && content_length.is_some() {
+        return Err(reject(400, "both Content-Length and Transfer-Encoding"));
+    }
+    if transfer_encoding && version == Version::Http10 {
+        return Err(reject(400, "Transfer-Encoding in an HTTP/1.0 request"));
+    }
+    let framing = match (chunked, content_length) {
+        (true, _) => Framing::Chunked,
+        (false, Some(0) | None) => Framing::None,
+        (false, Some(n)) => Framing::Length(n),
+    };
+
+    let (path_raw, query) = split_target(method_str, target_str)?;
+    let path = percent_decode(path_raw).ok_or(reject(400, "bad percent-encoding in path"))?;
+    let query = query.map(|q| range_of(q.as_bytes()));
+    let keep_alive = match version {
+        Version::Http11 => !conn_close,
+        Version::Http10 => conn_keep_alive && !conn_close,
+    };
+    Ok(Some(Head {
+        len,
+        method,
+        target,
+        version,
+        headers,
+        path,
+        query,
+        framing,
+        keep_alive,
+        expect_continue,
+    }))
+}
+
+/// Splits a request target into its path and query. Origin-form (`/p?q`) and
+/// absolute-form (`http://host/p?q`) are accepted; `*` only for OPTIONS.
+fn split_target<'a>(method: &str, target: &'a str) -> Result<(&'a str, Option<&'a str>), Reject> {
+    let rest = if target.starts_with('/') {
+        target
+    } else if target == "*" && method == "OPTIONS" {
+        return Ok(("*", None));
+    } else if let Some(after) = strip_scheme(target) {
+        match after.find(['/', '?']) {
+            Some(i) if after.as_bytes()[i] == b'/' => &after[i..],
+            _ => return Err(reject(400, "absolute-form target without a path")),
+        }
+    } else {
+        return Err(reject(400, "request target is not a path"));
+    };
+    Ok(match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    })
+}
+
+fn strip_scheme(target: &str) -> Option<&str> {
+    let lower = target.get(..8)?.to_ascii_lowercase();
+    if lower.starts_with("http://") {
+        Some(&target[7..])
+    } else if lower == "https://" {
+        Some(&target[8..])
+    } else {
+        None
+    }
+}
+
+/// `Content-Length = 1*DIGIT`: no sign, no spaces, no lists, no overflow.
+fn parse_content_length(v: &[u8]) -> Result<u64, Reject> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return Err(reject(400, "invalid Content-Length"));
+    }
+    Ok(v.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
+}
+
+/// A Host value: `uri-host [ ":" port ]`, or empty. Refuses anything that
+/// could not be a host (spaces, slashes, `@`, controls).
+fn valid_host(v: &[u8]) -> bool {
+    v.iter().all(|&b| {
+        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b':' | b'[' | b']' | b'_' | b'~' | b'%')
+    })
+}
+
+/// Decodes `%XX` escapes exactly once. `None` for a bad escape, bytes that
+/// are not UTF-8 (overlong forms included), or a NUL.
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return (!s.contains('\0')).then(|| s.to_owned());
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hi = hex(*b.get(i + 1)?)?;
+            let lo = hex(*b.get(i + 2)?)?;
+            out.push(hi << 4 | lo);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    if out.contains(&0) {
+        return None;
+    }
+    String::from_utf8(out).ok()
+}
+
+fn hex(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Option<Head>, Reject> {
+        parse_head(s.as_bytes(), 8192)
+    }
+
+    fn status(s: &str) -> u16 {
+        parse(s).expect_err(s).status
+    }
+
+    #[test]
+    fn accepts_a_plain_get() {
+        let h = parse("GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\n\r\n").unwrap().unwrap();
+        assert_eq!(h.path, "/a b");
+        assert_eq!(h.framing, Framing::None);
+        assert!(h.keep_alive);
+    }
+
+    #[test]
+    fn refuses_smuggling_and_malformed_heads() {
+        assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400);
+        let cl_te = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(status(cl_te), 400);
+        let two_cl = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
+        assert_eq!(status(two_cl), 400);
+        for bad in ["-1", "+3", "3 4", "0x10", "", "99999999999999999999", "1,1"] {
+            let req = format!("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: {bad}\r\n\r\n");
+            assert_eq!(status(&req), 400, "{bad:?}");
+        }
+        assert_eq!(status("GET / HTTP/1.1\r\nHost : h\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n"), 400);
+        assert_eq!(status("GET nopath HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+        assert_eq!(status("GET /%zz HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+        assert_eq!(status("GET /%00 HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+        assert_eq!(status("GET /%c0%ae HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+        assert_eq!(status("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n"), 501);
+    }
+
+    #[test]
+    fn too_large_head_is_431() {
+        let long = format!("GET / HTTP/1.1\r\nHost: h\r\nX: {}\r\n", "a".repeat(9000));
+        assert_eq!(status(&long), 431);
+        assert!(parse("GET / HTTP/1.1\r\nHost: h\r\n").unwrap().is_none());
+    }
+
+    #[test]
+    fn http10_keep_alive_only_when_asked() {
+        let h = parse("GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
+        assert!(!h.keep_alive);
+        let h = parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").unwrap().unwrap();
+        assert!(h.keep_alive);
+    }
+
+    #[test]
+    fn absolute_form_targets_give_their_path() {
+        let h = parse("GET http://h/x?y HTTP/1.1\r\nHost: h\r\n\r\n").unwrap().unwrap();
+        assert_eq!(h.path, "/x");
+    }
+}

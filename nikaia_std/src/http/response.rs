@@ -1,0 +1,286 @@
+//! `Response` and the body table (D1): what a handler's return value becomes.
+
+use crate::html::Raw;
+use bytes::Bytes;
+use std::borrow::Cow;
+use std::fmt::Display;
+
+/// What a response carries after its head.
+#[derive(Clone, Debug)]
+pub(crate) enum Body {
+    Empty,
+    Bytes(Bytes),
+}
+
+impl Body {
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Body::Empty => 0,
+            Body::Bytes(b) => b.len() as u64,
+        }
+    }
+}
+
+/// A status, headers and a body. As a handler's return value it is itself;
+/// headers set on it override what its body's row would say.
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(Cow<'static, str>, String)>,
+    pub(crate) body: Body,
+    /// The Content-Type the body's row gives, unless a header overrides it.
+    pub(crate) default_type: Option<&'static str>,
+    /// An error to write to the error log when this response is sent.
+    pub(crate) log_error: Option<String>,
+}
+
+impl Response {
+    /// An empty response with this status.
+    pub fn new(status: u16) -> Response {
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Body::Empty,
+            default_type: None,
+            log_error: None,
+        }
+    }
+
+    /// The status code.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Adds a header. Framing headers (`Content-Length`, `Transfer-Encoding`,
+    /// `Date`) are the server's and are ignored here; a name or value that
+    /// could split the response (CR, LF, NUL, or a name that is not a token)
+    /// turns the response into a 500 and is logged.
+    pub fn header(mut self, name: impl Into<Cow<'static, str>>, value: impl Display) -> Response {
+        let name = name.into();
+        let value = value.to_string();
+        if !valid_name(&name) || value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            self.log_error = Some(format!("handler set an invalid header {name:?}"));
+            return self;
+        }
+        if ["content-length", "transfer-encoding", "date"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n))
+        {
+            return self;
+        }
+        self.headers.push((name, value));
+        self
+    }
+
+    /// Replaces the body with `row`'s body (and its default Content-Type),
+    /// keeping this response's status and headers.
+    pub fn body(mut self, row: impl IntoResponse) -> Response {
+        let inner = row.into_response();
+        self.body = inner.body;
+        self.default_type = inner.default_type;
+        for (n, v) in inner.headers {
+            if self.get_header(&n).is_none() {
+                self.headers.push((n, v));
+            }
+        }
+        self.log_error = self.log_error.or(inner.log_error);
+        self
+    }
+
+    /// The value of a header set on this response (case-insensitive).
+    pub fn get_header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A short text page for a status the server answers by itself.
+    pub(crate) fn status_page(status: u16) -> Response {
+        let text = format!("{} {}\n", status, reason(status));
+        let mut r = Response::new(status);
+        r.body = Body::Bytes(Bytes::from(text));
+        r.default_type = Some(TEXT);
+        r
+    }
+
+    /// The 500 that hides an error from the client and logs it.
+    pub(crate) fn internal_error(logged: String) -> Response {
+        let mut r = Response::status_page(500);
+        r.log_error = Some(logged);
+        r
+    }
+
+    pub(crate) fn content_type(&self) -> Option<&str> {
+        self.get_header("content-type").or(self.default_type)
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+        })
+}
+
+const TEXT: &str = "text/plain; charset=utf-8";
+const HTML: &str = "text/html; charset=utf-8";
+const OCTETS: &str = "application/octet-stream";
+
+fn row(body: Bytes, content_type: &'static str) -> Response {
+    let mut r = Response::new(200);
+    r.body = Body::Bytes(body);
+    r.default_type = Some(content_type);
+    r
+}
+
+/// What a handler may return. Each type is one row of D1's table.
+pub trait IntoResponse {
+    fn into_response(self) -> Response;
+}
+
+impl IntoResponse for Response {
+    fn into_response(self) -> Response {
+        self
+    }
+}
+
+impl IntoResponse for String {
+    fn into_response(self) -> Response {
+        row(Bytes::from(self), TEXT)
+    }
+}
+
+impl IntoResponse for &'static str {
+    fn into_response(self) -> Response {
+        row(Bytes::from_static(self.as_bytes()), TEXT)
+    }
+}
+
+impl IntoResponse for Raw {
+    fn into_response(self) -> Response {
+        row(self.0, HTML)
+    }
+}
+
+impl IntoResponse for Bytes {
+    fn into_response(self) -> Response {
+        row(self, OCTETS)
+    }
+}
+
+impl IntoResponse for crate::fs::Mapped {
+    fn into_response(self) -> Response {
+        row(Bytes::from(self), OCTETS)
+    }
+}
+
+impl<T: IntoResponse, E: Display> IntoResponse for Result<T, E> {
+    fn into_response(self) -> Response {
+        match self {
+            Ok(v) => v.into_response(),
+            Err(e) => Response::internal_error(format!("handler failed: {e}")),
+        }
+    }
+}
+
+/// The reason phrase for a status this server sends.
+pub(crate) fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
+        _ => "",
+    }
+}
+
+/// Whether a response with this status carries no body by definition.
+pub(crate) fn bodiless(status: u16) -> bool {
+    (100..200).contains(&status) || status == 204 || status == 304
+}
+
+/// Writes the status line and headers. `length` is the body's length (also
+/// for HEAD, which sends no body); `close` adds `Connection: close`, and
+/// `keep_alive_10` answers an HTTP/1.0 keep-alive request.
+pub(crate) fn write_head(
+    out: &mut Vec<u8>,
+    resp: &Response,
+    length: u64,
+    date: &[u8],
+    close: bool,
+    keep_alive_10: bool,
+) {
+    let mut itoa = itoa_buf();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(fmt_u64(&mut itoa, u64::from(resp.status)));
+    out.push(b' ');
+    out.extend_from_slice(reason(resp.status).as_bytes());
+    out.extend_from_slice(b"\r\nDate: ");
+    out.extend_from_slice(date);
+    out.extend_from_slice(b"\r\nServer: nikaia\r\n");
+    if let Some(ct) = resp.content_type() {
+        if resp.get_header("content-type").is_none() {
+            out.extend_from_slice(b"Content-Type: ");
+            out.extend_from_slice(ct.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    for (n, v) in &resp.headers {
+        if n.eq_ignore_ascii_case("connection") {
+            continue;
+        }
+        out.extend_from_slice(n.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !bodiless(resp.status) {
+        out.extend_from_slice(b"Content-Length: ");
+        out.extend_from_slice(fmt_u64(&mut itoa, length));
+        out.extend_from_slice(b"\r\n");
+    }
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if keep_alive_10 {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+fn fmt_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return &buf[i..];
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Routes: exact paths and one tail wildcard (`/files/*name`), matched against
+//! the path after it was percent-decoded (once, by the parser).
+
+use super::request::Request;
+use super::response::Response;
+
+pub(crate) type Handler = Box<dyn Fn(&Request) -> Response + Send + Sync>;
+
+enum Pattern {
+    Exact(String),
+    /// Matches every path that starts with the prefix; the rest is the value.
+    Tail(String),
+}
+
+struct Route {
+    pattern: Pattern,
+    handlers: Vec<(String, Handler)>,
+}
+
+/// What a path and method found.
+pub(crate) enum Found<'a> {
+    Handler(&'a Handler, Option<String>),
+    /// The path exists but not for this method: the `Allow` value.
+    WrongMethod(String),
+    Nothing,
+}
+
+#[derive(Default)]
+pub(crate) struct Router {
+    routes: Vec<Route>,
+}
+
+impl Router {
+    /// Adds `handler` for `method` at `path`. A path ending in `/*name` is a
+    /// tail wildcard. Panics on a path that does not start with `/`, as a
+    /// programming error found at start-up.
+    pub(crate) fn add(&mut self, method: &str, path: &str, handler: Handler) {
+        assert!(path.starts_with('/'), "route {path:?} must start with '/'");
+        let pattern = match path.rfind("/*") {
+            Some(i) if !path[i + 2..].contains('/') => Pattern::Tail(path[..=i].to_owned()),
+            _ => Pattern::Exact(path.to_owned()),
+        };
+        let same = |p: &Pattern| match (p, &pattern) {
+            (Pattern::Exact(a), Pattern::Exact(b)) | (Pattern::Tail(a), Pattern::Tail(b)) => a == b,
+            _ => false,
+        };
+        let method = method.to_ascii_uppercase();
+        match self.routes.iter_mut().find(|r| same(&r.pattern)) {
+            Some(route) => {
+                route.handlers.retain(|(m, _)| *m != method);
+                route.handlers.push((method, handler));
+            }
+            None => self.routes.push(Route {
+                pattern,
+                handlers: vec![(method, handler)],
+            }),
+        }
+        // Exact routes first, then longer prefixes before shorter ones.
+        self.routes.sort_by_key(|r| match &r.pattern {
+            Pattern::Exact(_) => (0, 0),
+            Pattern::Tail(p) => (1, usize::MAX - p.len()),
+        });
+    }
+
+    pub(crate) fn find(&self, method: &str, path: &str) -> Found<'_> {
+        for route in &self.routes {
+            let param = match &route.pattern {
+                Pattern::Exact(p) if p == path => None,
+                Pattern::Tail(prefix) if path.starts_with(prefix.as_str()) => {
+                    Some(path[prefix.len()..].to_owned())
+                }
+                _ => continue,
+            };
+            let lookup = |m: &str| route.handlers.iter().find(|(hm, _)| hm == m);
+            let hit = lookup(method).or_else(|| (method == "HEAD").then(|| lookup("GET")).flatten());
+            return match hit {
+                Some((_, h)) => Found::Handler(h, param),
+                None => Found::WrongMethod(allow(&route.handlers)),
+            };
+        }
+        Found::Nothing
+    }
+}
+
+fn allow(handlers: &[(String, Handler)]) -> String {
+    let mut methods: Vec<&str> = handlers.iter().map(|(m, _)| m.as_str()).collect();
+    if methods.contains(&"GET") && !methods.contains(&"HEAD") {
+        methods.push("HEAD");
+    }
+    methods.sort_unstable();
+    methods.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h() -> Handler {
+        Box::new(|_| Response::new(200))
+    }
+
+    #[test]
+    fn exact_then_longest_tail() {
+        let mut r = Router::default();
+        r.add("GET", "/*rest", h());
+        r.add("GET", "/files/*name", h());
+        r.add("GET", "/files/index", h());
+        assert!(matches!(r.find("GET", "/files/index"), Found::Handler(_, None)));
+        match r.find("GET", "/files/a/b") {
+            Found::Handler(_, Some(p)) => assert_eq!(p, "a/b"),
+            _ => panic!(),
+        }
+        match r.find("GET", "/x") {
+            Found::Handler(_, Some(p)) => assert_eq!(p, "x"),
+            _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn head_uses_get_and_wrong_method_lists_allow() {
+        let mut r = Router::default();
+        r.add("GET", "/a", h());
+        assert!(matches!(r.find("HEAD", "/a"), Found::Handler(..)));
+        match r.find("POST", "/a") {
+            Found::WrongMethod(allow) => assert_eq!(allow, "GET, HEAD"),
+            _ => panic!(),
+        }
+        assert!(matches!(r.find("GET", "/b"), Found::Nothing));
+    }
+}

@@ -1,0 +1,521 @@
+//! The server: worker threads, each with its own epoll and its own
+//! `SO_REUSEPORT` listener; no hand-off between threads per request.
+
+use super::conn::{Conn, Next, Turn};
+use super::date::DateCache;
+use super::request::Request;
+use super::response::IntoResponse;
+use super::router::Router;
+use crate::rt::log::{Logs, Sink};
+use crate::rt::Runtime;
+use rustix::event::epoll;
+use rustix::io::Errno;
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a shutdown waits for responses already being sent.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long accepting pauses after the process ran out of descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Connections accepted per listener wake-up before others are served.
+const ACCEPT_BATCH: usize = 64;
+
+const LISTENER: u64 = u64::MAX;
+const WAKER: u64 = u64::MAX - 1;
+
+/// What every worker shares: routes, the runtime, logs, and the stop flag.
+pub(crate) struct Shared {
+    pub(crate) router: Router,
+    pub(crate) rt: Runtime,
+    pub(crate) logs: Logs,
+    stop: AtomicBool,
+    connections: AtomicUsize,
+}
+
+/// An HTTP/1.1 server: routes, then [`Server::run`] (or [`Server::start`]).
+///
+/// ```no_run
+/// use nikaia_std::http::Server;
+/// Server::new().route("/", |_req| "hello").run().unwrap();
+/// ```
+pub struct Server {
+    router: Router,
+    rt: Runtime,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server::new()
+    }
+}
+
+impl Server {
+    /// A server configured by the runtime file `NIKAIA_RUNTIME` names, or by
+    /// the defaults. A bad runtime file is reported and the process exits 2;
+    /// use [`Server::with_runtime`] to handle it yourself.
+    pub fn new() -> Server {
+        match Runtime::from_args(None) {
+            Ok(rt) => Server::with_runtime(rt),
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("{e:?}");
+                }
+                std::process::exit(2);
+            }
+        }
+    }
+
+    /// A server with this runtime configuration.
+    pub fn with_runtime(rt: Runtime) -> Server {
+        Server {
+            router: Router::default(),
+            rt,
+        }
+    }
+
+    /// Answers GET (and HEAD, from the same handler) at `path`. A path ending
+    /// in `/*name` matches every path under it; the rest is
+    /// [`Request::param`], percent-decoded once.
+    pub fn route<R, F>(self, path: &str, handler: F) -> Server
+    where
+        F: Fn(&Request) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        self.method("GET", path, handler)
+    }
+
+    /// Answers `method` at `path`.
+    pub fn method<R, F>(mut self, method: &str, path: &str, handler: F) -> Server
+    where
+        F: Fn(&Request) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        self.router
+            .add(method, path, Box::new(move |req| handler(req).into_response()));
+        self
+    }
+
+    /// Binds, starts the workers, and returns at once.
+    pub fn start(self) -> io::Result<Running> {
+        let rt = self.rt;
+        let logs = Logs {
+            access: Sink::open(rt.access_log.as_deref())?,
+            error: Sink::open(rt.error_log.as_deref())?,
+        };
+        let workers = rt.workers.max(1);
+        let mut listeners = Vec::with_capacity(workers);
+        let first = listen(rt.listen)?;
+        let addr = local_addr(&first)?;
+        listeners.push(first);
+        for _ in 1..workers {
+            listeners.push(listen(addr)?);
+        }
+        let shared = Arc::new(Shared {
+            router: self.router,
+            rt,
+            logs,
+            stop: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+        });
+        let mut threads = Vec::with_capacity(workers);
+        let mut wakers = Vec::with_capacity(workers);
+        for (i, listener) in listeners.into_iter().enumerate() {
+            let waker = rustix::event::eventfd(
+                0,
+                rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+            )?;
+            let worker = Worker::new(shared.clone(), listener, waker.try_clone()?)?;
+            wakers.push(waker);
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("nikaia-worker-{i}"))
+                    .spawn(move || worker.run())?,
+            );
+        }
+        Ok(Running {
+            addr,
+            control: Arc::new(Control {
+                shared,
+                wakers,
+            }),
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Starts, prints nothing, and serves until SIGINT or SIGTERM; then
+    /// finishes responses in flight (up to [`SHUTDOWN_GRACE`]) and returns.
+    pub fn run(self) -> io::Result<()> {
+        let running = self.start()?;
+        running.stop_on_signals()?;
+        running.wait();
+        Ok(())
+    }
+}
+
+struct Control {
+    shared: Arc<Shared>,
+    wakers: Vec<OwnedFd>,
+}
+
+impl Control {
+    fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for w in &self.wakers {
+            let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+        }
+    }
+}
+
+/// A started server.
+pub struct Running {
+    addr: SocketAddr,
+    control: Arc<Control>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Running {
+    /// The address the server listens on (the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Begins a graceful shutdown: stop accepting, close idle connections,
+    /// finish responses in flight. Returns at once; [`Running::wait`] waits.
+    pub fn shutdown(&self) {
+        self.control.shutdown();
+    }
+
+    /// Waits until every worker has finished.
+    pub fn wait(&self) {
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+
+    /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
+    /// exits at once.
+    pub fn stop_on_signals(&self) -> io::Result<()> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        let control = self.control.clone();
+        std::thread::Builder::new()
+            .name("nikaia-signals".into())
+            .spawn(move || {
+                let mut seen = 0;
+                for _ in signals.forever() {
+                    seen += 1;
+                    if seen == 1 {
+                        control.shutdown();
+                    } else {
+                        std::process::exit(130);
+                    }
+                }
+            })?;
+        Ok(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+        self.wait();
+    }
+}
+
+fn listen(addr: SocketAddr) -> io::Result<OwnedFd> {
+    let family = if addr.is_ipv4() {
+        AddressFamily::INET
+    } else {
+        AddressFamily::INET6
+    };
+    let fd = rustix::net::socket_with(
+        family,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?;
+    rustix::net::sockopt::set_socket_reuseaddr(&fd, true)?;
+    rustix::net::sockopt::set_socket_reuseport(&fd, true)?;
+    rustix::net::bind(&fd, &addr).map_err(|e| {
+        io::Error::new(io::Error::from(e).kind(), format!("cannot listen on {addr}: {e}"))
+    })?;
+    rustix::net::listen(&fd, 1024)?;
+    Ok(fd)
+}
+
+fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
+    SocketAddr::try_from(rustix::net::getsockname(fd)?)
+        .map_err(|_| io::Error::other("listener has no IP address"))
+}
+
+struct Worker {
+    shared: Arc<Shared>,
+    epoll: OwnedFd,
+    listener: Option<OwnedFd>,
+    waker: OwnedFd,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    live: usize,
+    again: Vec<usize>,
+    date: DateCache,
+    access: Vec<u8>,
+    accept_paused_until: Option<Instant>,
+    stopping: bool,
+    grace_end: Option<Instant>,
+}
+
+impl Worker {
+    fn new(shared: Arc<Shared>, listener: OwnedFd, waker: OwnedFd) -> io::Result<Worker> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        epoll::add(
+            &epoll,
+            &listener,
+            epoll::EventData::new_u64(LISTENER),
+            epoll::EventFlags::IN,
+        )?;
+        epoll::add(
+            &epoll,
+            &waker,
+            epoll::EventData::new_u64(WAKER),
+            epoll::EventFlags::IN,
+        )?;
+        Ok(Worker {
+            shared,
+            epoll,
+            listener: Some(listener),
+            waker,
+            conns: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            again: Vec::new(),
+            date: DateCache::new(),
+            access: Vec::with_capacity(16 << 10),
+            accept_paused_until: None,
+            stopping: false,
+            grace_end: None,
+        })
+    }
+
+    /// How often deadlines are checked: a quarter of the shortest timeout,
+    /// between 10 ms and 500 ms.
+    fn tick(&self) -> Duration {
+        let rt = &self.shared.rt;
+        let shortest = rt
+            .header_timeout
+            .min(rt.send_timeout)
+            .min(rt.keepalive_timeout.max(Duration::from_millis(40)));
+        (shortest / 4).clamp(Duration::from_millis(10), Duration::from_millis(500))
+    }
+
+    fn run(mut self) {
+        let mut events = Vec::with_capacity(256);
+        let tick = self.tick();
+        let mut next_sweep = Instant::now() + tick;
+        loop {
+            let timeout = if self.again.is_empty() {
+                rustix::time::Timespec::try_from(tick).unwrap_or(rustix::time::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 100_000_000,
+                })
+            } else {
+                rustix::time::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                }
+            };
+            events.clear();
+            match epoll::wait(
+                &self.epoll,
+                rustix::buffer::spare_capacity(&mut events),
+                Some(&timeout),
+            ) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => {
+                    self.shared
+                        .logs
+                        .error(format_args!("epoll_wait failed: {e}; worker stops"));
+                    break;
+                }
+            }
+            self.date.refresh();
+            let now = Instant::now();
+            let again = std::mem::take(&mut self.again);
+            for ev in &events {
+                match ev.data.u64() {
+                    LISTENER => self.accept(now),
+                    WAKER => self.wake(now),
+                    i => self.drive(i as usize, now),
+                }
+            }
+            for i in again {
+                self.drive(i, now);
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + tick;
+            }
+            if !self.access.is_empty() {
+                self.shared.logs.access.write(&self.access);
+                self.access.clear();
+            }
+            if self.stopping
+                && (self.live == 0 || self.grace_end.is_some_and(|end| now >= end))
+            {
+                break;
+            }
+        }
+    }
+
+    fn drive(&mut self, i: usize, now: Instant) {
+        let Some(Some(conn)) = self.conns.get_mut(i) else {
+            return;
+        };
+        let mut turn = Turn {
+            shared: &self.shared,
+            date: self.date.get(),
+            access: &mut self.access,
+            now,
+            stopping: self.stopping,
+        };
+        match conn.drive(&mut turn) {
+            Next::Wait => {}
+            Next::Yield => self.again.push(i),
+            Next::Close => self.close(i),
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        if let Some(conn) = self.conns.get_mut(i).and_then(Option::take) {
+            drop(conn);
+            self.free.push(i);
+            self.live -= 1;
+            self.shared.connections.fetch_sub(1, Ordering::Relaxed);
+            // A slot opened: accepting may resume if it stopped at the limit.
+            if self.accept_paused_until.is_some() {
+                self.resume_accepting();
+            }
+        }
+    }
+
+    fn accept(&mut self, now: Instant) {
+        for _ in 0..ACCEPT_BATCH {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            let max = self.shared.rt.max_connections;
+            if self.shared.connections.load(Ordering::Relaxed) >= max {
+                self.pause_accepting(now);
+                return;
+            }
+            let (fd, peer) = match rustix::net::acceptfrom_with(
+                listener,
+                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            ) {
+                Ok(pair) => pair,
+                Err(Errno::AGAIN) => return,
+                Err(Errno::INTR | Errno::CONNABORTED | Errno::PROTO) => continue,
+                Err(e @ (Errno::MFILE | Errno::NFILE | Errno::NOBUFS | Errno::NOMEM)) => {
+                    self.shared.logs.error(format_args!(
+                        "accept: {e}; pausing new connections for {ACCEPT_BACKOFF:?}"
+                    ));
+                    self.pause_accepting(now);
+                    return;
+                }
+                Err(e) => {
+                    self.shared.logs.error(format_args!("accept: {e}"));
+                    return;
+                }
+            };
+            let peer = peer
+                .and_then(|a| SocketAddr::try_from(a).ok())
+                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+            let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
+            self.shared.connections.fetch_add(1, Ordering::Relaxed);
+            let slot = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            let registered = epoll::add(
+                &self.epoll,
+                &fd,
+                epoll::EventData::new_u64(slot as u64),
+                epoll::EventFlags::IN
+                    | epoll::EventFlags::OUT
+                    | epoll::EventFlags::RDHUP
+                    | epoll::EventFlags::ET,
+            );
+            self.conns[slot] = Some(Conn::new(fd, peer, now, &self.shared));
+            self.live += 1;
+            if registered.is_err() {
+                self.close(slot);
+                continue;
+            }
+            // Data may already be waiting (the request often arrives with
+            // the handshake's last packet); edge-triggered epoll would not
+            // report it again.
+            self.drive(slot, now);
+        }
+    }
+
+    fn pause_accepting(&mut self, now: Instant) {
+        if let Some(l) = &self.listener {
+            let _ = epoll::modify(
+                &self.epoll,
+                l,
+                epoll::EventData::new_u64(LISTENER),
+                epoll::EventFlags::empty(),
+            );
+        }
+        self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
+    }
+
+    fn resume_accepting(&mut self) {
+        self.accept_paused_until = None;
+        if let Some(l) = &self.listener {
+            let _ = epoll::modify(
+                &self.epoll,
+                l,
+                epoll::EventData::new_u64(LISTENER),
+                epoll::EventFlags::IN,
+            );
+        }
+    }
+
+    fn wake(&mut self, now: Instant) {
+        let mut buf = [0u8; 8];
+        let _ = rustix::io::read(&self.waker, &mut buf);
+        if self.shared.stop.load(Ordering::SeqCst) && !self.stopping {
+            self.stopping = true;
+            self.grace_end = Some(now + SHUTDOWN_GRACE);
+            // Closing the listener stops accepting on this worker.
+            if let Some(l) = self.listener.take() {
+                let _ = epoll::delete(&self.epoll, l.as_fd());
+            }
+            for i in 0..self.conns.len() {
+                if self.conns[i].as_ref().is_some_and(Conn::is_idle) {
+                    self.close(i);
+                }
+            }
+        }
+    }
+
+    /// Closes connections past their deadline; resumes accepting after a
+    /// back-off.
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            if self.conns[i].as_ref().is_some_and(|c| c.expired(now)) {
+                self.close(i);
+            }
+        }
+        if self.accept_paused_until.is_some_and(|t| now >= t) {
+            self.resume_accepting();
+        }
+    }
+}

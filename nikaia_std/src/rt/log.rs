@@ -1,0 +1,153 @@
+//! The access log and the error log: each to a file named in the runtime
+//! file, or to stderr.
+//!
+//! Access lines are gathered per worker and written once per loop turn, so a
+//! busy worker pays one `write` for many requests; error lines go out at once.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Where one log goes.
+pub(crate) enum Sink {
+    Stderr,
+    File(Mutex<File>),
+    Off,
+}
+
+impl Sink {
+    pub(crate) fn open(path: Option<&Path>) -> io::Result<Sink> {
+        match path {
+            None => Ok(Sink::Stderr),
+            Some(p) => OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map(|f| Sink::File(Mutex::new(f)))
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
+        }
+    }
+
+    pub(crate) fn is_on(&self) -> bool {
+        !matches!(self, Sink::Off)
+    }
+
+    /// Writes whole lines in one call (a failure to log is not worth a crash).
+    pub(crate) fn write(&self, bytes: &[u8]) {
+        match self {
+            Sink::Stderr => {
+                let _ = io::stderr().lock().write_all(bytes);
+            }
+            Sink::File(f) => {
+                if let Ok(mut f) = f.lock() {
+                    let _ = f.write_all(bytes);
+                }
+            }
+            Sink::Off => {}
+        }
+    }
+}
+
+/// The two logs of a server.
+pub(crate) struct Logs {
+    pub(crate) access: Sink,
+    pub(crate) error: Sink,
+}
+
+impl Logs {
+    /// Writes one error line now: `time error: message`.
+    pub(crate) fn error(&self, message: fmt::Arguments<'_>) {
+        let mut line = timestamp();
+        line.push_str(" error: ");
+        fmt::write(&mut line, message).ok();
+        line.push('\n');
+        self.error.write(line.as_bytes());
+    }
+}
+
+/// One request's access line, appended to a worker's batch.
+pub(crate) struct AccessEntry<'a> {
+    pub peer: SocketAddr,
+    pub method: &'a str,
+    pub target: &'a str,
+    pub version: &'a str,
+    pub status: u16,
+    pub bytes: u64,
+    pub duration: Duration,
+}
+
+impl AccessEntry<'_> {
+    /// `time peer "METHOD target VERSION" status bytes duration_us`
+    pub(crate) fn append_to(&self, out: &mut Vec<u8>) {
+        let _ = write!(out, "{} {} \"", timestamp(), self.peer);
+        escape_into(out, self.method);
+        out.push(b' ');
+        escape_into(out, self.target);
+        let _ = writeln!(
+            out,
+            " {}\" {} {} {}us",
+            self.version,
+            self.status,
+            self.bytes,
+            self.duration.as_micros()
+        );
+    }
+}
+
+/// Copies text into a log line with quotes, backslashes and anything not
+/// printable ASCII escaped, so a request cannot forge log lines.
+fn escape_into(out: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            0x21..=0x7e => out.push(b),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+}
+
+/// Now as RFC 3339 UTC with milliseconds: `2026-11-29T23:10:00.123Z`.
+pub(crate) fn timestamp() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs();
+    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        now.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_lines_escape_what_a_client_sent() {
+        let mut out = Vec::new();
+        AccessEntry {
+            peer: "127.0.0.1:9".parse().unwrap(),
+            method: "GET",
+            target: "/a\"b\\c\u{7f}",
+            version: "HTTP/1.1",
+            status: 200,
+            bytes: 5,
+            duration: Duration::from_micros(42),
+        }
+        .append_to(&mut out);
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.ends_with(" 127.0.0.1:9 \"GET /a\\\"b\\\\c\\x7f HTTP/1.1\" 200 5 42us\n"), "{line}");
+        assert_eq!(line.lines().count(), 1);
+    }
+}
