@@ -27,7 +27,13 @@ pub(super) fn parse(text: &str, file: &Path) -> Result<Runtime, Vec<ConfigError>
         for error in syntax_errors {
             let offset = error.span().map_or(0, |span| span.start);
             let message = error.message().trim().replace('\n', "; ");
-            checker.error(offset, None, format!("invalid TOML: {message}"));
+            // A duplicate key's span is the key: name it like other errors do.
+            let key = error
+                .span()
+                .filter(|_| message.starts_with("duplicate key"))
+                .and_then(|span| text.get(span))
+                .map(|key| key.trim().trim_matches('"'));
+            checker.error(offset, key, format!("invalid TOML: {message}"));
         }
         return Err(checker.finish());
     }
@@ -178,9 +184,12 @@ impl Checker<'_> {
         match value.get_ref() {
             DeValue::String(s) if s == "auto" => Some(SendFile::Auto),
             DeValue::String(s) if s == "never" => Some(SendFile::Never),
+            DeValue::String(s) if !s.starts_with(|c: char| c.is_ascii_digit() || c == '-') => {
+                self.bad(key, value, format!("expected {WANT}, found \"{s}\""))
+            }
             DeValue::String(s) => match parse_size(s) {
                 Ok(bytes) => Some(SendFile::AtLeast(bytes)),
-                Err(why) => self.bad(key, value, format!("{why}; expected {WANT}")),
+                Err(why) => self.bad(key, value, why),
             },
             DeValue::Integer(_) => self.bytes(key, value).map(SendFile::AtLeast),
             other => self.bad(key, value, format!("expected {WANT}, found {}", a(other))),
@@ -235,13 +244,7 @@ impl Checker<'_> {
             DeValue::Integer(_) => self.bytes(key, value)?,
             DeValue::String(s) => match parse_size(s) {
                 Ok(bytes) => bytes,
-                Err(why) => {
-                    return self.bad(
-                        key,
-                        value,
-                        format!("{why}; expected a size such as \"{example}\""),
-                    )
-                }
+                Err(why) => return self.bad(key, value, why),
             },
             other => {
                 let message = format!(

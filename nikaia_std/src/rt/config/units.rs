@@ -26,6 +26,9 @@ pub(super) fn parse_size(text: &str) -> Result<u64, String> {
     if text.starts_with('-') {
         return Err(format!("a size cannot be negative, found \"{text}\""));
     }
+    if let Some(why) = not_whole(text) {
+        return Err(why);
+    }
     let (digits, unit) = split_number(text);
     if digits.is_empty() {
         return Err(format!("\"{text}\" is not a size; expected {SIZE_FORMS}"));
@@ -55,6 +58,9 @@ pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
     if text.starts_with('-') {
         return Err(format!("a duration cannot be negative, found \"{text}\""));
     }
+    if let Some(why) = not_whole(text) {
+        return Err(why);
+    }
     let (digits, unit) = split_number(text);
     if digits.is_empty() {
         return Err(format!(
@@ -77,6 +83,21 @@ pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
         .and_then(|n| n.checked_mul(millis))
         .map(Duration::from_millis)
         .ok_or_else(|| format!("the duration \"{text}\" is too large"))
+}
+
+/// The two near misses worth naming: a space before the unit, and a fraction.
+fn not_whole(text: &str) -> Option<String> {
+    if text.starts_with(|c: char| c.is_ascii_digit()) && text.contains(char::is_whitespace) {
+        let joined: String = text.split_whitespace().collect();
+        return Some(format!("write \"{joined}\" without spaces, not \"{text}\""));
+    }
+    let (_, rest) = split_number(text);
+    if rest.starts_with(['.', ',']) {
+        return Some(format!(
+            "\"{text}\" is not a whole number; write it in a smaller unit"
+        ));
+    }
+    None
 }
 
 /// Splits `"64KiB"` into `("64", "KiB")`.
