@@ -54,6 +54,28 @@ fn base_dir(file: &Path) -> PathBuf {
 
 type Value<'i> = Spanned<DeValue<'i>>;
 
+// The allowed ranges (spec/runtime-file.md, "Keys").
+const WORKERS: RangeInclusive<u64> = 0..=1024;
+const IO_THREADS: RangeInclusive<u64> = 1..=256;
+const SEND_FILE_MAX_CHUNK: RangeInclusive<u64> = 4 << 10..=1 << 30;
+const STATIC_CACHE: RangeInclusive<u64> = 0..=1_000_000;
+const STATIC_CACHE_BYTES: RangeInclusive<u64> = 0..=64 << 30;
+const MAX_CONNECTIONS: RangeInclusive<u64> = 1..=1_000_000;
+const MAX_HEADER_BYTES: RangeInclusive<u64> = 1 << 10..=1 << 20;
+const HOUR: Duration = Duration::from_secs(3600);
+
+const fn millis(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `workers = 0` means one per available core.
+fn resolve_workers(n: u64) -> usize {
+    match n {
+        0 => available_cores(),
+        n => n as usize,
+    }
+}
+
 struct Checker<'a> {
     text: &'a str,
     file: &'a Path,
@@ -72,52 +94,38 @@ impl Checker<'_> {
             match name {
                 "listen" => put(&mut rt.listen, self.listen(name, value)),
                 "workers" => {
-                    let workers = self.integer(name, value, 0..=1024);
-                    put(
-                        &mut rt.workers,
-                        workers.map(|n| match n {
-                            0 => available_cores(),
-                            n => n as usize,
-                        }),
-                    );
+                    let workers = self.integer(name, value, WORKERS);
+                    put(&mut rt.workers, workers.map(resolve_workers));
                 }
-                "io-threads" => put(&mut rt.io_threads, self.count(name, value, 1..=256)),
+                "io-threads" => put(&mut rt.io_threads, self.count(name, value, IO_THREADS)),
                 "send-file" => put(&mut rt.send_file, self.send_file(name, value)),
                 "send-file-max-chunk" => {
-                    let range = 4 << 10..=1 << 30;
-                    put(
-                        &mut rt.send_file_max_chunk,
-                        self.size(name, value, range, "2MiB"),
-                    );
+                    let bytes = self.size(name, value, SEND_FILE_MAX_CHUNK, "2MiB");
+                    put(&mut rt.send_file_max_chunk, bytes);
                 }
-                "static-cache" => put(&mut rt.static_cache, self.count(name, value, 0..=1_000_000)),
+                "static-cache" => put(&mut rt.static_cache, self.count(name, value, STATIC_CACHE)),
                 "static-cache-bytes" => {
-                    let range = 0..=64 << 30;
-                    put(
-                        &mut rt.static_cache_bytes,
-                        self.size(name, value, range, "64MiB"),
-                    );
+                    let bytes = self.size(name, value, STATIC_CACHE_BYTES, "64MiB");
+                    put(&mut rt.static_cache_bytes, bytes);
                 }
                 "header-timeout" => {
-                    let range = Duration::from_millis(1)..=Duration::from_secs(3600);
-                    put(&mut rt.header_timeout, self.duration(name, value, range));
+                    let timeout = self.duration(name, value, millis(1)..=HOUR);
+                    put(&mut rt.header_timeout, timeout);
                 }
                 "keepalive-timeout" => {
-                    let range = Duration::ZERO..=Duration::from_secs(3600);
-                    put(&mut rt.keepalive_timeout, self.duration(name, value, range));
+                    let timeout = self.duration(name, value, Duration::ZERO..=HOUR);
+                    put(&mut rt.keepalive_timeout, timeout);
                 }
                 "send-timeout" => {
-                    let range = Duration::from_millis(1)..=Duration::from_secs(3600);
-                    put(&mut rt.send_timeout, self.duration(name, value, range));
+                    let timeout = self.duration(name, value, millis(1)..=HOUR);
+                    put(&mut rt.send_timeout, timeout);
                 }
                 "max-connections" => {
-                    put(
-                        &mut rt.max_connections,
-                        self.count(name, value, 1..=1_000_000),
-                    );
+                    let connections = self.count(name, value, MAX_CONNECTIONS);
+                    put(&mut rt.max_connections, connections);
                 }
                 "max-header-bytes" => {
-                    let bytes = self.size(name, value, 1 << 10..=1 << 20, "32KiB");
+                    let bytes = self.size(name, value, MAX_HEADER_BYTES, "32KiB");
                     put(&mut rt.max_header_bytes, bytes.map(|n| n as usize));
                 }
                 "access-log" => put(&mut rt.access_log, self.log(name, value, true)),
