@@ -448,3 +448,14 @@ fn a_missing_file() {
     );
     insta::assert_snapshot!(render(&errors));
 }
+
+/// The example in `spec/runtime-file.md`, "Errors", is what the code prints.
+#[test]
+fn the_spec_example_is_what_the_operator_reads() {
+    let spec = include_str!("../../spec/runtime-file.md");
+    let example = spec.split("An example. This file").nth(1).unwrap();
+    let mut blocks = example.split("```").skip(1).step_by(2);
+    let file = blocks.next().unwrap().strip_prefix("toml\n").unwrap();
+    let printed = blocks.next().unwrap().trim_start_matches('\n');
+    assert_eq!(errors(file), printed);
+}
