@@ -364,7 +364,9 @@ fn bad_duration() {
 
 #[test]
 fn bare_integer_duration() {
-    insta::assert_snapshot!(errors("header-timeout = 10\nkeepalive-timeout = \"30\"\n"));
+    insta::assert_snapshot!(errors(
+        "header-timeout = 10\nkeepalive-timeout = \"30\"\nsend-timeout = 0x10\n"
+    ));
 }
 
 #[test]

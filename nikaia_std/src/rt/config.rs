@@ -23,6 +23,9 @@ pub enum SendFile {
 }
 
 /// The effective runtime configuration (the file's values, defaults filled in).
+///
+/// Each field is the key of the same name with `_` for `-`; the keys' meaning,
+/// defaults and ranges are in `spec/runtime-file.md`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Runtime {
     pub listen: SocketAddr,

@@ -289,8 +289,8 @@ impl Checker<'_> {
                 Ok(d) => d,
                 Err(why) => return self.bad(key, value, why),
             },
-            DeValue::Integer(int) => {
-                let n = int.as_str();
+            DeValue::Integer(_) => {
+                let n = integer_of(value).unwrap_or_default();
                 let message = format!(
                     "a duration needs a unit: write \"{n}s\" or \"{n}ms\", not {n} (units: ms, s, m, h)"
                 );
