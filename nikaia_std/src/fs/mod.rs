@@ -18,3 +18,4 @@ pub use error::{Error, Outside};
 pub use map::{map, Mapped};
 pub use open::{Identity, Opened};
 pub use root::{anywhere_sites, force_fallback_walk, AnywhereSite, Root};
+
