@@ -1,9 +1,15 @@
 //! The runtime file: TOML the operator writes to tune the mechanism on the
 //! machine the program runs on. Normative text: `spec/runtime-file.md`.
 
+mod parse;
+mod units;
+
+use std::fmt;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub use units::{format_duration, format_size};
 
 /// `send-file`: how std may send a file body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +23,9 @@ pub enum SendFile {
 }
 
 /// The effective runtime configuration (the file's values, defaults filled in).
+///
+/// Each field is the key of the same name with `_` for `-`; the keys' meaning,
+/// defaults and ranges are in `spec/runtime-file.md`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Runtime {
     pub listen: SocketAddr,
@@ -33,30 +42,73 @@ pub struct Runtime {
     pub send_timeout: Duration,
     pub max_connections: usize,
     pub max_header_bytes: usize,
-    /// None: stderr. Some(path): append to the file.
-    pub access_log: Option<PathBuf>,
-    pub error_log: Option<PathBuf>,
+    /// Where the access log goes; `Off` only for this log.
+    pub access_log: LogTarget,
+    /// Where errors are logged; never `Off`.
+    pub error_log: LogTarget,
     pub stats_socket: Option<PathBuf>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
 }
 
+/// Where a log goes (`access-log`, `error-log`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogTarget {
+    /// The process's standard error (the default).
+    Stderr,
+    /// Not written at all (`access-log = "off"`; not allowed for `error-log`).
+    Off,
+    /// Appended to this file (absolute: resolved against the runtime file's
+    /// directory).
+    File(PathBuf),
+}
+
 /// A runtime file that could not be accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
+    /// The runtime file, as it was named.
     pub file: PathBuf,
+    /// 1-based line; 0 when the problem has no place in the file (it could not
+    /// be read).
     pub line: usize,
+    /// 1-based column, counted in characters; 0 together with `line`.
     pub column: usize,
+    /// The key the problem is about, if any (syntax errors have none).
     pub key: Option<String>,
+    /// What is wrong and what is allowed, one line.
     pub message: String,
 }
 
-// STUB below this line: replaced by the runtime-file work (issue 2).
+/// The environment variable naming the runtime file when `--runtime` is not
+/// given.
+pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
+
+/// Every key of the runtime file, in the order `to_toml` writes them.
+pub const KEYS: [&str; 17] = [
+    "listen",
+    "workers",
+    "io-threads",
+    "send-file",
+    "send-file-max-chunk",
+    "static-cache",
+    "static-cache-bytes",
+    "header-timeout",
+    "keepalive-timeout",
+    "send-timeout",
+    "max-connections",
+    "max-header-bytes",
+    "access-log",
+    "error-log",
+    "stats-socket",
+    "tls-cert",
+    "tls-key",
+];
+
 impl Default for Runtime {
     fn default() -> Runtime {
         Runtime {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            workers: available_cores(),
             io_threads: 4,
             send_file: SendFile::Auto,
             send_file_max_chunk: 2 << 20,
@@ -67,8 +119,8 @@ impl Default for Runtime {
             send_timeout: Duration::from_secs(30),
             max_connections: 10_000,
             max_header_bytes: 32 << 10,
-            access_log: None,
-            error_log: None,
+            access_log: LogTarget::Stderr,
+            error_log: LogTarget::Stderr,
             stats_socket: None,
             tls_cert: None,
             tls_key: None,
@@ -76,18 +128,109 @@ impl Default for Runtime {
     }
 }
 
+/// What `workers = 0` (and the default) resolves to.
+pub(crate) fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl Runtime {
-    /// Reads and validates a runtime file. Every problem found is returned.
-    pub fn load(_path: &std::path::Path) -> Result<Runtime, Vec<ConfigError>> {
-        Ok(Runtime::default())
+    /// Reads and validates a runtime file. Every problem found is returned, in
+    /// file order.
+    pub fn load(path: &Path) -> Result<Runtime, Vec<ConfigError>> {
+        let unreadable = |message: String| {
+            vec![ConfigError {
+                file: path.to_path_buf(),
+                line: 0,
+                column: 0,
+                key: None,
+                message,
+            }]
+        };
+        let bytes = std::fs::read(path)
+            .map_err(|e| unreadable(format!("cannot read the runtime file: {e}")))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| unreadable("the runtime file is not valid UTF-8".to_string()))?;
+        Runtime::parse(&text, path)
     }
 
-    /// The runtime for a process: `explicit` (from `--runtime`), else the
-    /// `NIKAIA_RUNTIME` environment variable, else the defaults.
-    pub fn from_args(explicit: Option<&std::path::Path>) -> Result<Runtime, Vec<ConfigError>> {
-        match explicit {
-            Some(p) => Runtime::load(p),
-            None => Ok(Runtime::default()),
+    /// Validates the text of a runtime file; `file` names it in errors, and
+    /// relative paths in it are resolved against `file`'s directory.
+    pub fn parse(text: &str, file: &Path) -> Result<Runtime, Vec<ConfigError>> {
+        parse::parse(text, file)
+    }
+
+    /// The runtime for a process: `explicit` (from `--runtime`), else the file
+    /// named by `NIKAIA_RUNTIME` (an empty value counts as unset), else the
+    /// defaults.
+    pub fn from_args(explicit: Option<&Path>) -> Result<Runtime, Vec<ConfigError>> {
+        if let Some(path) = explicit {
+            return Runtime::load(path);
+        }
+        match std::env::var_os(RUNTIME_ENV) {
+            Some(path) if !path.is_empty() => Runtime::load(Path::new(&path)),
+            _ => Ok(Runtime::default()),
         }
     }
+
+    /// The effective configuration as a runtime file: every key in the order
+    /// of the spec, defaults filled in. Keys without a value (`stats-socket`,
+    /// `tls-cert`, `tls-key` when unset) are written as comments. Parsing the
+    /// result gives this `Runtime` back.
+    pub fn to_toml(&self) -> String {
+        let mut out = String::new();
+        let mut line = |key: &str, value: Option<String>| match value {
+            Some(value) => out.push_str(&format!("{key} = {value}\n")),
+            None => out.push_str(&format!("# {key} is not set\n")),
+        };
+        let string = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let path = |p: &Path| string(&p.to_string_lossy());
+        let log = |target: &LogTarget| match target {
+            LogTarget::Stderr => string("stderr"),
+            LogTarget::Off => string("off"),
+            LogTarget::File(p) => path(p),
+        };
+        line("listen", Some(string(&self.listen.to_string())));
+        line("workers", Some(self.workers.to_string()));
+        line("io-threads", Some(self.io_threads.to_string()));
+        let send_file = match self.send_file {
+            SendFile::Auto => "auto".to_string(),
+            SendFile::Never => "never".to_string(),
+            SendFile::AtLeast(bytes) => format_size(bytes),
+        };
+        line("send-file", Some(string(&send_file)));
+        let size = |bytes: u64| string(&format_size(bytes));
+        let duration = |d: Duration| string(&format_duration(d));
+        line("send-file-max-chunk", Some(size(self.send_file_max_chunk)));
+        line("static-cache", Some(self.static_cache.to_string()));
+        line("static-cache-bytes", Some(size(self.static_cache_bytes)));
+        line("header-timeout", Some(duration(self.header_timeout)));
+        line("keepalive-timeout", Some(duration(self.keepalive_timeout)));
+        line("send-timeout", Some(duration(self.send_timeout)));
+        line("max-connections", Some(self.max_connections.to_string()));
+        line("max-header-bytes", Some(size(self.max_header_bytes as u64)));
+        line("access-log", Some(log(&self.access_log)));
+        line("error-log", Some(log(&self.error_log)));
+        line("stats-socket", self.stats_socket.as_deref().map(path));
+        line("tls-cert", self.tls_cert.as_deref().map(path));
+        line("tls-key", self.tls_key.as_deref().map(path));
+        out
+    }
 }
+
+/// `FILE:LINE:COL: error: key `KEY`: MESSAGE`, one line; the position is left
+/// out when there is none (line 0), the key when there is none.
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.column)?;
+        }
+        write!(f, ": error: ")?;
+        if let Some(key) = &self.key {
+            write!(f, "key `{key}`: ")?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}

@@ -4,4 +4,6 @@
 mod config;
 pub(crate) mod log;
 
-pub use config::{ConfigError, Runtime, SendFile};
+pub use config::{
+    format_duration, format_size, ConfigError, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
+};
