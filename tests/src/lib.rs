@@ -3,7 +3,7 @@
 //! the server sent.
 
 use nikaia_std::http::{Running, Server};
-use nikaia_std::rt::Runtime;
+use nikaia_std::rt::{LogTarget, Runtime};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -13,7 +13,7 @@ pub fn test_runtime() -> Runtime {
     Runtime {
         listen: "127.0.0.1:0".parse().unwrap(),
         workers: 2,
-        access_log: Some("/dev/null".into()),
+        access_log: LogTarget::Off,
         ..Runtime::default()
     }
 }

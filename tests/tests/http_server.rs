@@ -388,7 +388,7 @@ fn access_log_lines_go_to_the_named_file() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
     let rt = nikaia_std::rt::Runtime {
-        access_log: Some(log.clone()),
+        access_log: nikaia_std::rt::LogTarget::File(log.clone()),
         ..test_runtime()
     };
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));

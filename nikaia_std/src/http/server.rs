@@ -64,7 +64,7 @@ impl Server {
             Ok(rt) => Server::with_runtime(rt),
             Err(errors) => {
                 for e in errors {
-                    eprintln!("{e:?}");
+                    eprintln!("{e}");
                 }
                 std::process::exit(2);
             }
@@ -105,8 +105,8 @@ impl Server {
     pub fn start(self) -> io::Result<Running> {
         let rt = self.rt;
         let logs = Logs {
-            access: Sink::open(rt.access_log.as_deref())?,
-            error: Sink::open(rt.error_log.as_deref())?,
+            access: Sink::open(&rt.access_log)?,
+            error: Sink::open(&rt.error_log)?,
         };
         let workers = rt.workers.max(1);
         let mut listeners = Vec::with_capacity(workers);

@@ -8,7 +8,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::SocketAddr;
-use std::path::Path;
+use super::LogTarget;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -20,10 +20,11 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
-    pub(crate) fn open(path: Option<&Path>) -> io::Result<Sink> {
-        match path {
-            None => Ok(Sink::Stderr),
-            Some(p) => OpenOptions::new()
+    pub(crate) fn open(target: &LogTarget) -> io::Result<Sink> {
+        match target {
+            LogTarget::Stderr => Ok(Sink::Stderr),
+            LogTarget::Off => Ok(Sink::Off),
+            LogTarget::File(p) => OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(p)
