@@ -409,3 +409,52 @@ fn outside_keeps_the_name() {
         other => panic!("expected Outside, got {other:?}"),
     }
 }
+
+/// `NIKAIA_FS_FORCE_WALK=1` forces the walk in a fresh process: this test
+/// runs its own binary again, on the test below, with the variable set.
+#[test]
+fn environment_forces_the_walk() {
+    // Without the variable, a child resolves as this process does (openat2,
+    // unless the kernel lacks or filters it).
+    let here = {
+        let _guard = lock();
+        let fx = fixture();
+        let root = Root::dir(&fx.root_path).unwrap();
+        with_walk(false, || {
+            let _ = root.open("index.html");
+            fs::resolver()
+        })
+    };
+    let exe = std::env::current_exe().unwrap();
+    for (value, expected) in [("1", "walk"), ("0", here)] {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "child_reports_resolver",
+                "--nocapture",
+                "--ignored",
+            ])
+            .env("NIKAIA_FS_FORCE_WALK", value)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains(&format!("resolver={expected};")),
+            "NIKAIA_FS_FORCE_WALK={value}: {stdout}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "run by environment_forces_the_walk in a child process"]
+fn child_reports_resolver() {
+    let fx = fixture();
+    let root = Root::dir(&fx.root_path).unwrap();
+    // Opening first lets a filtered openat2 be noticed.
+    assert!(matches!(
+        root.open("../secret/secret.txt"),
+        Err(Error::Outside(_))
+    ));
+    println!("resolver={};", fs::resolver());
+}

@@ -20,6 +20,11 @@ static NO_CACHED: AtomicBool = AtomicBool::new(false);
 /// tried before it is reported as an I/O error.
 const ATTEMPTS: usize = 8;
 
+/// False once openat2 was found missing or filtered in this process.
+pub(crate) fn available() -> bool {
+    !NO_OPENAT2.load(Ordering::Relaxed)
+}
+
 /// Opens `name` beneath `root` with openat2, or `None` when openat2 is not
 /// available in this process (the caller then walks).
 pub(crate) fn open_beneath(

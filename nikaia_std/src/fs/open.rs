@@ -157,6 +157,18 @@ pub fn force_fallback_walk(on: bool) {
     FORCE_WALK.store(if on { 2 } else { 1 }, Ordering::SeqCst);
 }
 
+/// The implementation a `Dir` open would use now: `"openat2"` or `"walk"`
+/// (for tests and `nikaia explain`; a filtered openat2 is only noticed at
+/// the first open that meets the filter).
+#[doc(hidden)]
+pub fn resolver() -> &'static str {
+    #[cfg(target_os = "linux")]
+    if !walk_forced() && super::linux::available() {
+        return "openat2";
+    }
+    "walk"
+}
+
 /// Whether the walk is forced (by the switch, else by the environment).
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn walk_forced() -> bool {
