@@ -458,3 +458,66 @@ fn child_reports_resolver() {
     ));
     println!("resolver={};", fs::resolver());
 }
+
+/// Writes agree too: the same outcome on both paths, for names that create,
+/// truncate, follow links, or leave.
+#[test]
+fn writes_agree_on_both_paths() {
+    let _guard = lock();
+    let names: &[&[u8]] = &[
+        b"fresh.txt",
+        b"fresh/",
+        b"sub/",
+        b"sub/fresh.txt",
+        b"sub/../fresh2.txt",
+        b"missing/x",
+        b"index.html/",
+        b"index.html/x",
+        b".",
+        b"..",
+        b"../fresh.txt",
+        b"link_in",
+        b"link_in/",
+        b"link_in_dir_slash",
+        b"link_in_dir_slash/fresh.txt",
+        b"link_in_dir/fresh.txt",
+        b"link_in_dir/fresh.txt/",
+        b"sub/./",
+        b"sub/../",
+        b"./",
+        b"../",
+        b"sub/inner/../../fresh3.txt",
+        b"missing/x/",
+        b"link_out_dir/fresh.txt",
+        b"dangling",
+        b"loop1",
+        b"fifo",
+        b"proc_cwd",
+        b"",
+    ];
+    let kind = |r: Result<(), Error>| match r {
+        Ok(()) => "ok".to_string(),
+        Err(Error::Io(_)) => "io".to_string(),
+        Err(e) => format!("{:?}", outcome(Err(e))),
+    };
+    let mut disagreements = Vec::new();
+    for name in names {
+        let mut results = Vec::new();
+        for walk in [false, true] {
+            let fx = fixture();
+            let root = Root::dir(&fx.root_path).unwrap();
+            let r = with_walk(walk, || kind(fs::write(path_of(name), &root, b"w")));
+            assert_eq!(std::fs::read(&fx.secret_path).unwrap(), SECRET);
+            results.push(r);
+        }
+        if results[0] != results[1] {
+            disagreements.push(format!(
+                "{:?}: openat2 {}, walk {}",
+                String::from_utf8_lossy(name),
+                results[0],
+                results[1]
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}

@@ -56,6 +56,11 @@ impl Purpose {
         }
     }
 
+    /// Whether the open may create the file (`O_CREAT`).
+    pub(crate) fn creates(self) -> bool {
+        self == Purpose::Write
+    }
+
     /// The mode of a created file.
     pub(crate) fn mode(self) -> Mode {
         match self {

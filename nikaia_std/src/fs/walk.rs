@@ -14,6 +14,11 @@ use rustix::io::Errno;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// Stands for a trailing `/` among the pending components (a real component
+/// never contains `/`). Before the last component it is skipped; as the last
+/// it is `.`, so the name before it must be a directory.
+const TRAILING: &[u8] = b"/";
+
 /// The kernel's limit on symlinks followed in one lookup (`MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
 
@@ -50,6 +55,12 @@ pub(crate) fn open_beneath(
 
     while let Some(mut component) = pending.pop() {
         let last = pending.is_empty();
+        if component == TRAILING {
+            if !last {
+                continue;
+            }
+            component = b".".to_vec();
+        }
         if component == b".." {
             if entered.pop().is_none() {
                 return Err(outside());
@@ -60,6 +71,10 @@ pub(crate) fn open_beneath(
             component = b".".to_vec();
         } else if component == b"." && !last {
             continue;
+        } else if purpose.creates() && component != b"." && pending == [TRAILING] {
+            // Like the kernel: creating a name with a trailing `/` is EISDIR,
+            // decided before the name is looked up.
+            return Err(from_errno(Errno::ISDIR, name));
         }
         let dir = entered.last().map_or(root, |fd| fd.as_fd());
 
@@ -106,11 +121,11 @@ pub(crate) fn open_beneath(
     Err(outside())
 }
 
-/// Puts the components of `path` in front of the pending ones. A trailing
-/// `/` becomes a final `.`, so the name before it must be a directory.
+/// Puts the components of `path` in front of the pending ones, with
+/// [`TRAILING`] for a trailing `/`.
 fn splice(pending: &mut Vec<Vec<u8>>, path: &[u8]) {
     if path.ends_with(b"/") {
-        pending.push(b".".to_vec());
+        pending.push(TRAILING.to_vec());
     }
     let parts = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
     let at = pending.len();
