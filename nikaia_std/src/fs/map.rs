@@ -58,8 +58,9 @@ pub fn map(name: impl AsRef<Path>, root: &Root) -> Result<Mapped, Error> {
             "file larger than the address space",
         ))
     })?;
-    // SAFETY: the mapping is read-only and private to this process; the
-    // descriptor is a regular file reached under an operator-named root. The
+    // SAFETY: the mapping is read-only (shared with the page cache, never
+    // written through) of a descriptor that fstat showed to be a regular
+    // file, reached under an operator-named root, for its fstat size. The
     // one risk `memmap2` cannot rule out is another process truncating the
     // file while it is mapped: reading past the new end raises SIGBUS. That
     // is documented in spec/fs-root.md; files under a served root are the

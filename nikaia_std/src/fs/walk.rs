@@ -101,7 +101,7 @@ pub(crate) fn open_beneath(
                     Ok(target) => target,
                     // Not a symlink: the first error stands.
                     Err(Errno::INVAL) => return Err(from_errno(e, name)),
-                    Err(e) => return Err(from_errno(e, name)),
+                    Err(other) => return Err(from_errno(other, name)),
                 };
                 links += 1;
                 if links > MAX_LINKS {
@@ -117,7 +117,8 @@ pub(crate) fn open_beneath(
             Err(e) => return Err(from_errno(e, name)),
         }
     }
-    // Only an empty name has no components, and it was refused lexically.
+    // A name that is not empty and not absolute always has a last
+    // component, so this is not reached; refuse rather than guess.
     Err(outside())
 }
 
