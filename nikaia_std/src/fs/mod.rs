@@ -16,6 +16,8 @@ mod linux;
 
 pub use error::{Error, Outside};
 pub use map::{map, Mapped};
+#[doc(hidden)]
+pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened};
-pub use root::{anywhere_sites, force_fallback_walk, AnywhereSite, Root};
-
+pub use root::{anywhere_sites, AnywhereSite, Root};
+pub use rw::{read, read_string, write};

@@ -1,33 +1,250 @@
-// STUB: replaced by the fs work (issue 2).
-use super::{Error, Opened};
+//! `Root`: the directory a name may not leave (`Dir`), or the audited
+//! `Anywhere`, whose every call site is recorded for `nikaia --trust`.
+
+use super::open::{self, check_name, Purpose};
+use super::{Error, Identity, Opened};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{Mode, OFlags, CWD};
+use std::fmt;
 use std::io;
-use std::path::Path;
+use std::panic::Location;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-#[derive(Clone, Debug)]
-pub struct Root;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where a program called [`Root::anywhere`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AnywhereSite {
     pub file: &'static str,
     pub line: u32,
     pub column: u32,
 }
 
-pub fn anywhere_sites() -> Vec<(AnywhereSite, u64)> {
-    Vec::new()
+impl fmt::Display for AnywhereSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
 }
 
-pub fn force_fallback_walk(_on: bool) {}
+/// One recorded call site and the files opened through roots made there.
+#[derive(Debug)]
+struct Site {
+    site: AnywhereSite,
+    opens: AtomicU64,
+}
+
+/// Every `anywhere()` call site seen by this process. Entries are leaked:
+/// there are as many as there are call sites in the program, no more.
+static SITES: Mutex<Vec<&'static Site>> = Mutex::new(Vec::new());
+
+/// Each site where [`Root::anywhere`] was called in this process, and how many
+/// files were opened (for reading or writing) through roots made there.
+pub fn anywhere_sites() -> Vec<(AnywhereSite, u64)> {
+    let sites = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    sites
+        .iter()
+        .map(|s| (s.site, s.opens.load(Ordering::Relaxed)))
+        .collect()
+}
+
+fn register(site: AnywhereSite) -> &'static Site {
+    let mut sites = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = sites.iter().find(|s| s.site == site) {
+        return known;
+    }
+    let new: &'static Site = Box::leak(Box::new(Site {
+        site,
+        opens: AtomicU64::new(0),
+    }));
+    sites.push(new);
+    new
+}
+
+/// Where names may be opened from.
+///
+/// A `Dir` root holds a directory descriptor opened once; every name is
+/// resolved beneath it and a name that would leave it is
+/// [`Outside`](super::Outside). An `Anywhere` root opens names as ordinary
+/// paths, without containment, and records where it was made.
+///
+/// Cloning is cheap (a reference count).
+#[derive(Clone)]
+pub struct Root {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+enum Kind {
+    Dir(Arc<DirRoot>),
+    Anywhere(&'static Site),
+}
+
+struct DirRoot {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl fmt::Debug for Root {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Dir(d) => f.debug_tuple("Root::Dir").field(&d.path).finish(),
+            Kind::Anywhere(s) => f
+                .debug_tuple("Root::Anywhere")
+                .field(&format_args!("{}", s.site))
+                .finish(),
+        }
+    }
+}
+
+/// How the root directory itself is held: only as a place to look up names.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const ROOT_FLAGS: OFlags = OFlags::PATH.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC);
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const ROOT_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC);
 
 impl Root {
-    pub fn dir(_path: impl AsRef<Path>) -> io::Result<Root> {
-        Err(io::Error::other("stub"))
+    /// Opens the directory `path` once and keeps it: later renaming or
+    /// replacing `path` does not change the root. A path that cannot be opened
+    /// as a directory is an error here (there is no fallback to the current
+    /// directory).
+    pub fn dir(path: impl AsRef<Path>) -> io::Result<Root> {
+        let path = path.as_ref();
+        let fd = rustix::fs::openat(CWD, path, ROOT_FLAGS, Mode::empty())?;
+        Ok(Root {
+            kind: Kind::Dir(Arc::new(DirRoot {
+                fd,
+                path: path.to_path_buf(),
+            })),
+        })
     }
+
+    /// A root without containment: names are ordinary paths (relative to the
+    /// current directory, or absolute). The call site is recorded and listed
+    /// by [`anywhere_sites`], with the number of files opened through it.
     #[track_caller]
     pub fn anywhere() -> Root {
-        Root
+        let at = Location::caller();
+        let site = register(AnywhereSite {
+            file: at.file(),
+            line: at.line(),
+            column: at.column(),
+        });
+        Root {
+            kind: Kind::Anywhere(site),
+        }
     }
-    pub fn open(&self, _name: impl AsRef<Path>) -> Result<Opened, Error> {
-        Err(Error::NotFound)
+
+    /// True for a `Dir` root (only those may be kept in a cache).
+    pub fn is_dir(&self) -> bool {
+        matches!(self.kind, Kind::Dir(_))
     }
+
+    /// The path a `Dir` root was opened from, as given (for display and
+    /// logs; it is never opened again). `None` for `Anywhere`.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.kind {
+            Kind::Dir(d) => Some(&d.path),
+            Kind::Anywhere(_) => None,
+        }
+    }
+
+    /// Where an `Anywhere` root was made; `None` for `Dir`.
+    pub fn anywhere_site(&self) -> Option<AnywhereSite> {
+        match &self.kind {
+            Kind::Dir(_) => None,
+            Kind::Anywhere(s) => Some(s.site),
+        }
+    }
+
+    /// Opens a regular file for reading and takes its identity from the same
+    /// descriptor. See `spec/fs-root.md` for every outcome.
+    pub fn open(&self, name: impl AsRef<Path>) -> Result<Opened, Error> {
+        open::regular(self.open_fd(name.as_ref(), Purpose::Read)?)
+    }
+
+    /// Like [`Root::open`], but the lookup may only use what the kernel
+    /// already has cached: [`Error::WouldBlock`] when it would have to read the
+    /// disk (retry it on an io thread). Where the kernel cannot do this, it is
+    /// [`Root::open`].
+    pub fn open_cached(&self, name: impl AsRef<Path>) -> Result<Opened, Error> {
+        open::regular(self.open_fd(name.as_ref(), Purpose::ReadCached)?)
+    }
+
+    /// The identity `name` has now, from one `statx` relative to the root,
+    /// to revalidate something opened earlier: it is meaningful only when
+    /// compared with an [`Identity`] reached by a confined open. The name is
+    /// checked lexically, and a `..` component is refused too, but symlinks
+    /// are followed unconfined: a name that now leads elsewhere gives a
+    /// different identity, never the stored one.
+    pub fn stat(&self, name: impl AsRef<Path>) -> Result<Identity, Error> {
+        let name = name.as_ref();
+        let st = match &self.kind {
+            Kind::Dir(d) => {
+                check_name(name)?;
+                if name.components().any(|c| c == Component::ParentDir) {
+                    return Err(super::Outside::new(name).into());
+                }
+                stat_at(d.fd.as_fd(), name)
+            }
+            Kind::Anywhere(_) => stat_at(CWD, name),
+        };
+        st.map_err(|e| open::from_errno(e, name))?
+    }
+
+    /// Opens `name` for writing (create or truncate), confined like a read.
+    pub(crate) fn open_write(&self, name: &Path) -> Result<Opened, Error> {
+        open::regular(self.open_fd(name, Purpose::Write)?)
+    }
+
+    /// The one place a name becomes a descriptor.
+    fn open_fd(&self, name: &Path, purpose: Purpose) -> Result<OwnedFd, Error> {
+        match &self.kind {
+            Kind::Dir(d) => open::open_beneath(d.fd.as_fd(), name, purpose),
+            Kind::Anywhere(site) => {
+                let fd = rustix::fs::openat(CWD, name, purpose.flags(), purpose.mode())
+                    .map_err(|e| open::from_errno(e, name))?;
+                site.opens.fetch_add(1, Ordering::Relaxed);
+                Ok(fd)
+            }
+        }
+    }
+}
+
+/// One `statx` (Linux) of `name` relative to `dir`.
+#[cfg(target_os = "linux")]
+fn stat_at(
+    dir: rustix::fd::BorrowedFd<'_>,
+    name: &Path,
+) -> rustix::io::Result<Result<Identity, Error>> {
+    use rustix::fs::{AtFlags, FileType, StatxFlags};
+    let mask = StatxFlags::TYPE
+        | StatxFlags::INO
+        | StatxFlags::SIZE
+        | StatxFlags::MTIME
+        | StatxFlags::CTIME;
+    let st = rustix::fs::statx(dir, name, AtFlags::empty(), mask)?;
+    let ns = |t: rustix::fs::StatxTimestamp| t.tv_sec * 1_000_000_000 + i64::from(t.tv_nsec);
+    Ok(match FileType::from_raw_mode(st.stx_mode.into()) {
+        FileType::RegularFile => Ok(Identity {
+            dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            size: st.stx_size,
+            mtime_ns: ns(st.stx_mtime),
+            ctime_ns: ns(st.stx_ctime),
+        }),
+        FileType::Directory => Err(Error::NotAFile { directory: true }),
+        _ => Err(Error::NotAFile { directory: false }),
+    })
+}
+
+/// One `fstatat` of `name` relative to `dir`.
+#[cfg(not(target_os = "linux"))]
+fn stat_at(
+    dir: rustix::fd::BorrowedFd<'_>,
+    name: &Path,
+) -> rustix::io::Result<Result<Identity, Error>> {
+    let st = rustix::fs::statat(dir, name, rustix::fs::AtFlags::empty())?;
+    Ok(open::check_regular(&st).map(|()| open::identity(&st)))
 }
