@@ -8,7 +8,9 @@ fn main() -> std::io::Result<()> {
         .route("/", move |_| page.clone())
         .route("/text", |_| "plain text\n")
         .route("/logo", move |_| logo.clone())
-        .route("/hello/*name", |req| format!("hello, {}\n", req.param().unwrap_or("")))
+        .route("/hello/*name", |req| {
+            format!("hello, {}\n", req.param().unwrap_or(""))
+        })
         .route("/fails", |_| "x".parse::<u8>().map(|n| n.to_string()))
         .run()
 }

@@ -64,7 +64,10 @@ impl Client {
     }
 
     pub fn send(&mut self, bytes: impl AsRef<[u8]>) {
-        self.reader.get_mut().write_all(bytes.as_ref()).expect("send");
+        self.reader
+            .get_mut()
+            .write_all(bytes.as_ref())
+            .expect("send");
     }
 
     /// Sends a GET with Host and returns the reply.
@@ -92,7 +95,9 @@ impl Client {
             if l.is_empty() {
                 break;
             }
-            let (n, v) = l.split_once(':').ok_or_else(|| io::Error::other("bad header"))?;
+            let (n, v) = l
+                .split_once(':')
+                .ok_or_else(|| io::Error::other("bad header"))?;
             headers.push((n.to_owned(), v.trim().to_owned()));
         }
         let mut reply = Reply {
@@ -124,7 +129,10 @@ impl Client {
         match self.reader.read(&mut b) {
             Ok(0) => true,
             Ok(_) => false,
-            Err(e) => !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut),
+            Err(e) => !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
         }
     }
 

@@ -23,7 +23,9 @@ fn rows_server() -> Server {
                 .header("X-Extra", "1")
                 .body("body{}")
         })
-        .route("/ok", |_| -> Result<&'static str, std::io::Error> { Ok("fine") })
+        .route("/ok", |_| -> Result<&'static str, std::io::Error> {
+            Ok("fine")
+        })
         .route("/err", |_| -> Result<&'static str, std::io::Error> {
             Err(std::io::Error::other("secret detail"))
         })
@@ -37,7 +39,12 @@ fn every_row_of_the_body_table() {
     let server = start(rows_server());
     let mut c = Client::connect(server.local_addr());
     let cases = [
-        ("/string", 200, "text/plain; charset=utf-8", &b"a string"[..]),
+        (
+            "/string",
+            200,
+            "text/plain; charset=utf-8",
+            &b"a string"[..],
+        ),
         ("/static", 200, "text/plain; charset=utf-8", b"a static str"),
         ("/html", 200, "text/html; charset=utf-8", b"<p>hi</p>"),
         ("/response", 201, "text/css", b"body{}"),
@@ -56,12 +63,21 @@ fn every_row_of_the_body_table() {
     assert_eq!(c.get("/response").header("x-extra"), Some("1"));
     // Only one Content-Type, the Response's own.
     let r = c.get("/response");
-    assert_eq!(r.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("content-type")).count(), 1);
+    assert_eq!(
+        r.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .count(),
+        1
+    );
 
     for path in ["/err", "/panic"] {
         let r = c.get(path);
         assert_eq!(r.status, 500, "{path}");
-        assert!(!r.text().contains("secret"), "{path}: the error stays in the log");
+        assert!(
+            !r.text().contains("secret"),
+            "{path}: the error stays in the log"
+        );
     }
     // The connection survived both failures.
     assert_eq!(c.get("/static").status, 200);
@@ -111,7 +127,11 @@ fn not_found_wrong_method_and_head() {
     assert_eq!(head.status, 200);
     assert_eq!(head.header("content-length"), Some("1000"));
     assert_eq!(head.header("content-type"), get.header("content-type"));
-    assert_eq!(get.body.len(), 1000, "HEAD sent no body: the next reply parsed cleanly");
+    assert_eq!(
+        get.body.len(),
+        1000,
+        "HEAD sent no body: the next reply parsed cleanly"
+    );
 }
 
 #[test]
@@ -186,7 +206,10 @@ fn malformed_and_smuggling_requests_get_their_status_and_close() {
         assert!(c.is_closed(), "{raw:?} left the connection open");
     }
     // The server kept serving.
-    assert_eq!(Client::connect(server.local_addr()).get("/static").status, 200);
+    assert_eq!(
+        Client::connect(server.local_addr()).get("/static").status,
+        200
+    );
 }
 
 #[test]
@@ -197,7 +220,10 @@ fn headers_past_the_limit_are_431() {
     };
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     let mut c = Client::connect(server.local_addr());
-    c.send(format!("GET / HTTP/1.1\r\nHost: t\r\nCookie: {}\r\n\r\n", "a".repeat(5000)));
+    c.send(format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nCookie: {}\r\n\r\n",
+        "a".repeat(5000)
+    ));
     assert_eq!(c.reply().unwrap().status, 431);
     assert!(c.is_closed());
     let mut c = Client::connect(server.local_addr());
@@ -218,7 +244,11 @@ fn request_bodies_keep_the_connection_in_sync() {
     assert_eq!(c.reply().unwrap().text(), "a static str");
     assert_eq!(c.get("/files/y").text(), "[y]");
     // Chunked, with an extension and a trailer, in small pieces.
-    for piece in ["POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", "3;x=y\r\nabc\r\n", "4\r\ndefg\r\n0\r\nT: 1\r\n\r\n"] {
+    for piece in [
+        "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "3;x=y\r\nabc\r\n",
+        "4\r\ndefg\r\n0\r\nT: 1\r\n\r\n",
+    ] {
         c.send(piece);
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -244,7 +274,16 @@ fn a_slowloris_client_is_closed_after_header_timeout() {
     let mut slow = Client::connect(server.local_addr());
     let began = Instant::now();
     let mut closed = false;
-    for piece in ["GET / HTTP/1.1\r\n", "Host: t\r\n", "X-a: 1\r\n", "X-b: 1\r\n", "X-c: 1\r\n", "X-d: 1\r\n", "X-e: 1\r\n", "X-f: 1\r\n"] {
+    for piece in [
+        "GET / HTTP/1.1\r\n",
+        "Host: t\r\n",
+        "X-a: 1\r\n",
+        "X-b: 1\r\n",
+        "X-c: 1\r\n",
+        "X-d: 1\r\n",
+        "X-e: 1\r\n",
+        "X-f: 1\r\n",
+    ] {
         if slow.stream().write_all(piece.as_bytes()).is_err() {
             closed = true;
             break;
@@ -253,7 +292,11 @@ fn a_slowloris_client_is_closed_after_header_timeout() {
     }
     slow.set_read_timeout(Duration::from_secs(3));
     closed = closed || slow.is_closed();
-    assert!(closed, "a head trickling in was still open after {:?}", began.elapsed());
+    assert!(
+        closed,
+        "a head trickling in was still open after {:?}",
+        began.elapsed()
+    );
     // Everyone else is still served.
     assert_eq!(Client::connect(server.local_addr()).get("/").status, 200);
 }
@@ -290,24 +333,33 @@ fn a_client_that_never_reads_is_dropped_and_others_are_served() {
         .unwrap();
     // While it is stuck, the one worker keeps answering others.
     for _ in 0..20 {
-        assert_eq!(Client::connect(server.local_addr()).get("/small").text(), "small");
+        assert_eq!(
+            Client::connect(server.local_addr()).get("/small").text(),
+            "small"
+        );
     }
     std::thread::sleep(Duration::from_millis(1500));
     // Now read: the server gave up, so far fewer than 32 MiB arrive.
-    stuck.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    stuck
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let mut got = Vec::new();
     let _ = (&stuck).read_to_end(&mut got);
-    assert!(got.len() < 32 << 20, "the stalled reader got the whole body");
+    assert!(
+        got.len() < 32 << 20,
+        "the stalled reader got the whole body"
+    );
 }
 
 #[test]
 fn two_hundred_concurrent_keep_alive_clients() {
-    let body: Bytes = (0..100_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>().into();
+    let body: Bytes = (0..100_000u32)
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<_>>()
+        .into();
     let expect = body.clone();
-    let server = start(
-        Server::with_runtime(test_runtime())
-            .route("/data/*n", move |_| body.clone()),
-    );
+    let server =
+        start(Server::with_runtime(test_runtime()).route("/data/*n", move |_| body.clone()));
     let addr = server.local_addr();
     let threads: Vec<_> = (0..200)
         .map(|t| {
@@ -336,7 +388,11 @@ fn small_sequential_responses_are_not_delayed_by_nagle() {
         assert_eq!(c.get("/").status, 200);
     }
     // A Nagle/delayed-ACK stall costs ~40 ms a request: 200 of them, 8 s.
-    assert!(began.elapsed() < Duration::from_secs(1), "{:?}", began.elapsed());
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        began.elapsed()
+    );
 }
 
 #[test]
@@ -348,11 +404,19 @@ fn graceful_shutdown_finishes_a_50_mib_body_in_flight() {
     c.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
     // Read a little so the response is certainly in flight.
     let mut first = [0u8; 4096];
-    c.stream().try_clone().unwrap().read_exact(&mut first).unwrap();
+    c.stream()
+        .try_clone()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
     let idle = Client::connect(addr);
     server.shutdown();
     let mut rest = Vec::new();
-    c.stream().try_clone().unwrap().read_to_end(&mut rest).unwrap();
+    c.stream()
+        .try_clone()
+        .unwrap()
+        .read_to_end(&mut rest)
+        .unwrap();
     let all = [&first[..], &rest[..]].concat();
     let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
     assert_eq!(all.len() - split, 50 << 20, "the whole body arrived");
@@ -373,14 +437,27 @@ fn curl_gets_every_row() {
         .arg(format!("{base}/string"))
         .output()
         .expect("curl runs (./test.sh installs it)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.stdout, b"<p>hi</p>a string");
     let out = Command::new("curl")
-        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code} %{content_type}"])
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{content_type}",
+        ])
         .arg(format!("{base}/bytes"))
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "200 application/octet-stream");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "200 application/octet-stream"
+    );
 }
 
 #[test]
@@ -414,7 +491,10 @@ fn max_connections_holds_new_clients_until_a_slot_frees() {
     let mut c = Client::connect(server.local_addr());
     c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     c.set_read_timeout(Duration::from_millis(300));
-    assert!(c.reply().is_err(), "a third connection is not served while two are open");
+    assert!(
+        c.reply().is_err(),
+        "a third connection is not served while two are open"
+    );
     drop(a);
     c.set_read_timeout(Duration::from_secs(5));
     assert_eq!(c.reply().unwrap().status, 200);

@@ -71,8 +71,3 @@ pub fn map(name: impl AsRef<Path>, root: &Root) -> Result<Mapped, Error> {
         id,
     })
 }
-impl From<Mapped> for bytes::Bytes {
-    fn from(_: Mapped) -> bytes::Bytes {
-        bytes::Bytes::new()
-    }
-}

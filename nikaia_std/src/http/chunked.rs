@@ -9,15 +9,26 @@ use super::parse::Reject;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     /// Reading hex digits of a chunk size.
-    Size { digits: usize, value: u64 },
+    Size {
+        digits: usize,
+        value: u64,
+    },
     /// After the size: skipping an extension up to LF.
-    Ext { value: u64, seen: usize },
+    Ext {
+        value: u64,
+        seen: usize,
+    },
     /// Copying this many data bytes.
     Data(u64),
     /// Expecting the CRLF after a chunk's data (`cr` once CR was seen).
-    DataEnd { cr: bool },
+    DataEnd {
+        cr: bool,
+    },
     /// Reading trailer lines; `line` bytes into the current one.
-    Trailer { line: usize, total: usize },
+    Trailer {
+        line: usize,
+        total: usize,
+    },
     Done,
 }
 
@@ -174,10 +185,22 @@ mod tests {
 
     #[test]
     fn refuses_bad_and_oversized_bodies() {
-        assert_eq!(Chunked::new(10, 64).feed(b"zz\r\n").unwrap_err().status, 400);
+        assert_eq!(
+            Chunked::new(10, 64).feed(b"zz\r\n").unwrap_err().status,
+            400
+        );
         assert_eq!(Chunked::new(10, 64).feed(b"b\r\n").unwrap_err().status, 413);
-        assert_eq!(Chunked::new(10, 64).feed(b"1\r\naXY").unwrap_err().status, 400);
+        assert_eq!(
+            Chunked::new(10, 64).feed(b"1\r\naXY").unwrap_err().status,
+            400
+        );
         let long = "f".repeat(16) + "\r\n";
-        assert_eq!(Chunked::new(10, 64).feed(long.as_bytes()).unwrap_err().status, 400);
+        assert_eq!(
+            Chunked::new(10, 64)
+                .feed(long.as_bytes())
+                .unwrap_err()
+                .status,
+            400
+        );
     }
 }

@@ -222,7 +222,9 @@ impl Conn {
                         return Ok(true);
                     }
                     Framing::Length(n) => BodyRead::Length(n as usize),
-                    Framing::Chunked => BodyRead::Chunked(Chunked::new(MAX_BODY, rt.max_header_bytes)),
+                    Framing::Chunked => {
+                        BodyRead::Chunked(Chunked::new(MAX_BODY, rt.max_header_bytes))
+                    }
                 };
                 let waiting = match &body {
                     BodyRead::Length(n) => self.rbuf.len() < head.len + n,
@@ -429,7 +431,7 @@ impl Conn {
         loop {
             let spare = self.rbuf.spare_capacity_mut();
             match rustix::io::read(&self.fd, spare) {
-                Ok((filled, _)) if filled.is_empty() => return Ok(Read::Eof),
+                Ok(([], _)) => return Ok(Read::Eof),
                 Ok((filled, _)) => {
                     let n = filled.len();
                     // SAFETY: the kernel initialised `n` bytes of the spare
@@ -446,7 +448,8 @@ impl Conn {
 }
 
 fn log_sent(out: &mut Vec<u8>, peer: SocketAddr, sent: &Sent, now: Instant) {
-    let text = |r: &std::ops::Range<usize>| std::str::from_utf8(&sent.head[r.clone()]).unwrap_or("?");
+    let text =
+        |r: &std::ops::Range<usize>| std::str::from_utf8(&sent.head[r.clone()]).unwrap_or("?");
     AccessEntry {
         peer,
         method: text(&sent.method),

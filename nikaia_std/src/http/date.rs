@@ -84,6 +84,7 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+#[allow(dead_code)]
 /// Days since the epoch for a civil date (the inverse of `civil_from_days`).
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -95,6 +96,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+#[allow(dead_code)] // The conditional-request code of http::File calls it.
 /// Parses an IMF-fixdate (the only form this server emits); other forms
 /// (RFC 850, asctime) are also accepted as RFC 9110 §5.6.7 asks of recipients.
 pub(crate) fn parse_http_date(s: &str) -> Option<u64> {

@@ -102,17 +102,13 @@ impl Out {
                 }
             }
             let mut control = SendAncillaryBuffer::default();
-            let wrote = match rustix::net::sendmsg(
-                &fd,
-                &iov[..n_iov],
-                &mut control,
-                SendFlags::NOSIGNAL,
-            ) {
-                Ok(n) => n,
-                Err(Errno::INTR) => continue,
-                Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
-                Err(e) => return Err(e),
-            };
+            let wrote =
+                match rustix::net::sendmsg(&fd, &iov[..n_iov], &mut control, SendFlags::NOSIGNAL) {
+                    Ok(n) => n,
+                    Err(Errno::INTR) => continue,
+                    Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
+                    Err(e) => return Err(e),
+                };
             *progress |= wrote > 0;
             *budget = budget.saturating_sub(wrote);
             self.consume(wrote, &mut done);

@@ -201,7 +201,8 @@ fn parse_content_length(v: &[u8]) -> Result<u64, Reject> {
 /// could not be a host (spaces, slashes, `@`, controls).
 fn valid_host(v: &[u8]) -> bool {
     v.iter().all(|&b| {
-        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b':' | b'[' | b']' | b'_' | b'~' | b'%')
+        b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'.' | b':' | b'[' | b']' | b'_' | b'~' | b'%')
     })
 }
 
@@ -254,7 +255,9 @@ mod tests {
 
     #[test]
     fn accepts_a_plain_get() {
-        let h = parse("GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\n\r\n").unwrap().unwrap();
+        let h = parse("GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert_eq!(h.path, "/a b");
         assert_eq!(h.framing, Framing::None);
         assert!(h.keep_alive);
@@ -264,7 +267,8 @@ mod tests {
     fn refuses_smuggling_and_malformed_heads() {
         assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), 400);
         assert_eq!(status("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400);
-        let cl_te = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let cl_te =
+            "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
         assert_eq!(status(cl_te), 400);
         let two_cl = "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
         assert_eq!(status(two_cl), 400);
@@ -278,7 +282,10 @@ mod tests {
         assert_eq!(status("GET /%zz HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
         assert_eq!(status("GET /%00 HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
         assert_eq!(status("GET /%c0%ae HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
-        assert_eq!(status("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n"), 501);
+        assert_eq!(
+            status("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            501
+        );
     }
 
     #[test]
@@ -292,13 +299,17 @@ mod tests {
     fn http10_keep_alive_only_when_asked() {
         let h = parse("GET / HTTP/1.0\r\n\r\n").unwrap().unwrap();
         assert!(!h.keep_alive);
-        let h = parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").unwrap().unwrap();
+        let h = parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert!(h.keep_alive);
     }
 
     #[test]
     fn absolute_form_targets_give_their_path() {
-        let h = parse("GET http://h/x?y HTTP/1.1\r\nHost: h\r\n\r\n").unwrap().unwrap();
+        let h = parse("GET http://h/x?y HTTP/1.1\r\nHost: h\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert_eq!(h.path, "/x");
     }
 }

@@ -72,7 +72,8 @@ impl Router {
                 _ => continue,
             };
             let lookup = |m: &str| route.handlers.iter().find(|(hm, _)| hm == m);
-            let hit = lookup(method).or_else(|| (method == "HEAD").then(|| lookup("GET")).flatten());
+            let hit =
+                lookup(method).or_else(|| (method == "HEAD").then(|| lookup("GET")).flatten());
             return match hit {
                 Some((_, h)) => Found::Handler(h, param),
                 None => Found::WrongMethod(allow(&route.handlers)),
@@ -105,7 +106,10 @@ mod tests {
         r.add("GET", "/*rest", h());
         r.add("GET", "/files/*name", h());
         r.add("GET", "/files/index", h());
-        assert!(matches!(r.find("GET", "/files/index"), Found::Handler(_, None)));
+        assert!(matches!(
+            r.find("GET", "/files/index"),
+            Found::Handler(_, None)
+        ));
         match r.find("GET", "/files/a/b") {
             Found::Handler(_, Some(p)) => assert_eq!(p, "a/b"),
             _ => panic!(),

@@ -96,8 +96,11 @@ impl Server {
         F: Fn(&Request) -> R + Send + Sync + 'static,
         R: IntoResponse,
     {
-        self.router
-            .add(method, path, Box::new(move |req| handler(req).into_response()));
+        self.router.add(
+            method,
+            path,
+            Box::new(move |req| handler(req).into_response()),
+        );
         self
     }
 
@@ -140,10 +143,7 @@ impl Server {
         }
         Ok(Running {
             addr,
-            control: Arc::new(Control {
-                shared,
-                wakers,
-            }),
+            control: Arc::new(Control { shared, wakers }),
             threads: Mutex::new(threads),
         })
     }
@@ -244,7 +244,10 @@ fn listen(addr: SocketAddr) -> io::Result<OwnedFd> {
     rustix::net::sockopt::set_socket_reuseaddr(&fd, true)?;
     rustix::net::sockopt::set_socket_reuseport(&fd, true)?;
     rustix::net::bind(&fd, &addr).map_err(|e| {
-        io::Error::new(io::Error::from(e).kind(), format!("cannot listen on {addr}: {e}"))
+        io::Error::new(
+            io::Error::from(e).kind(),
+            format!("cannot listen on {addr}: {e}"),
+        )
     })?;
     rustix::net::listen(&fd, 1024)?;
     Ok(fd)
@@ -365,9 +368,7 @@ impl Worker {
                 self.shared.logs.access.write(&self.access);
                 self.access.clear();
             }
-            if self.stopping
-                && (self.live == 0 || self.grace_end.is_some_and(|end| now >= end))
-            {
+            if self.stopping && (self.live == 0 || self.grace_end.is_some_and(|end| now >= end)) {
                 break;
             }
         }

@@ -4,11 +4,11 @@
 //! Access lines are gathered per worker and written once per loop turn, so a
 //! busy worker pays one `write` for many requests; error lines go out at once.
 
+use super::LogTarget;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::SocketAddr;
-use super::LogTarget;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -148,7 +148,10 @@ mod tests {
         }
         .append_to(&mut out);
         let line = String::from_utf8(out).unwrap();
-        assert!(line.ends_with(" 127.0.0.1:9 \"GET /a\\\"b\\\\c\\x7f HTTP/1.1\" 200 5 42us\n"), "{line}");
+        assert!(
+            line.ends_with(" 127.0.0.1:9 \"GET /a\\\"b\\\\c\\x7f HTTP/1.1\" 200 5 42us\n"),
+            "{line}"
+        );
         assert_eq!(line.lines().count(), 1);
     }
 }
