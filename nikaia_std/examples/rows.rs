@@ -1,16 +1,17 @@
-//! The D1 rows, served: `cargo run --example rows` then `curl localhost:8080/`.
-use nikaia_std::{html, http::Server, Bytes};
+//! The D1 rows, served: `cargo run -p nikaia_std --example rows`, then
+//! `curl localhost:8080/`.
+use nikaia_std::{fs, html, http::Server, Bytes};
 
 fn main() -> std::io::Result<()> {
-    let page = html::Raw::new("<h1>hello</h1>\n");
-    let logo = Bytes::from_static(b"\x89PNG...");
+    let page = html::Raw::new("<h1>hello</h1>"); // text/html
+    let logo = fs::map("Cargo.toml", &fs::Root::dir(env!("CARGO_MANIFEST_DIR"))?)?; // mapped once, zero-copy
     Server::new()
-        .route("/", move |_| page.clone())
-        .route("/text", |_| "plain text\n")
-        .route("/logo", move |_| logo.clone())
+        .route("/", move |_| page.clone()) // a refcount per request
+        .route("/logo", move |_| logo.clone()) // application/octet-stream
+        .route("/text", |_| "plain text") // text/plain
         .route("/hello/*name", |req| {
-            format!("hello, {}\n", req.param().unwrap_or(""))
+            format!("hello, {}", req.param().unwrap_or(""))
         })
-        .route("/fails", |_| "x".parse::<u8>().map(|n| n.to_string()))
+        .route("/bytes", |_| Bytes::from_static(b"\x00\x01"))
         .run()
 }
