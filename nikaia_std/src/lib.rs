@@ -11,9 +11,11 @@
 //! How a file travels to the socket (sendfile, a kept mapping, or read+write)
 //! is decided inside this crate at run time; programs never choose it.
 
+pub(crate) mod cache;
 pub mod fs;
 pub mod html;
 pub mod http;
 pub mod rt;
+pub(crate) mod send;
 
 pub use bytes::Bytes;

@@ -44,7 +44,12 @@ impl From<Mapped> for Bytes {
 /// size the open's `fstat` saw. An empty file is not mapped (a mapping of
 /// length 0 is refused by the kernel): it gives empty bytes.
 pub fn map(name: impl AsRef<Path>, root: &Root) -> Result<Mapped, Error> {
-    let opened = root.open(name)?;
+    map_opened(&root.open(name)?)
+}
+
+/// Maps a file already opened under a root, by that same descriptor (the
+/// kept-mapping table uses this: it never opens a name twice).
+pub(crate) fn map_opened(opened: &super::Opened) -> Result<Mapped, Error> {
     let id = opened.id;
     if id.size == 0 {
         return Ok(Mapped {

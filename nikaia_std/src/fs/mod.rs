@@ -15,6 +15,7 @@ mod walk;
 mod linux;
 
 pub use error::{Error, Outside};
+pub(crate) use map::map_opened;
 pub use map::{map, Mapped};
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};

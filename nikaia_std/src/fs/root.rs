@@ -82,6 +82,8 @@ enum Kind {
 struct DirRoot {
     fd: OwnedFd,
     path: PathBuf,
+    /// (dev, ino) of the directory: names kept in a cache are keyed under it.
+    key: (u64, u64),
 }
 
 impl fmt::Debug for Root {
@@ -112,10 +114,12 @@ impl Root {
     pub fn dir(path: impl AsRef<Path>) -> io::Result<Root> {
         let path = path.as_ref();
         let fd = rustix::fs::openat(CWD, path, ROOT_FLAGS, Mode::empty())?;
+        let st = rustix::fs::fstat(&fd)?;
         Ok(Root {
             kind: Kind::Dir(Arc::new(DirRoot {
                 fd,
                 path: path.to_path_buf(),
+                key: (st.st_dev as u64, st.st_ino as u64),
             })),
         })
     }
@@ -139,6 +143,15 @@ impl Root {
     /// True for a `Dir` root (only those may be kept in a cache).
     pub fn is_dir(&self) -> bool {
         matches!(self.kind, Kind::Dir(_))
+    }
+
+    /// (dev, ino) of a `Dir` root's directory; `None` for `Anywhere`, whose
+    /// files are never kept.
+    pub(crate) fn cache_key(&self) -> Option<(u64, u64)> {
+        match &self.kind {
+            Kind::Dir(d) => Some(d.key),
+            Kind::Anywhere(_) => None,
+        }
     }
 
     /// The path a `Dir` root was opened from, as given (for display and

@@ -3,18 +3,24 @@
 //! client or a limit ends it.
 
 use super::chunked::Chunked;
-use super::out::{Flushed, Out, Sent};
+use super::file::{self, File, Plan, Prepared, Step};
+use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
 use super::parse::{parse_head, Framing, Head, Reject};
 use super::request::{Request, Version};
 use super::response::{write_head, Body, Response};
 use super::router::Found;
 use super::server::Shared;
+use crate::fs::{self as nfs, Opened};
 use crate::rt::log::AccessEntry;
+use crate::rt::pool::Mailbox;
+use crate::send::{FileSend, Vehicle};
 use bytes::{Bytes, BytesMut};
 use rustix::io::Errno;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The largest request body read into memory; past it, 413 and close.
@@ -45,8 +51,42 @@ enum State {
     Head,
     /// A head is parsed and its body is still arriving.
     Body(Box<Head>, BodyRead),
+    /// A file response waits for its open on the io pool.
+    Opening(Box<Opening>),
     /// The last response is out; draining the client's input before closing.
     Lingering,
+}
+
+/// A request whose file is being opened on the io pool.
+struct Opening {
+    req: Request,
+    user: Response,
+    file: File,
+    close: bool,
+    started: Instant,
+}
+
+/// What the io pool sends back to a worker, for one connection.
+pub(crate) enum IoDone {
+    Opened {
+        slot: usize,
+        conn: u64,
+        name: PathBuf,
+        result: Result<Opened, nfs::Error>,
+    },
+    Read {
+        slot: usize,
+        conn: u64,
+        result: Result<Vec<u8>, Errno>,
+    },
+}
+
+impl IoDone {
+    pub(crate) fn target(&self) -> (usize, u64) {
+        match self {
+            IoDone::Opened { slot, conn, .. } | IoDone::Read { slot, conn, .. } => (*slot, *conn),
+        }
+    }
 }
 
 enum BodyRead {
@@ -56,14 +96,21 @@ enum BodyRead {
 
 /// What the worker lends a connection for one turn.
 pub(crate) struct Turn<'a> {
-    pub shared: &'a Shared,
+    pub shared: &'a Arc<Shared>,
     pub date: &'a [u8],
     pub access: &'a mut Vec<u8>,
     pub now: Instant,
     pub stopping: bool,
+    /// Where the io pool posts results for this worker.
+    pub mailbox: &'a Arc<Mailbox<IoDone>>,
+    /// This connection's slot in the worker.
+    pub slot: usize,
 }
 
 pub(crate) struct Conn {
+    /// Unique in its worker: io results for a closed connection whose slot
+    /// was reused are recognised and dropped.
+    id: u64,
     fd: OwnedFd,
     peer: SocketAddr,
     rbuf: BytesMut,
@@ -72,6 +119,8 @@ pub(crate) struct Conn {
     deadline: Instant,
     /// Close once everything queued is written.
     close_after: bool,
+    /// Close at once: a file body failed after its head went out.
+    close_now: bool,
 }
 
 enum Read {
@@ -81,8 +130,15 @@ enum Read {
 }
 
 impl Conn {
-    pub(crate) fn new(fd: OwnedFd, peer: SocketAddr, now: Instant, shared: &Shared) -> Conn {
+    pub(crate) fn new(
+        id: u64,
+        fd: OwnedFd,
+        peer: SocketAddr,
+        now: Instant,
+        shared: &Shared,
+    ) -> Conn {
         Conn {
+            id,
             fd,
             peer,
             rbuf: BytesMut::new(),
@@ -91,7 +147,12 @@ impl Conn {
             // The first request's head must arrive within header-timeout.
             deadline: now + shared.rt.header_timeout,
             close_after: false,
+            close_now: false,
         }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// Idle: no request in progress and nothing to write.
@@ -104,12 +165,22 @@ impl Conn {
         let mut budget = turn.shared.rt.send_file_max_chunk as usize;
         let mut requests = 0;
         loop {
+            if self.close_now {
+                return Next::Close;
+            }
             if !self.out.is_empty() {
                 match self.flush(turn, &mut budget) {
                     Ok(Flushed::All) => {}
-                    Ok(Flushed::Blocked) => return Next::Wait,
+                    Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
                     Ok(Flushed::Budget) => return Next::Yield,
-                    Err(_) => return Next::Close,
+                    Ok(Flushed::Cold { offset, len }) => {
+                        self.read_on_pool(turn, offset, len);
+                        return Next::Wait;
+                    }
+                    Err(e) => {
+                        self.log_send_error(turn, e);
+                        return Next::Close;
+                    }
                 }
             }
             if self.close_after && !matches!(self.state, State::Lingering) {
@@ -117,8 +188,10 @@ impl Conn {
                 self.state = State::Lingering;
                 self.deadline = turn.now + LINGER;
             }
-            if let State::Lingering = self.state {
-                return self.drain();
+            match self.state {
+                State::Lingering => return self.drain(),
+                State::Opening(_) => return Next::Wait,
+                _ => {}
             }
             if turn.stopping && self.is_idle() {
                 return Next::Close;
@@ -149,12 +222,14 @@ impl Conn {
         now >= self.deadline
     }
 
-    fn flush(&mut self, turn: &mut Turn<'_>, budget: &mut usize) -> rustix::io::Result<Flushed> {
+    fn flush(&mut self, turn: &mut Turn<'_>, budget: &mut usize) -> Result<Flushed, SendError> {
         let mut progress = false;
         let access = &mut *turn.access;
         let log_on = turn.shared.logs.access.is_on();
+        let stats = &turn.shared.stats;
         let peer = self.peer;
         let r = self.out.flush(&self.fd, budget, &mut progress, |sent| {
+            stats.record(sent.vehicle, sent.bytes);
             if log_on {
                 log_sent(access, peer, &sent, Instant::now());
             }
@@ -317,14 +392,7 @@ impl Conn {
             Found::WrongMethod(allow) => Response::status_page(405).header("Allow", allow),
             Found::Nothing => Response::status_page(404),
         };
-        if let Some(e) = &resp.log_error {
-            turn.shared.logs.error(format_args!(
-                "{} {} {}: {e}",
-                self.peer,
-                req.method(),
-                req.target()
-            ));
-        }
+        self.log_error(turn, &req, &resp);
         let resp = if resp.log_error.is_some() && resp.status != 500 {
             Response::status_page(500)
         } else {
@@ -333,8 +401,164 @@ impl Conn {
         let asked_close = resp
             .get_header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let keep = head.keep_alive && !turn.stopping && !asked_close;
-        self.queue(turn, &req, resp, !keep, head.version, started);
+        let close = !(head.keep_alive && !turn.stopping && !asked_close);
+        let mut resp = resp;
+        if let Body::File(f) = std::mem::replace(&mut resp.body, Body::Empty) {
+            let step = file::begin(turn.shared, &req, &resp, &f);
+            self.file_step(
+                turn,
+                step,
+                Opening {
+                    req,
+                    user: resp,
+                    file: *f,
+                    close,
+                    started,
+                },
+            );
+            return;
+        }
+        let length = resp.body.len();
+        let prepared = Prepared {
+            resp,
+            length,
+            plan: Plan::None,
+        };
+        self.queue(turn, &req, prepared, close, started);
+    }
+
+    /// Queues a resolved file response, or sends its open to the io pool.
+    fn file_step(&mut self, turn: &mut Turn<'_>, step: Step, pending: Opening) {
+        match step {
+            Step::Ready(prepared) => {
+                self.log_error(turn, &pending.req, &prepared.resp);
+                self.queue(turn, &pending.req, prepared, pending.close, pending.started);
+            }
+            Step::Open(name) => {
+                turn.shared
+                    .stats
+                    .pool_opens
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let root = pending.file.root.clone();
+                let mailbox = turn.mailbox.clone();
+                let (slot, conn) = (turn.slot, self.id);
+                turn.shared.pool.submit(move || {
+                    let result = root.open(&name);
+                    mailbox.post(IoDone::Opened {
+                        slot,
+                        conn,
+                        name,
+                        result,
+                    });
+                });
+                // Requests pipelined behind this one wait their turn.
+                let rest = std::mem::replace(&mut self.state, State::Opening(Box::new(pending)));
+                debug_assert!(matches!(rest, State::Idle | State::Head));
+            }
+        }
+    }
+
+    /// A result from the io pool for this connection.
+    pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
+        match done {
+            IoDone::Opened { name, result, .. } => {
+                let State::Opening(pending) = std::mem::replace(&mut self.state, State::Idle)
+                else {
+                    return;
+                };
+                let step = file::opened(
+                    turn.shared,
+                    &pending.req,
+                    &pending.user,
+                    &pending.file,
+                    name,
+                    result,
+                );
+                self.file_step(turn, step, *pending);
+                if let State::Idle = self.state {
+                    if !self.rbuf.is_empty() {
+                        self.state = State::Head;
+                    }
+                }
+            }
+            IoDone::Read { result, .. } => {
+                if let Err(e) = self.out.fill(result) {
+                    self.log_send_error(turn, e);
+                    self.close_now = true;
+                }
+            }
+        }
+    }
+
+    /// Reads cold file pages on the io pool (D9); the send resumes when they
+    /// arrive.
+    fn read_on_pool(&mut self, turn: &mut Turn<'_>, offset: u64, len: usize) {
+        let Some(file) = self.out.front_file() else {
+            return;
+        };
+        turn.shared
+            .stats
+            .cold_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mailbox = turn.mailbox.clone();
+        let (slot, conn) = (turn.slot, self.id);
+        let len = len.min(COLD_READ);
+        turn.shared.pool.submit(move || {
+            let mut data = vec![0u8; len];
+            let mut got = 0;
+            let result = loop {
+                match crate::send::pread(&file, &mut data[got..], offset + got as u64) {
+                    Ok(0) => break Ok(()),
+                    Ok(n) => {
+                        got += n;
+                        if got == len {
+                            break Ok(());
+                        }
+                    }
+                    Err(e) => break Err(e),
+                }
+            };
+            data.truncate(got);
+            mailbox.post(IoDone::Read {
+                slot,
+                conn,
+                result: result.map(|()| data),
+            });
+        });
+    }
+
+    fn log_send_error(&self, turn: &Turn<'_>, e: SendError) {
+        if let SendError::File {
+            name,
+            sent,
+            promised,
+            cause,
+        } = e
+        {
+            turn.shared
+                .stats
+                .truncated
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let why = match cause {
+                None => "the file ended early (truncated?)".to_owned(),
+                Some(errno) => format!("{}", std::io::Error::from(errno)),
+            };
+            turn.shared.logs.error(format_args!(
+                "{}: sending {name:?}: {why}; sent {sent} of {promised} bytes, connection closed",
+                self.peer
+            ));
+        }
+    }
+
+    fn log_error(&self, turn: &Turn<'_>, req: &Request, resp: &Response) {
+        if let Some(e) = &resp.log_error {
+            turn.shared.logs.error(format_args!(
+                "{} {} {}: {e}",
+                self.peer,
+                req.method(),
+                req.target()
+            ));
+        }
     }
 
     /// Queues a response's head and body, and the marker that logs it.
@@ -342,27 +566,54 @@ impl Conn {
         &mut self,
         turn: &mut Turn<'_>,
         req: &Request,
-        resp: Response,
+        p: Prepared,
         close: bool,
-        version: Version,
         started: Instant,
     ) {
-        let length = resp.body.len();
+        let Prepared { resp, length, plan } = p;
+        let version = req.version;
         let mut head = Vec::with_capacity(256);
         let keep_alive_10 = version == Version::Http10 && !close;
         write_head(&mut head, &resp, length, turn.date, close, keep_alive_10);
         self.out.push(Bytes::from(head));
         let send_body = !req.is_head() && !super::response::bodiless(resp.status);
-        let mut bytes = 0;
-        if send_body {
-            match resp.body {
-                Body::Empty => {}
-                Body::Bytes(b) => {
-                    bytes = b.len() as u64;
-                    self.out.push(b);
-                }
+        let (vehicle, bytes) = match (send_body, plan, resp.body) {
+            (false, _, _) => (Vehicle::Memory, 0),
+            (true, Plan::Kept(b), _) => {
+                let n = b.len() as u64;
+                self.out.push(b);
+                (Vehicle::Kept, n)
             }
-        }
+            (
+                true,
+                Plan::File {
+                    file,
+                    start,
+                    end,
+                    vehicle,
+                },
+                _,
+            ) => {
+                self.out.push_file(FileSend {
+                    file,
+                    start,
+                    offset: start,
+                    end,
+                    vehicle,
+                    buf: None,
+                    warm_to: 0,
+                    waiting: false,
+                    name: Arc::from(req.path()),
+                });
+                (vehicle, end - start)
+            }
+            (true, Plan::None, Body::Bytes(b)) => {
+                let n = b.len() as u64;
+                self.out.push(b);
+                (Vehicle::Memory, n)
+            }
+            (true, Plan::None, _) => (Vehicle::Memory, 0),
+        };
         self.out.end(Sent {
             head: req.head.clone(),
             method: req.method.clone(),
@@ -373,6 +624,7 @@ impl Conn {
             },
             status: resp.status,
             bytes,
+            vehicle,
             started,
         });
         self.close_after |= close;

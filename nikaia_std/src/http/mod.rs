@@ -3,8 +3,10 @@
 //! Normative text: `spec/http.md`.
 
 mod chunked;
+mod conditional;
 mod conn;
 pub(crate) mod date;
+mod file;
 mod out;
 mod parse;
 mod request;
@@ -12,6 +14,7 @@ mod response;
 mod router;
 mod server;
 
+pub use file::File;
 pub use request::{Request, Version};
 pub use response::{IntoResponse, Response};
 pub use server::{Running, Server, SHUTDOWN_GRACE};

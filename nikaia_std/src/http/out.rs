@@ -1,6 +1,10 @@
-//! A connection's queue of bytes to send: response heads and bodies, written
-//! together with one vectored `sendmsg`, resumed where the kernel stopped.
+//! A connection's queue of bytes to send: response heads, in-memory bodies
+//! and file bodies, written in order and resumed where the kernel stopped.
+//! Heads and in-memory bodies go out together in one vectored `sendmsg`; a
+//! head before a file body is sent with `MSG_MORE` so it leaves in the same
+//! packets as the file's first bytes.
 
+use crate::send::{self, Buffered, FileSend, Residency, Vehicle};
 use bytes::{Buf, Bytes};
 use rustix::io::Errno;
 use rustix::net::{SendAncillaryBuffer, SendFlags};
@@ -9,8 +13,8 @@ use std::io::IoSlice;
 use std::os::fd::AsFd;
 use std::time::Instant;
 
-/// What follows a response's last byte in the queue: what to log once it is
-/// all written.
+/// What follows a response's last byte in the queue: what to log and count
+/// once it is all written.
 #[derive(Debug)]
 pub(crate) struct Sent {
     pub head: Bytes,
@@ -19,12 +23,14 @@ pub(crate) struct Sent {
     pub version: &'static str,
     pub status: u16,
     pub bytes: u64,
+    pub vehicle: Vehicle,
     pub started: Instant,
 }
 
 #[derive(Debug)]
 pub(crate) enum Chunk {
     Mem(Bytes),
+    File(FileSend),
     /// A response ends here.
     End(Box<Sent>),
 }
@@ -38,23 +44,46 @@ pub(crate) enum Flushed {
     Blocked,
     /// This turn's byte budget is spent; others go first.
     Budget,
+    /// The next file bytes are not in the page cache: read `len` bytes at
+    /// `offset` on the io pool, then [`Out::fill`] them.
+    Cold { offset: u64, len: usize },
+    /// Waiting for a read already on the io pool.
+    Waiting,
+}
+
+/// Why a send stopped for good.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// The peer went away or the socket failed: nothing to log.
+    Peer(Errno),
+    /// The file ended (or failed) before the promised length was sent.
+    File {
+        name: std::sync::Arc<str>,
+        sent: u64,
+        promised: u64,
+        cause: Option<Errno>,
+    },
 }
 
 #[derive(Default, Debug)]
 pub(crate) struct Out {
     chunks: VecDeque<Chunk>,
     queued: usize,
+    /// Read buffers kept for reuse by this connection.
+    spare: Option<Vec<u8>>,
 }
 
 /// The most slices one `sendmsg` carries.
 const MAX_IOV: usize = 64;
+/// Bytes read per io-pool read of cold pages.
+pub(crate) const COLD_READ: usize = 256 << 10;
 
 impl Out {
     pub(crate) fn is_empty(&self) -> bool {
         self.chunks.is_empty()
     }
 
-    /// Bytes queued and not yet written.
+    /// In-memory bytes queued and not yet written.
     pub(crate) fn queued(&self) -> usize {
         self.queued
     }
@@ -66,76 +95,238 @@ impl Out {
         }
     }
 
+    pub(crate) fn push_file(&mut self, f: FileSend) {
+        self.chunks.push_back(Chunk::File(f));
+    }
+
     pub(crate) fn end(&mut self, sent: Sent) {
         self.chunks.push_back(Chunk::End(Box::new(sent)));
     }
 
-    /// Writes until done, blocked, or `budget` bytes went out. Each finished
-    /// response is handed to `done`. `progress` is set when any byte moved.
+    /// Hands bytes read on the io pool to the file body waiting for them.
+    pub(crate) fn fill(&mut self, data: Result<Vec<u8>, Errno>) -> Result<(), SendError> {
+        let Some(Chunk::File(f)) = self.chunks.front_mut() else {
+            return Ok(());
+        };
+        f.waiting = false;
+        match data {
+            Ok(d) if !d.is_empty() => {
+                f.offset += d.len() as u64;
+                f.buf = Some(Buffered { data: d, pos: 0 });
+                Ok(())
+            }
+            Ok(_) => Err(short(f, None)),
+            Err(e) => Err(short(f, Some(e))),
+        }
+    }
+
+    /// The file of the body at the front, if it is one.
+    pub(crate) fn front_file(&self) -> Option<std::sync::Arc<std::fs::File>> {
+        match self.chunks.front() {
+            Some(Chunk::File(f)) => Some(f.file.clone()),
+            _ => None,
+        }
+    }
+
+    /// Writes until done, blocked, waiting for the disk, or `budget` bytes
+    /// went out. Each finished response is handed to `done`. `progress` is
+    /// set when any byte moved.
     pub(crate) fn flush(
         &mut self,
-        fd: impl AsFd,
+        sock: impl AsFd,
         budget: &mut usize,
         progress: &mut bool,
         mut done: impl FnMut(Box<Sent>),
-    ) -> rustix::io::Result<Flushed> {
+    ) -> Result<Flushed, SendError> {
         loop {
-            self.consume(0, &mut done);
-            if self.chunks.is_empty() {
+            self.report_ended(&mut done);
+            let Some(front) = self.chunks.front_mut() else {
                 return Ok(Flushed::All);
-            }
+            };
             if *budget == 0 {
                 return Ok(Flushed::Budget);
             }
-            let mut iov = [IoSlice::new(&[]); MAX_IOV];
-            let mut n_iov = 0;
-            let mut room = *budget;
-            for chunk in &self.chunks {
-                if n_iov == MAX_IOV || room == 0 {
-                    break;
-                }
-                if let Chunk::Mem(b) = chunk {
+            let wrote = match front {
+                Chunk::File(f) => match send_file_step(&sock, f, *budget, &mut self.spare)? {
+                    Step::Wrote(n) => {
+                        if f.remaining() == 0 {
+                            if let Some(Chunk::File(f)) = self.chunks.pop_front() {
+                                if let Some(b) = f.buf {
+                                    self.spare = Some(b.data);
+                                }
+                            }
+                        }
+                        n
+                    }
+                    Step::Flushed(state) => return Ok(state),
+                },
+                _ => match self.send_mem(&sock, *budget, &mut done) {
+                    Ok(n) => n,
+                    Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
+                    Err(e) => return Err(SendError::Peer(e)),
+                },
+            };
+            *progress |= wrote > 0;
+            *budget = budget.saturating_sub(wrote);
+        }
+    }
+
+    /// Sends the in-memory chunks at the front in one `sendmsg`.
+    fn send_mem(
+        &mut self,
+        sock: &impl AsFd,
+        budget: usize,
+        done: &mut impl FnMut(Box<Sent>),
+    ) -> Result<usize, Errno> {
+        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+        let mut n_iov = 0;
+        let mut room = budget;
+        let mut more = false;
+        for chunk in &self.chunks {
+            match chunk {
+                Chunk::Mem(b) if n_iov < MAX_IOV && room > 0 => {
                     let take = b.len().min(room);
                     iov[n_iov] = IoSlice::new(&b[..take]);
                     n_iov += 1;
                     room -= take;
                 }
+                Chunk::End(_) => continue,
+                Chunk::File(_) => {
+                    more = true;
+                    break;
+                }
+                _ => break,
             }
-            let mut control = SendAncillaryBuffer::default();
-            let wrote =
-                match rustix::net::sendmsg(&fd, &iov[..n_iov], &mut control, SendFlags::NOSIGNAL) {
-                    Ok(n) => n,
-                    Err(Errno::INTR) => continue,
-                    Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
-                    Err(e) => return Err(e),
-                };
-            *progress |= wrote > 0;
-            *budget = budget.saturating_sub(wrote);
-            self.consume(wrote, &mut done);
         }
-    }
-
-    /// Drops `n` written bytes from the front, reporting each response whose
-    /// last byte went out, in order.
-    fn consume(&mut self, mut n: usize, done: &mut impl FnMut(Box<Sent>)) {
-        self.queued -= n;
-        while let Some(front) = self.chunks.front_mut() {
-            match front {
-                Chunk::End(_) => {
+        let flags = if more {
+            SendFlags::NOSIGNAL | SendFlags::MORE
+        } else {
+            SendFlags::NOSIGNAL
+        };
+        let mut control = SendAncillaryBuffer::default();
+        let wrote = loop {
+            match rustix::net::sendmsg(sock, &iov[..n_iov], &mut control, flags) {
+                Err(Errno::INTR) => continue,
+                other => break other?,
+            }
+        };
+        self.queued -= wrote;
+        let mut n = wrote;
+        while n > 0 {
+            match self.chunks.front_mut() {
+                Some(Chunk::Mem(b)) if b.len() <= n => {
+                    n -= b.len();
+                    self.chunks.pop_front();
+                }
+                Some(Chunk::Mem(b)) => {
+                    b.advance(n);
+                    n = 0;
+                }
+                // A response whose bytes all went out, ahead of the next.
+                Some(Chunk::End(_)) => {
                     if let Some(Chunk::End(sent)) = self.chunks.pop_front() {
                         done(sent);
                     }
                 }
-                Chunk::Mem(_) if n == 0 => break,
-                Chunk::Mem(b) if b.len() <= n => {
-                    n -= b.len();
-                    self.chunks.pop_front();
-                }
-                Chunk::Mem(b) => {
-                    b.advance(n);
-                    break;
-                }
+                _ => break,
             }
         }
+        Ok(wrote)
+    }
+
+    /// Reports every marker whose bytes are written.
+    fn report_ended(&mut self, done: &mut impl FnMut(Box<Sent>)) {
+        while let Some(Chunk::End(_)) = self.chunks.front() {
+            if let Some(Chunk::End(sent)) = self.chunks.pop_front() {
+                done(sent);
+            }
+        }
+    }
+}
+
+enum Step {
+    Wrote(usize),
+    Flushed(Flushed),
+}
+
+/// One step of a file body: write what was read, or probe and send more.
+fn send_file_step(
+    sock: &impl AsFd,
+    f: &mut FileSend,
+    budget: usize,
+    spare: &mut Option<Vec<u8>>,
+) -> Result<Step, SendError> {
+    if f.waiting {
+        return Ok(Step::Flushed(Flushed::Waiting));
+    }
+    // Bytes already read (here, or on the io pool) go first.
+    if let Some(b) = &mut f.buf {
+        let end = b.data.len().min(b.pos + budget);
+        let wrote = loop {
+            match rustix::net::send(sock, &b.data[b.pos..end], SendFlags::NOSIGNAL) {
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return Ok(Step::Flushed(Flushed::Blocked)),
+                Err(e) => return Err(SendError::Peer(e)),
+                Ok(n) => break n,
+            }
+        };
+        b.pos += wrote;
+        if b.pos == b.data.len() {
+            *spare = f.buf.take().map(|b| b.data);
+        }
+        return Ok(Step::Wrote(wrote));
+    }
+    let left = f.end - f.offset;
+    let window = left.min(budget as u64);
+    // D9: never wait for the disk on a worker. Probe the window once.
+    if f.offset >= f.warm_to {
+        let to = f.offset + window;
+        if send::residency(&f.file, send::probe_points(f.offset, to)) == Residency::Cold {
+            f.waiting = true;
+            let len = (left as usize).min(COLD_READ);
+            return Ok(Step::Flushed(Flushed::Cold {
+                offset: f.offset,
+                len,
+            }));
+        }
+        f.warm_to = to;
+    }
+    match f.vehicle {
+        Vehicle::Sendfile => {
+            let count = window.min(1 << 30) as usize;
+            match send::sendfile(sock, &f.file, &mut f.offset, count) {
+                Ok(0) => Err(short(f, None)),
+                Ok(n) => Ok(Step::Wrote(n)),
+                Err(Errno::AGAIN) => Ok(Step::Flushed(Flushed::Blocked)),
+                // EIO and friends come from the file; EPIPE, ECONNRESET from the peer.
+                Err(
+                    e @ (Errno::IO | Errno::NXIO | Errno::FAULT | Errno::OVERFLOW | Errno::INVAL),
+                ) => Err(short(f, Some(e))),
+                Err(e) => Err(SendError::Peer(e)),
+            }
+        }
+        _ => {
+            let mut data = spare.take().unwrap_or_default();
+            data.resize(send::READ_BUF.min(window as usize), 0);
+            match send::pread(&f.file, &mut data, f.offset) {
+                Ok(0) => Err(short(f, None)),
+                Ok(n) => {
+                    data.truncate(n);
+                    f.offset += n as u64;
+                    f.buf = Some(Buffered { data, pos: 0 });
+                    Ok(Step::Wrote(0))
+                }
+                Err(e) => Err(short(f, Some(e))),
+            }
+        }
+    }
+}
+
+fn short(f: &FileSend, cause: Option<Errno>) -> SendError {
+    SendError::File {
+        name: f.name.clone(),
+        sent: f.offset - f.start,
+        promised: f.end - f.start,
+        cause,
     }
 }

@@ -10,12 +10,16 @@ use std::fmt::Display;
 pub(crate) enum Body {
     Empty,
     Bytes(Bytes),
+    /// Resolved after the handler returns (`http::File`).
+    File(Box<super::file::File>),
 }
 
 impl Body {
+    /// The length of a body held in memory (a file's is known only once it
+    /// is opened).
     pub(crate) fn len(&self) -> u64 {
         match self {
-            Body::Empty => 0,
+            Body::Empty | Body::File(_) => 0,
             Body::Bytes(b) => b.len() as u64,
         }
     }
@@ -93,6 +97,12 @@ impl Response {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// A short text page for a status (`404 Not Found`), as the server's
+    /// own answers carry.
+    pub fn status_page_for(status: u16) -> Response {
+        Response::status_page(status)
     }
 
     /// A short text page for a status the server answers by itself.

@@ -1,12 +1,15 @@
 //! The server: worker threads, each with its own epoll and its own
 //! `SO_REUSEPORT` listener; no hand-off between threads per request.
 
-use super::conn::{Conn, Next, Turn};
+use super::conn::{Conn, IoDone, Next, Turn};
 use super::date::DateCache;
 use super::request::Request;
 use super::response::IntoResponse;
 use super::router::Router;
+use crate::cache::Cache;
 use crate::rt::log::{Logs, Sink};
+use crate::rt::pool::{IoPool, Mailbox};
+use crate::rt::stats::Stats;
 use crate::rt::Runtime;
 use rustix::event::epoll;
 use rustix::io::Errno;
@@ -34,6 +37,9 @@ pub(crate) struct Shared {
     pub(crate) router: Router,
     pub(crate) rt: Runtime,
     pub(crate) logs: Logs,
+    pub(crate) cache: Cache,
+    pub(crate) stats: Stats,
+    pub(crate) pool: IoPool,
     stop: AtomicBool,
     connections: AtomicUsize,
 }
@@ -121,6 +127,9 @@ impl Server {
         }
         let shared = Arc::new(Shared {
             router: self.router,
+            cache: Cache::new(rt.static_cache, rt.static_cache_bytes),
+            stats: Stats::default(),
+            pool: IoPool::new(rt.io_threads)?,
             rt,
             logs,
             stop: AtomicBool::new(false),
@@ -133,8 +142,9 @@ impl Server {
                 0,
                 rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
             )?;
-            let worker = Worker::new(shared.clone(), listener, waker.try_clone()?)?;
-            wakers.push(waker);
+            let mailbox = Arc::new(Mailbox::new(waker));
+            let worker = Worker::new(shared.clone(), listener, mailbox.clone())?;
+            wakers.push(mailbox);
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("nikaia-worker-{i}"))
@@ -160,14 +170,14 @@ impl Server {
 
 struct Control {
     shared: Arc<Shared>,
-    wakers: Vec<OwnedFd>,
+    wakers: Vec<Arc<Mailbox<IoDone>>>,
 }
 
 impl Control {
     fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         for w in &self.wakers {
-            let _ = rustix::io::write(w, &1u64.to_ne_bytes());
+            w.wake();
         }
     }
 }
@@ -194,9 +204,13 @@ impl Running {
     /// Waits until every worker has finished.
     pub fn wait(&self) {
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        if threads.is_empty() {
+            return;
+        }
         for t in threads {
             let _ = t.join();
         }
+        self.control.shared.pool.close();
     }
 
     /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
@@ -262,7 +276,8 @@ struct Worker {
     shared: Arc<Shared>,
     epoll: OwnedFd,
     listener: Option<OwnedFd>,
-    waker: OwnedFd,
+    mailbox: Arc<Mailbox<IoDone>>,
+    next_id: u64,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     live: usize,
@@ -275,7 +290,11 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(shared: Arc<Shared>, listener: OwnedFd, waker: OwnedFd) -> io::Result<Worker> {
+    fn new(
+        shared: Arc<Shared>,
+        listener: OwnedFd,
+        mailbox: Arc<Mailbox<IoDone>>,
+    ) -> io::Result<Worker> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         epoll::add(
             &epoll,
@@ -285,7 +304,7 @@ impl Worker {
         )?;
         epoll::add(
             &epoll,
-            &waker,
+            mailbox.waker(),
             epoll::EventData::new_u64(WAKER),
             epoll::EventFlags::IN,
         )?;
@@ -293,7 +312,8 @@ impl Worker {
             shared,
             epoll,
             listener: Some(listener),
-            waker,
+            mailbox,
+            next_id: 0,
             conns: Vec::new(),
             free: Vec::new(),
             live: 0,
@@ -384,6 +404,8 @@ impl Worker {
             access: &mut self.access,
             now,
             stopping: self.stopping,
+            mailbox: &self.mailbox,
+            slot: i,
         };
         match conn.drive(&mut turn) {
             Next::Wait => {}
@@ -452,7 +474,8 @@ impl Worker {
                     | epoll::EventFlags::RDHUP
                     | epoll::EventFlags::ET,
             );
-            self.conns[slot] = Some(Conn::new(fd, peer, now, &self.shared));
+            self.next_id += 1;
+            self.conns[slot] = Some(Conn::new(self.next_id, fd, peer, now, &self.shared));
             self.live += 1;
             if registered.is_err() {
                 self.close(slot);
@@ -490,8 +513,26 @@ impl Worker {
     }
 
     fn wake(&mut self, now: Instant) {
-        let mut buf = [0u8; 8];
-        let _ = rustix::io::read(&self.waker, &mut buf);
+        for done in self.mailbox.take() {
+            let (slot, id) = done.target();
+            let Some(Some(conn)) = self.conns.get_mut(slot) else {
+                continue;
+            };
+            if conn.id() != id {
+                continue; // that connection closed; its slot was reused
+            }
+            let mut turn = Turn {
+                shared: &self.shared,
+                date: self.date.get(),
+                access: &mut self.access,
+                now,
+                stopping: self.stopping,
+                mailbox: &self.mailbox,
+                slot,
+            };
+            conn.io_done(&mut turn, done);
+            self.drive(slot, now);
+        }
         if self.shared.stop.load(Ordering::SeqCst) && !self.stopping {
             self.stopping = true;
             self.grace_end = Some(now + SHUTDOWN_GRACE);

@@ -1,8 +1,10 @@
-//! The runtime: the operator's runtime file, logs, and the counters
-//! `nikaia explain` reads.
+//! The runtime: the operator's runtime file, the io pool, logs, and the
+//! counters `nikaia explain` reads.
 
 mod config;
 pub(crate) mod log;
+pub(crate) mod pool;
+pub(crate) mod stats;
 
 pub use config::{
     format_duration, format_size, ConfigError, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,

@@ -1,0 +1,215 @@
+//! The kept-mapping table (D8): small files under a `Dir` root, mapped once
+//! and written to the socket on later requests without an open.
+//!
+//! Bounded by entries (`static-cache`) and bytes (`static-cache-bytes`);
+//! keyed by the resolved file's (dev, ino), reached through the names that
+//! led to it; every hit revalidated with one `statx`; invisible to programs.
+//! Normative text: `spec/files.md`.
+
+use crate::fs::{self, Identity, Opened, Root};
+use crate::send::KEEP_MAX;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A file whose ctime is this close to now is not kept: a second change
+/// within one timestamp tick could leave its identity unchanged.
+const TICK_NS: i64 = 10_000_000;
+
+type Name = ((u64, u64), PathBuf);
+
+struct Entry {
+    bytes: Bytes,
+    id: Identity,
+    names: Vec<Name>,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct Table {
+    by_name: HashMap<Name, (u64, u64)>,
+    entries: HashMap<(u64, u64), Entry>,
+    /// Names seen once: a file is kept on its second request, so a name
+    /// asked for only once never costs a mapping.
+    seen: HashMap<Name, ()>,
+    bytes: u64,
+    clock: u64,
+}
+
+/// Counters for `nikaia explain`.
+#[derive(Default)]
+pub(crate) struct CacheCounters {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub evictions: AtomicU64,
+    pub invalidations: AtomicU64,
+}
+
+/// What the table holds now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Occupancy {
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+pub(crate) struct Cache {
+    table: Mutex<Table>,
+    max_entries: usize,
+    max_bytes: u64,
+    pub(crate) counters: CacheCounters,
+}
+
+impl Cache {
+    pub(crate) fn new(max_entries: usize, max_bytes: u64) -> Cache {
+        Cache {
+            table: Mutex::new(Table::default()),
+            max_entries,
+            max_bytes,
+            counters: CacheCounters::default(),
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        self.max_entries > 0 && self.max_bytes > 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn occupancy(&self) -> Occupancy {
+        let t = self.lock();
+        Occupancy {
+            entries: t.entries.len() as u64,
+            bytes: t.bytes,
+        }
+    }
+
+    /// The kept bytes for `name` under `root`, if it is kept and one `statx`
+    /// shows the same file, unchanged. A changed file's entry is dropped.
+    pub(crate) fn lookup(&self, root: &Root, name: &Path) -> Option<(Bytes, Identity)> {
+        if !self.enabled() {
+            return None;
+        }
+        let key = (root.cache_key()?, name.to_path_buf());
+        let (bytes, kept_id) = {
+            let t = self.lock();
+            let file = t.by_name.get(&key)?;
+            let e = t.entries.get(file)?;
+            (e.bytes.clone(), e.id)
+        };
+        match root.stat(name) {
+            Ok(now) if now == kept_id => {
+                let mut t = self.lock();
+                t.clock += 1;
+                let clock = t.clock;
+                if let Some(e) = t.entries.get_mut(&(kept_id.dev, kept_id.ino)) {
+                    e.last_used = clock;
+                }
+                self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                Some((bytes, kept_id))
+            }
+            _ => {
+                let mut t = self.lock();
+                if t.remove((kept_id.dev, kept_id.ino)) {
+                    self.counters.invalidations.fetch_add(1, Ordering::Relaxed);
+                }
+                None
+            }
+        }
+    }
+
+    /// Offers a file just opened under `root` for keeping. Returns its kept
+    /// bytes when it was kept now (the second time its name was asked for).
+    pub(crate) fn offer(&self, root: &Root, name: &Path, opened: &Opened) -> Option<Bytes> {
+        if !self.enabled() {
+            return None;
+        }
+        let root_key = root.cache_key()?;
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        let id = opened.id;
+        if id.size == 0 || id.size > KEEP_MAX || id.size > self.max_bytes || recently_changed(&id) {
+            return None;
+        }
+        let key: Name = (root_key, name.to_path_buf());
+        {
+            let mut t = self.lock();
+            if t.seen.remove(&key).is_none() {
+                if t.seen.len() >= self.max_entries.saturating_mul(4).max(64) {
+                    t.seen.clear();
+                }
+                t.seen.insert(key, ());
+                return None;
+            }
+        }
+        let mapped = fs::map_opened(opened).ok()?;
+        let bytes = Bytes::from(mapped);
+        let mut t = self.lock();
+        let file = (id.dev, id.ino);
+        if let Some(e) = t.entries.get_mut(&file) {
+            // Another name, or another worker, kept it first.
+            if e.id == id {
+                if !e.names.contains(&key) {
+                    e.names.push(key.clone());
+                }
+                t.by_name.insert(key, file);
+                return Some(bytes);
+            }
+            t.remove(file);
+            self.counters.invalidations.fetch_add(1, Ordering::Relaxed);
+        }
+        while t.entries.len() >= self.max_entries || t.bytes + id.size > self.max_bytes {
+            let Some(oldest) = t
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
+            t.remove(oldest);
+            self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+        t.clock += 1;
+        let clock = t.clock;
+        t.bytes += id.size;
+        t.by_name.insert(key.clone(), file);
+        t.entries.insert(
+            file,
+            Entry {
+                bytes: bytes.clone(),
+                id,
+                names: vec![key],
+                last_used: clock,
+            },
+        );
+        Some(bytes)
+    }
+}
+
+impl Table {
+    /// Drops an entry and the names that led to it. A send still holding its
+    /// bytes keeps the mapping alive until it ends; it no longer counts here.
+    fn remove(&mut self, file: (u64, u64)) -> bool {
+        let Some(e) = self.entries.remove(&file) else {
+            return false;
+        };
+        self.bytes -= e.id.size;
+        for n in e.names {
+            if self.by_name.get(&n) == Some(&file) {
+                self.by_name.remove(&n);
+            }
+        }
+        true
+    }
+}
+
+fn recently_changed(id: &Identity) -> bool {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    now - id.ctime_ns < TICK_NS
+}

@@ -1,0 +1,296 @@
+//! `http::File`: "the answer to this request is that file, and I have not
+//! looked at it". The handler returns the description; after it returns, std
+//! opens the name under its root, stats the one descriptor (D6), decides the
+//! status and headers, and picks how the body travels (D3, D8).
+
+use super::conditional::{preconditions, span, Precondition, Span, Validators};
+use super::request::Request;
+use super::response::{Body, Response};
+use super::server::Shared;
+use crate::fs::{self, Identity, Opened, Root};
+use crate::send::{self, Vehicle};
+use bytes::Bytes;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file under a root, as a response body. Nothing is opened until the
+/// handler has returned.
+///
+/// ```no_run
+/// use nikaia_std::{fs, http::{File, Server}};
+/// let site = fs::Root::dir("site").unwrap();
+/// Server::new()
+///     .route("/", { let r = site.clone(); move |_| File::new("index.html", &r) })
+///     .route("/files/*name", move |req| File::new(req.param().unwrap_or(""), &site))
+///     .run()
+///     .unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct File {
+    pub(crate) name: PathBuf,
+    pub(crate) root: Root,
+    pub(crate) index: Option<String>,
+}
+
+impl File {
+    /// The file `name` under `root`. There is no default root: a name a
+    /// request chose is confined by the root it is given with.
+    pub fn new(name: impl AsRef<Path>, root: &Root) -> File {
+        File {
+            name: name.as_ref().to_path_buf(),
+            root: root.clone(),
+            index: None,
+        }
+    }
+
+    /// When the name is a directory, answer with this file inside it; a
+    /// request for the directory without its trailing slash is redirected
+    /// to the path with one (so relative links in the index resolve).
+    pub fn index(mut self, index: &str) -> File {
+        self.index = Some(index.to_owned());
+        self
+    }
+}
+
+impl super::IntoResponse for File {
+    fn into_response(self) -> Response {
+        let mut r = Response::new(200);
+        r.body = Body::File(Box::new(self));
+        r
+    }
+}
+
+/// A file response, decided: its head, and how its body travels.
+pub(crate) struct Prepared {
+    pub resp: Response,
+    /// The Content-Length (also for HEAD, which sends no body).
+    pub length: u64,
+    pub plan: Plan,
+}
+
+pub(crate) enum Plan {
+    /// No body (HEAD, 304, or a status page carried in `resp`).
+    None,
+    /// Bytes of a kept mapping.
+    Kept(Bytes),
+    /// A range of an opened file, by `sendfile` or by `pread`.
+    File {
+        file: Arc<std::fs::File>,
+        start: u64,
+        end: u64,
+        vehicle: Vehicle,
+    },
+}
+
+/// Where resolving got to.
+pub(crate) enum Step {
+    Ready(Prepared),
+    /// The open would wait for the disk: run `root.open(name)` on the io
+    /// pool and continue with [`opened`].
+    Open(PathBuf),
+}
+
+/// Starts resolving `file` for `req`: the kept table first, then an open
+/// that may only use the kernel's caches.
+pub(crate) fn begin(shared: &Shared, req: &Request, user: &Response, file: &File) -> Step {
+    let name = match &file.index {
+        Some(index) if file.name.as_os_str().is_empty() || ends_with_slash(&file.name) => {
+            file.name.join(index)
+        }
+        _ => file.name.clone(),
+    };
+    resolve(shared, req, user, file, name)
+}
+
+fn resolve(shared: &Shared, req: &Request, user: &Response, file: &File, name: PathBuf) -> Step {
+    if let Some((bytes, id)) = shared.cache.lookup(&file.root, &name) {
+        return Step::Ready(build(shared, req, user, &name, id, Source::Kept(bytes)));
+    }
+    match file.root.open_cached(&name) {
+        Err(fs::Error::WouldBlock) => Step::Open(name),
+        result => opened(shared, req, user, file, name, result),
+    }
+}
+
+/// Continues with the result of opening `name` (on the worker, or on the
+/// io pool).
+pub(crate) fn opened(
+    shared: &Shared,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    name: PathBuf,
+    result: Result<Opened, fs::Error>,
+) -> Step {
+    match result {
+        Ok(opened) => {
+            let source = match shared.cache.offer(&file.root, &name, &opened) {
+                Some(bytes) => Source::Kept(bytes),
+                None => Source::Open(opened.file),
+            };
+            Step::Ready(build(shared, req, user, &name, opened.id, source))
+        }
+        Err(fs::Error::NotAFile { directory: true })
+            if file.index.is_some() && name == file.name =>
+        {
+            if ends_with_slash(&file.name) || req.path().ends_with('/') {
+                let index = file.index.as_deref().unwrap_or_default();
+                resolve(shared, req, user, file, name.join(index))
+            } else {
+                Step::Ready(status_only(redirect_to_slash(req)))
+            }
+        }
+        Err(fs::Error::WouldBlock) => Step::Open(name),
+        Err(fs::Error::Outside(_) | fs::Error::NotFound | fs::Error::NotAFile { .. }) => {
+            Step::Ready(status_only(Response::status_page(404)))
+        }
+        Err(e) => Step::Ready(status_only(Response::internal_error(format!(
+            "cannot open {:?}: {e}",
+            name
+        )))),
+    }
+}
+
+enum Source {
+    Kept(Bytes),
+    Open(std::fs::File),
+}
+
+fn status_only(resp: Response) -> Prepared {
+    let length = resp.body.len();
+    Prepared {
+        resp,
+        length,
+        plan: Plan::None,
+    }
+}
+
+/// Status, headers and body plan for a file whose identity is `id`.
+fn build(
+    shared: &Shared,
+    req: &Request,
+    user: &Response,
+    name: &Path,
+    id: Identity,
+    source: Source,
+) -> Prepared {
+    let v = Validators::of(&id);
+    let mut resp = Response::new(user.status);
+    resp.headers = user.headers.clone();
+    let mut with = |n: &'static str, value: String| {
+        if resp.get_header(n).is_none() {
+            resp.headers.push((n.into(), value));
+        }
+    };
+    with("Last-Modified", v.last_modified());
+    with("ETag", v.etag.clone());
+    if user.status != 200 {
+        // A handler's own status (a custom 404 page, say) is sent as is,
+        // whole, without preconditions or ranges.
+        resp.default_type = Some(content_type(name));
+        return plan(shared, req, resp, source, 0, id.size);
+    }
+    match preconditions(req, &v) {
+        Precondition::NotModified => {
+            resp.status = 304;
+            return Prepared {
+                resp,
+                length: 0,
+                plan: Plan::None,
+            };
+        }
+        Precondition::Failed => return status_only(Response::status_page(412)),
+        Precondition::Proceed => {}
+    }
+    resp.headers.push(("Accept-Ranges".into(), "bytes".into()));
+    resp.default_type = Some(content_type(name));
+    match span(req, id.size, &v) {
+        Span::Full => plan(shared, req, resp, source, 0, id.size),
+        Span::Part { start, end } => {
+            resp.status = 206;
+            resp.headers.push((
+                "Content-Range".into(),
+                format!("bytes {}-{}/{}", start, end - 1, id.size),
+            ));
+            plan(shared, req, resp, source, start, end)
+        }
+        Span::Unsatisfiable => {
+            let mut r = Response::status_page(416);
+            r.headers
+                .push(("Content-Range".into(), format!("bytes */{}", id.size)));
+            status_only(r)
+        }
+    }
+}
+
+fn plan(
+    shared: &Shared,
+    req: &Request,
+    resp: Response,
+    source: Source,
+    start: u64,
+    end: u64,
+) -> Prepared {
+    let length = end - start;
+    let plan = if req.is_head() || length == 0 {
+        Plan::None
+    } else {
+        match source {
+            Source::Kept(bytes) => Plan::Kept(bytes.slice(start as usize..end as usize)),
+            Source::Open(file) => Plan::File {
+                file: Arc::new(file),
+                start,
+                end,
+                vehicle: send::choose(shared.rt.send_file, length),
+            },
+        }
+    };
+    Prepared { resp, length, plan }
+}
+
+/// The type for a name's extension; `application/octet-stream` when unknown.
+/// Text types are declared UTF-8.
+fn content_type(name: &Path) -> &'static str {
+    let guess = mime_guess::from_path(name).first_raw();
+    match guess {
+        Some(t) if t.starts_with("text/") || t == "application/javascript" => leak_charset(t),
+        Some(t) => t,
+        None => "application/octet-stream",
+    }
+}
+
+/// `type; charset=utf-8`, made once per type and kept for the process (a
+/// few dozen at most: one per text type mime_guess knows).
+fn leak_charset(t: &'static str) -> &'static str {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static MADE: Mutex<Option<HashMap<&'static str, &'static str>>> = Mutex::new(None);
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    made.get_or_insert_with(HashMap::new)
+        .entry(t)
+        .or_insert_with(|| Box::leak(format!("{t}; charset=utf-8").into_boxed_str()))
+}
+
+fn ends_with_slash(p: &Path) -> bool {
+    p.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
+/// 301 to the request's path with a slash added. The Location is built from
+/// the decoded path, re-encoded, with its leading slashes collapsed to one,
+/// so `//evil.example` can never become a redirect to another host.
+fn redirect_to_slash(req: &Request) -> Response {
+    let mut location = String::from("/");
+    for b in req.path().trim_start_matches('/').bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
+            location.push(b as char);
+        } else {
+            location.push_str(&format!("%{b:02X}"));
+        }
+    }
+    location.push('/');
+    if let Some(q) = req.query() {
+        location.push('?');
+        location.push_str(q);
+    }
+    Response::status_page(301).header("Location", location)
+}

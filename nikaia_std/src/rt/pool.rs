@@ -1,0 +1,117 @@
+//! The io pool (D9): a few threads that do what may wait for the disk — an
+//! open whose lookup is not cached, a read of pages not in the page cache —
+//! so no worker ever does. Each result is posted to the worker's mailbox,
+//! whose eventfd wakes that worker's epoll.
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    closed: bool,
+}
+
+pub(crate) struct IoPool {
+    queue: Arc<(Mutex<Queue>, Condvar)>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl IoPool {
+    pub(crate) fn new(threads: usize) -> std::io::Result<IoPool> {
+        let queue: Arc<(Mutex<Queue>, Condvar)> = Arc::default();
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads.max(1) {
+            let q = queue.clone();
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("nikaia-io-{i}"))
+                    .spawn(move || run(&q))?,
+            );
+        }
+        Ok(IoPool {
+            queue,
+            threads: Mutex::new(handles),
+        })
+    }
+
+    pub(crate) fn submit(&self, job: impl FnOnce() + Send + 'static) {
+        let (lock, cv) = &*self.queue;
+        lock.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .jobs
+            .push_back(Box::new(job));
+        cv.notify_one();
+    }
+
+    /// Finishes queued jobs, then stops the threads.
+    pub(crate) fn close(&self) {
+        let (lock, cv) = &*self.queue;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        cv.notify_all();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(queue: &(Mutex<Queue>, Condvar)) {
+    let (lock, cv) = queue;
+    loop {
+        let job = {
+            let mut q = lock.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(job) = q.jobs.pop_front() {
+                    break job;
+                }
+                if q.closed {
+                    return;
+                }
+                q = cv.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        job();
+    }
+}
+
+/// Where io results for one worker wait until it wakes.
+pub(crate) struct Mailbox<T> {
+    items: Mutex<Vec<T>>,
+    waker: OwnedFd,
+}
+
+impl<T> Mailbox<T> {
+    pub(crate) fn new(waker: OwnedFd) -> Mailbox<T> {
+        Mailbox {
+            items: Mutex::new(Vec::new()),
+            waker,
+        }
+    }
+
+    pub(crate) fn post(&self, item: T) {
+        self.items
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(item);
+        self.wake();
+    }
+
+    pub(crate) fn waker(&self) -> &OwnedFd {
+        &self.waker
+    }
+
+    pub(crate) fn wake(&self) {
+        let _ = rustix::io::write(&self.waker, &1u64.to_ne_bytes());
+    }
+
+    pub(crate) fn take(&self) -> Vec<T> {
+        let mut buf = [0u8; 8];
+        let _ = rustix::io::read(&self.waker, &mut buf);
+        std::mem::take(&mut *self.items.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}

@@ -1,0 +1,114 @@
+//! How a file travels to the socket (D3): the vehicles, the choice between
+//! them, and the state of one file body being sent. One backend per target:
+//! `linux.rs` has every syscall. Normative text: `spec/files.md`.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux::{pread, residency, sendfile, Residency};
+
+use crate::rt::SendFile;
+use std::fs::File;
+use std::sync::Arc;
+
+/// The ways a body reaches the socket; also the rows of `nikaia explain`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Vehicle {
+    /// `sendfile(2)` from the descriptor opened for this request.
+    Sendfile,
+    /// A kept mapping (D8) written with the head in one `sendmsg`.
+    Kept,
+    /// `pread` into a pooled buffer, then written.
+    Read,
+    /// A body the handler had in memory (`Bytes`, `String`, a `Mapped`).
+    Memory,
+}
+
+impl Vehicle {
+    pub(crate) const ALL: [Vehicle; 4] = [
+        Vehicle::Sendfile,
+        Vehicle::Kept,
+        Vehicle::Read,
+        Vehicle::Memory,
+    ];
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Vehicle::Sendfile => "sendfile",
+            Vehicle::Kept => "kept mapping",
+            Vehicle::Read => "read",
+            Vehicle::Memory => "in-memory",
+        }
+    }
+}
+
+/// Files at most this large may be kept as mappings (D8). The kept mapping
+/// wins clearly at 4 KiB, ties at 64 KiB and has no advantage at 1 MiB in
+/// the record and on this machine (`spec/files.md`, `docs/history/`).
+pub(crate) const KEEP_MAX: u64 = 256 << 10;
+
+/// Bytes read per `pread` on the read vehicle, and the size of a pooled buffer.
+pub(crate) const READ_BUF: usize = 64 << 10;
+
+/// The vehicle for a body of `len` bytes that is not kept, under the
+/// runtime file's `send-file`.
+pub(crate) fn choose(policy: SendFile, len: u64) -> Vehicle {
+    match policy {
+        // sendfile was never worse than reading, at any size, in either
+        // family, in every run of the record and of benches/sendfile here.
+        SendFile::Auto => Vehicle::Sendfile,
+        SendFile::Never => Vehicle::Read,
+        SendFile::AtLeast(min) if len >= min => Vehicle::Sendfile,
+        SendFile::AtLeast(_) => Vehicle::Read,
+    }
+}
+
+/// A file body in a connection's queue: the descriptor opened for this
+/// response and the part of it still to send.
+#[derive(Debug)]
+pub(crate) struct FileSend {
+    pub file: Arc<File>,
+    /// Where this response's part of the file starts (for the log).
+    pub start: u64,
+    pub offset: u64,
+    pub end: u64,
+    pub vehicle: Vehicle,
+    /// Bytes read (by `pread` here or on the io pool) and not yet written.
+    pub buf: Option<Buffered>,
+    /// Up to where the page cache was last found warm.
+    pub warm_to: u64,
+    /// A read of cold pages is on the io pool.
+    pub waiting: bool,
+    /// For the error log when the file turns out shorter than promised.
+    pub name: Arc<str>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Buffered {
+    pub data: Vec<u8>,
+    pub pos: usize,
+}
+
+impl FileSend {
+    pub(crate) fn remaining(&self) -> u64 {
+        self.end - self.offset
+            + self
+                .buf
+                .as_ref()
+                .map_or(0, |b| (b.data.len() - b.pos) as u64)
+    }
+}
+
+/// The offsets probed before sending `[from, to)`: its first and last byte
+/// and one in each 256 KiB between, so a window evicted in part is caught.
+pub(crate) fn probe_points(from: u64, to: u64) -> impl Iterator<Item = u64> {
+    const STEP: u64 = 256 << 10;
+    let last = to.saturating_sub(1).max(from);
+    (from..last)
+        .step_by(STEP as usize)
+        .chain(std::iter::once(last))
+}
