@@ -1,12 +1,60 @@
 //! `nikaia`: the command-line tool around nikaia_std.
 
-use clap::Parser;
+mod check;
+mod trust;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// The Nikaia tool: serve files, audit roots, explain a running server.
 #[derive(Parser, Debug)]
-#[command(name = "nikaia", version, about, long_about = None)]
-struct Cli {}
+#[command(
+    name = "nikaia",
+    version,
+    about,
+    long_about = None,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    /// List every site that constructs `fs::Root::Anywhere` in the `.rs` and
+    /// `.nk` files under PATH (default `.`)
+    #[arg(long, value_name = "PATH", num_args = 0..)]
+    trust: Option<Vec<PathBuf>>,
 
-fn main() {
-    let _cli = Cli::parse();
+    /// With --trust: write the sites as JSON
+    #[arg(long, requires = "trust")]
+    json: bool,
+
+    /// With --trust: exit with status 1 when any site is found (a CI gate)
+    #[arg(long, requires = "trust")]
+    deny: bool,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate a runtime file and print the effective configuration
+    Check {
+        /// The runtime file (TOML)
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let status = match (cli.command, cli.trust) {
+        (Some(Command::Check { file }), _) => check::run(&file),
+        (None, Some(paths)) => trust::run(trust::Options {
+            paths,
+            json: cli.json,
+            deny: cli.deny,
+        }),
+        (None, None) => 2,
+    };
+    ExitCode::from(status)
 }
