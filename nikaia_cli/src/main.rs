@@ -20,9 +20,13 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     /// List every site that constructs `fs::Root::Anywhere` in the `.rs` and
-    /// `.nk` files under PATH (default `.`)
-    #[arg(long, value_name = "PATH", num_args = 0..)]
-    trust: Option<Vec<PathBuf>>,
+    /// `.nk` files under the PATHs
+    #[arg(long)]
+    trust: bool,
+
+    /// With --trust: the files and directories to read (default `.`)
+    #[arg(value_name = "PATH", requires = "trust")]
+    paths: Vec<PathBuf>,
 
     /// With --trust: write the sites as JSON
     #[arg(long, requires = "trust")]
@@ -47,14 +51,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let status = match (cli.command, cli.trust) {
-        (Some(Command::Check { file }), _) => check::run(&file),
-        (None, Some(paths)) => trust::run(trust::Options {
-            paths,
+    let status = match cli.command {
+        Some(Command::Check { file }) => check::run(&file),
+        None if cli.trust => trust::run(trust::Options {
+            paths: cli.paths,
             json: cli.json,
             deny: cli.deny,
         }),
-        (None, None) => 2,
+        None => 2,
     };
     ExitCode::from(status)
 }
