@@ -45,24 +45,15 @@ impl Lexer<'_> {
         Some(c)
     }
 
-    fn error(&self, message: &str, line: usize, column: usize) -> ScanError {
-        let _ = self;
-        ScanError {
-            message: message.to_string(),
-            line,
-            column,
-        }
-    }
-
     /// After an opening `"`: the string's value, through its closing `"`.
     fn string(&mut self, line: usize, column: usize) -> Result<String, ScanError> {
         let mut value = String::new();
         loop {
             match self.bump() {
-                None => return Err(self.error("unterminated string literal", line, column)),
+                None => return Err(error("unterminated string literal", line, column)),
                 Some('"') => return Ok(value),
                 Some('\\') => match self.bump() {
-                    None => return Err(self.error("unterminated string literal", line, column)),
+                    None => return Err(error("unterminated string literal", line, column)),
                     Some(c) => value.push(c),
                 },
                 Some(c) => value.push(c),
@@ -81,7 +72,7 @@ impl Lexer<'_> {
         let mut value = String::new();
         loop {
             match self.bump() {
-                None => return Err(self.error("unterminated raw string literal", line, column)),
+                None => return Err(error("unterminated raw string literal", line, column)),
                 Some('"') => {
                     let mut seen = 0;
                     while seen < hashes && self.peek() == Some('#') {
@@ -104,7 +95,7 @@ impl Lexer<'_> {
         let mut depth = 1;
         while depth > 0 {
             match self.bump() {
-                None => return Err(self.error("unterminated block comment", line, column)),
+                None => return Err(error("unterminated block comment", line, column)),
                 Some('/') if self.peek() == Some('*') => {
                     self.bump();
                     depth += 1;
@@ -117,6 +108,14 @@ impl Lexer<'_> {
             }
         }
         Ok(())
+    }
+}
+
+fn error(message: &str, line: usize, column: usize) -> ScanError {
+    ScanError {
+        message: message.to_string(),
+        line,
+        column,
     }
 }
 
@@ -166,7 +165,7 @@ fn lex(source: &str) -> Result<Vec<Token>, ScanError> {
                     hashes += 1;
                 }
                 if lx.bump() != Some('"') {
-                    return Err(lx.error("expected `\"` to open a raw string", line, column));
+                    return Err(error("expected `\"` to open a raw string", line, column));
                 }
                 Kind::Str(lx.raw_string(hashes, line, column)?)
             }
@@ -185,7 +184,7 @@ fn lex(source: &str) -> Result<Vec<Token>, ScanError> {
     Ok(tokens)
 }
 
-fn ident<'t>(tokens: &'t [Token], i: usize) -> Option<&'t str> {
+fn ident(tokens: &[Token], i: usize) -> Option<&str> {
     match tokens.get(i).map(|t| &t.kind) {
         Some(Kind::Ident(name)) => Some(name),
         _ => None,
@@ -297,5 +296,59 @@ fn is_site(path: &[&str], root_names: &[String]) -> bool {
         ["fs", "Root", "Anywhere"] | ["std", "fs", "Root", "Anywhere"] => true,
         [name, "Anywhere"] => root_names.iter().any(|r| r == name),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sites(source: &str) -> Vec<(usize, usize, String)> {
+        scan(source)
+            .expect("scans")
+            .into_iter()
+            .map(|f| (f.line, f.column, f.context))
+            .collect()
+    }
+
+    #[test]
+    fn nested_block_comments_and_escapes_hide_mentions() {
+        let source = "/* a /* b */ fs::Root::Anywhere */\n\
+                      let s = \"\\\" fs::Root::Anywhere\"\n\
+                      let r = r##\"\"# fs::Root::Anywhere\"##\n\
+                      fs::Root::Anywhere";
+        assert_eq!(sites(source), [(4, 1, "-".to_string())]);
+    }
+
+    #[test]
+    fn use_must_come_first_and_may_rename() {
+        let source = "Root::Anywhere\nuse std::fs::Root as R\nR::Anywhere\nRoot::Anywhere";
+        assert_eq!(sites(source), [(3, 1, "-".to_string())]);
+    }
+
+    #[test]
+    fn contexts_end_with_their_brackets() {
+        let source = "fn outer() {\n\
+                      app.route(\"/a\", fn { fs::Root::Anywhere })\n\
+                      fs::Root::Anywhere\n\
+                      }\n\
+                      fs::Root::Anywhere";
+        assert_eq!(
+            sites(source),
+            [
+                (2, 22, "route \"/a\"".to_string()),
+                (3, 1, "fn outer".to_string()),
+                (5, 1, "-".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn unterminated_comment_is_an_error() {
+        let error = scan("fn f() {}\n  /* open /* */").unwrap_err();
+        assert_eq!(
+            (error.message.as_str(), error.line, error.column),
+            ("unterminated block comment", 2, 3)
+        );
     }
 }

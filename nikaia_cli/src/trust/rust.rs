@@ -376,3 +376,48 @@ impl<'ast> Visit<'ast> for Scanner {
         self.scan_macro_tokens(&node.tokens);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sites(source: &str) -> Vec<(usize, usize, String)> {
+        scan(source)
+            .expect("parses")
+            .into_iter()
+            .map(|f| (f.line, f.column, f.context))
+            .collect()
+    }
+
+    #[test]
+    fn self_and_group_imports() {
+        let source = "use nikaia_std::{fs::{self as files}, http};\n\
+                      fn f() { files::Root::anywhere(); }";
+        assert_eq!(sites(source), [(2, 10, "fn f".to_string())]);
+    }
+
+    #[test]
+    fn match_patterns_are_not_sites() {
+        let source = "fn f(r: Root) { match r { fs::Root::Anywhere => {} _ => {} } }";
+        assert_eq!(sites(source), []);
+    }
+
+    #[test]
+    fn a_module_does_not_see_its_parents_imports() {
+        let source = "use other::Root;\n\
+                      mod m { fn f() { Root::anywhere(); } }";
+        assert_eq!(sites(source), [(2, 18, "fn m::f".to_string())]);
+    }
+
+    #[test]
+    fn trait_default_methods_and_crate_paths() {
+        let source = "trait T { fn f() { crate::fs::Root::anywhere(); } }";
+        assert_eq!(sites(source), [(1, 20, "fn T::f".to_string())]);
+    }
+
+    #[test]
+    fn an_imported_function_name() {
+        let source = "use nikaia_std::fs::Root::anywhere as yolo;\nfn f() { yolo(); }";
+        assert_eq!(sites(source), [(2, 10, "fn f".to_string())]);
+    }
+}
