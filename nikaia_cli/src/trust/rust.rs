@@ -216,9 +216,11 @@ impl Scanner {
             match &trees[i] {
                 TokenTree::Group(g) => {
                     // `#[doc = "..."]` inside a macro body is an attribute, not code.
+                    let is_punct = |k: usize, c: char| matches!(trees.get(k), Some(TokenTree::Punct(p)) if p.as_char() == c);
                     let is_attr = g.delimiter() == Delimiter::Bracket
                         && i > 0
-                        && matches!(&trees[i - 1], TokenTree::Punct(p) if p.as_char() == '#');
+                        && (is_punct(i - 1, '#')
+                            || (i > 1 && is_punct(i - 1, '!') && is_punct(i - 2, '#')));
                     if !is_attr {
                         self.scan_tokens(&g.stream());
                     }
@@ -413,6 +415,14 @@ mod tests {
     fn trait_default_methods_and_crate_paths() {
         let source = "trait T { fn f() { crate::fs::Root::anywhere(); } }";
         assert_eq!(sites(source), [(1, 20, "fn T::f".to_string())]);
+    }
+
+    #[test]
+    fn attributes_in_unparsed_macro_bodies_are_skipped() {
+        let source = "macro_rules! m {\n\
+                      () => { #![doc = \"x\"] #[cfg(fs::Root::anywhere)] fs::Root::anywhere() };\n\
+                      }";
+        assert_eq!(sites(source), [(2, 50, "macro m".to_string())]);
     }
 
     #[test]
