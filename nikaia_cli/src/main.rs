@@ -1,27 +1,68 @@
 //! `nikaia`: the command-line tool around nikaia_std.
 
-use clap::{Parser, Subcommand};
-
+mod check;
 mod serve;
+mod trust;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// The Nikaia tool: serve files, audit roots, explain a running server.
 #[derive(Parser, Debug)]
-#[command(name = "nikaia", version, about, long_about = None)]
+#[command(
+    name = "nikaia",
+    version,
+    about,
+    long_about = None,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
+    /// List every site that constructs `fs::Root::Anywhere` in the `.rs` and
+    /// `.nk` files under the PATHs
+    #[arg(long)]
+    trust: bool,
+
+    /// With --trust: the files and directories to read (default `.`)
+    #[arg(value_name = "PATH", requires = "trust")]
+    paths: Vec<PathBuf>,
+
+    /// With --trust: write the sites as JSON
+    #[arg(long, requires = "trust")]
+    json: bool,
+
+    /// With --trust: exit with status 1 when any site is found (a CI gate)
+    #[arg(long, requires = "trust")]
+    deny: bool,
+
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve a directory over HTTP (default: the current directory).
+    /// Serve a directory over HTTP (default: the current directory)
     Serve(serve::ServeArgs),
+    /// Validate a runtime file and print the effective configuration
+    Check {
+        /// The runtime file (TOML)
+        file: PathBuf,
+    },
 }
 
-fn main() {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    let code = match cli.command {
-        Command::Serve(args) => serve::run(args),
+    let status = match cli.command {
+        Some(Command::Serve(args)) => serve::run(args),
+        Some(Command::Check { file }) => check::run(&file),
+        None if cli.trust => trust::run(trust::Options {
+            paths: cli.paths,
+            json: cli.json,
+            deny: cli.deny,
+        }),
+        None => 2,
     };
-    std::process::exit(code);
+    ExitCode::from(status)
 }

@@ -31,7 +31,7 @@ pub fn visible(name: &str) -> bool {
         .all(|(i, c)| !c.starts_with('.') || (i == 0 && c == ".well-known"))
 }
 
-pub fn run(args: ServeArgs) -> i32 {
+pub fn run(args: ServeArgs) -> u8 {
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
     let mut rt = match Runtime::from_args(args.runtime.as_deref()) {
         Ok(rt) => rt,

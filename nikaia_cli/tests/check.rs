@@ -1,0 +1,114 @@
+//! `nikaia check FILE`, run as the real binary.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn nikaia(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run nikaia")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("UTF-8")
+}
+
+#[test]
+fn a_good_file_prints_every_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("runtime.toml"),
+        "listen = \"127.0.0.1:9000\"\nworkers = 2\nsend-file = \"64KiB\"\nstatic-cache = 0\n",
+    )
+    .expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let out = text(&output.stdout);
+    for key in nikaia_std::rt::KEYS {
+        assert!(out.contains(key), "{key} missing from:\n{out}");
+    }
+    assert!(out.contains("listen = \"127.0.0.1:9000\"\n"), "{out}");
+    assert!(out.contains("workers = 2\n"), "{out}");
+    assert!(out.contains("send-file = \"64KiB\"\n"), "{out}");
+    assert!(out.contains("static-cache = 0\n"), "{out}");
+    assert!(out.contains("io-threads = 4\n"), "{out}");
+    assert_eq!(text(&output.stderr), "");
+}
+
+#[test]
+fn an_empty_file_prints_the_defaults() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("runtime.toml"), "# nothing\n").expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(text(&output.stdout).contains("send-file-max-chunk = \"2MiB\"\n"));
+}
+
+#[test]
+fn a_bad_file_prints_every_error_with_its_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("runtime.toml"),
+        "workers = 2\nsend_file = \"auto\"\nstatic-cache-bytes = \"64MB\"\n",
+    )
+    .expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(text(&output.stdout), "");
+    let err = text(&output.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("runtime.toml:2:1: error: key `send_file`: unknown key"),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("runtime.toml:3:22: error: key `static-cache-bytes`: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_file_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = nikaia(dir.path(), &["check", "absent.toml"]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = text(&output.stderr);
+    assert!(
+        err.starts_with("absent.toml: error: cannot read the runtime file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_without_a_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = nikaia(dir.path(), &["check"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("Usage"));
+    assert_eq!(text(&output.stdout), "");
+}
+
+#[test]
+fn help_and_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in [
+        &["--help"][..],
+        &["check", "--help"][..],
+        &["help", "check"][..],
+        &["--version"][..],
+    ] {
+        let output = nikaia(dir.path(), args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert!(!output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn no_arguments_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = nikaia(dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2));
+}
