@@ -55,7 +55,7 @@ pub(crate) enum Flushed {
 #[derive(Debug)]
 pub(crate) enum SendError {
     /// The peer went away or the socket failed: nothing to log.
-    Peer(Errno),
+    Peer,
     /// The file ended (or failed) before the promised length was sent.
     File {
         name: std::sync::Arc<str>,
@@ -163,7 +163,7 @@ impl Out {
                 _ => match self.send_mem(&sock, *budget, &mut done) {
                     Ok(n) => n,
                     Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
-                    Err(e) => return Err(SendError::Peer(e)),
+                    Err(_) => return Err(SendError::Peer),
                 },
             };
             *progress |= wrote > 0;
@@ -266,7 +266,7 @@ fn send_file_step(
             match rustix::net::send(sock, &b.data[b.pos..end], SendFlags::NOSIGNAL) {
                 Err(Errno::INTR) => continue,
                 Err(Errno::AGAIN) => return Ok(Step::Flushed(Flushed::Blocked)),
-                Err(e) => return Err(SendError::Peer(e)),
+                Err(_) => return Err(SendError::Peer),
                 Ok(n) => break n,
             }
         };
@@ -302,7 +302,7 @@ fn send_file_step(
                 Err(
                     e @ (Errno::IO | Errno::NXIO | Errno::FAULT | Errno::OVERFLOW | Errno::INVAL),
                 ) => Err(short(f, Some(e))),
-                Err(e) => Err(SendError::Peer(e)),
+                Err(_) => Err(SendError::Peer),
             }
         }
         _ => {

@@ -34,6 +34,7 @@ const WAKER: u64 = u64::MAX - 1;
 
 /// What every worker shares: routes, the runtime, logs, and the stop flag.
 pub(crate) struct Shared {
+    pub(crate) started: Instant,
     pub(crate) router: Router,
     pub(crate) rt: Runtime,
     pub(crate) logs: Logs,
@@ -126,6 +127,7 @@ impl Server {
             listeners.push(listen(addr)?);
         }
         let shared = Arc::new(Shared {
+            started: Instant::now(),
             router: self.router,
             cache: Cache::new(rt.static_cache, rt.static_cache_bytes),
             stats: Stats::default(),
@@ -195,6 +197,13 @@ impl Running {
         self.addr
     }
 
+    /// The server's counters, for `nikaia explain` and tests (see
+    /// [`Report`](crate::rt::Report)).
+    #[doc(hidden)]
+    pub fn report(&self) -> crate::rt::Report {
+        self.control.shared.report()
+    }
+
     /// Begins a graceful shutdown: stop accepting, close idle connections,
     /// finish responses in flight. Returns at once; [`Running::wait`] waits.
     pub fn shutdown(&self) {
@@ -240,6 +249,31 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.shutdown();
         self.wait();
+    }
+}
+
+impl Shared {
+    pub(crate) fn report(&self) -> crate::rt::Report {
+        use std::sync::atomic::Ordering::Relaxed;
+        let occupancy = self.cache.occupancy();
+        let c = &self.cache.counters;
+        crate::rt::Report {
+            uptime_ms: self.started.elapsed().as_millis() as u64,
+            vehicles: self.stats.per_vehicle(),
+            cache_entries: occupancy.entries,
+            cache_bytes: occupancy.bytes,
+            cache_hits: c.hits.load(Relaxed),
+            cache_misses: c.misses.load(Relaxed),
+            cache_evictions: c.evictions.load(Relaxed),
+            cache_invalidations: c.invalidations.load(Relaxed),
+            cold_reads: self.stats.cold_reads.load(Relaxed),
+            pool_opens: self.stats.pool_opens.load(Relaxed),
+            truncated: self.stats.truncated.load(Relaxed),
+            anywhere: crate::fs::anywhere_sites()
+                .into_iter()
+                .map(|(site, n)| (site.to_string(), n))
+                .collect(),
+        }
     }
 }
 

@@ -9,3 +9,4 @@ pub(crate) mod stats;
 pub use config::{
     format_duration, format_size, ConfigError, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
 };
+pub use stats::Report;

@@ -23,16 +23,42 @@ impl Stats {
     }
 
     /// (vehicle, requests, bytes) for each vehicle.
-    pub(crate) fn per_vehicle(&self) -> Vec<(Vehicle, u64, u64)> {
+    pub(crate) fn per_vehicle(&self) -> Vec<(String, u64, u64)> {
         Vehicle::ALL
             .iter()
             .map(|&v| {
                 (
-                    v,
+                    v.name().to_owned(),
                     self.requests[v.index()].load(Ordering::Relaxed),
                     self.bytes[v.index()].load(Ordering::Relaxed),
                 )
             })
             .collect()
     }
+}
+
+/// A snapshot of a running server's counters: what `nikaia explain` shows
+/// an operator. Programs have no use for it (a hit must not change what a
+/// program does), so it is reached from [`Running`](crate::http::Running),
+/// not from a request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    pub uptime_ms: u64,
+    /// (vehicle, requests, body bytes) for sendfile, kept mapping, read,
+    /// in-memory.
+    pub vehicles: Vec<(String, u64, u64)>,
+    pub cache_entries: u64,
+    pub cache_bytes: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub cache_evictions: u64,
+    pub cache_invalidations: u64,
+    /// Sends whose pages were read on the io pool (cold page cache).
+    pub cold_reads: u64,
+    /// Opens finished on the io pool.
+    pub pool_opens: u64,
+    /// File bodies cut short after their head went out.
+    pub truncated: u64,
+    /// Each `Root::anywhere()` site seen in this process, with its opens.
+    pub anywhere: Vec<(String, u64)>,
 }
