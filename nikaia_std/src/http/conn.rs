@@ -403,7 +403,10 @@ impl Conn {
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let close = !(head.keep_alive && !turn.stopping && !asked_close);
         let mut resp = resp;
-        if let Body::File(f) = std::mem::replace(&mut resp.body, Body::Empty) {
+        if let Body::File(_) = resp.body {
+            let Body::File(f) = std::mem::replace(&mut resp.body, Body::Empty) else {
+                unreachable!("matched above");
+            };
             let step = file::begin(turn.shared, &req, &resp, &f);
             self.file_step(
                 turn,
