@@ -1,0 +1,394 @@
+//! `http::File` over real sockets: statuses, ranges, validators, every
+//! vehicle byte-exact, containment, truncation, invalidation, cold pages.
+
+use nikaia_std::fs::Root;
+use nikaia_std::http::{File, Response, Server};
+use nikaia_std::rt::{Report, Runtime, SendFile};
+use nikaia_tests::{start, test_runtime, Client};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const SECRET: &[u8] = b"TOP-SECRET-BYTES-NEVER-SERVED";
+
+/// Deterministic bytes of any length: a file's content is checked exactly.
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[1] ^ seed).collect()
+}
+
+struct Site {
+    _tmp: tempfile::TempDir,
+    root: std::path::PathBuf,
+}
+
+fn site() -> Site {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+    std::fs::write(tmp.path().join("secret.txt"), SECRET).unwrap();
+    std::fs::write(root.join("index.html"), b"<h1>index</h1>").unwrap();
+    std::fs::write(root.join("style.css"), b"body{}").unwrap();
+    std::fs::write(root.join("data.unknownext"), b"??").unwrap();
+    std::fs::write(root.join("file.txt"), pattern(1000, 1)).unwrap();
+    std::fs::write(root.join("sub/deeper/x.txt"), b"x").unwrap();
+    symlink("../secret.txt", root.join("link-out")).unwrap();
+    symlink(tmp.path(), root.join("dir-out")).unwrap();
+    Site { _tmp: tmp, root }
+}
+
+fn file_server(rt: Runtime, root: &Path) -> nikaia_std::http::Running {
+    let root = Root::dir(root).unwrap();
+    start(
+        Server::with_runtime(rt)
+            .route("/f/*name", move |req| File::new(req.param().unwrap_or(""), &root))
+            .route("/small", |_| "small"),
+    )
+}
+
+fn rt_with(f: impl FnOnce(&mut Runtime)) -> Runtime {
+    let mut rt = test_runtime();
+    f(&mut rt);
+    rt
+}
+
+fn requests_by(report: &Report, vehicle: &str) -> u64 {
+    report.vehicles.iter().find(|(v, _, _)| v == vehicle).map_or(0, |r| r.1)
+}
+
+#[test]
+fn statuses_and_headers() {
+    let s = site();
+    let server = file_server(test_runtime(), &s.root);
+    let mut c = Client::connect(server.local_addr());
+    let r = c.get("/f/index.html");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"<h1>index</h1>");
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("accept-ranges"), Some("bytes"));
+    assert!(r.header("etag").unwrap().starts_with('"'));
+    assert!(r.header("last-modified").unwrap().ends_with(" GMT"));
+    assert_eq!(c.get("/f/style.css").header("content-type"), Some("text/css; charset=utf-8"));
+    assert_eq!(c.get("/f/data.unknownext").header("content-type"), Some("application/octet-stream"));
+    for missing in ["/f/nope", "/f/sub", "/f/sub/", "/f/", "/f/link-out", "/f/dir-out/secret.txt"] {
+        let r = c.get(missing);
+        assert_eq!(r.status, 404, "{missing}");
+        assert!(!r.body.windows(SECRET.len()).any(|w| w == SECRET));
+    }
+    // HEAD: the same headers, no body.
+    c.send("HEAD /f/file.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    let head = c.read_reply(true).unwrap();
+    assert_eq!(head.header("content-length"), Some("1000"));
+    assert_eq!(c.get("/f/file.txt").body, pattern(1000, 1));
+    // A wrong method on a file route.
+    c.send("POST /f/file.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+    let r = c.reply().unwrap();
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
+}
+
+#[test]
+fn a_response_header_overrides_the_guessed_type() {
+    let s = site();
+    let root = Root::dir(&s.root).unwrap();
+    let server = start(Server::with_runtime(test_runtime()).route("/raw", move |_| {
+        Response::new(200)
+            .header("Content-Type", "text/plain")
+            .header("Cache-Control", "max-age=60")
+            .body(File::new("index.html", &root))
+    }));
+    let r = Client::connect(server.local_addr()).get("/raw");
+    assert_eq!(r.header("content-type"), Some("text/plain"));
+    assert_eq!(r.header("cache-control"), Some("max-age=60"));
+    assert_eq!(r.body, b"<h1>index</h1>");
+}
+
+#[test]
+fn an_unreadable_file_is_a_500_with_a_generic_body() {
+    if rustix::process::geteuid().is_root() {
+        // Root reads any file: permission errors cannot be made here.
+        eprintln!("skipped: running as root, EACCES cannot happen");
+        return;
+    }
+    let s = site();
+    let p = s.root.join("locked.txt");
+    std::fs::write(&p, b"locked").unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    let server = file_server(test_runtime(), &s.root);
+    let r = Client::connect(server.local_addr()).get("/f/locked.txt");
+    assert_eq!(r.status, 500);
+    assert!(!r.text().contains("locked.txt"));
+}
+
+#[test]
+fn ranges_and_conditionals_byte_exact() {
+    let s = site();
+    let server = file_server(test_runtime(), &s.root);
+    let mut c = Client::connect(server.local_addr());
+    let full = pattern(1000, 1);
+    let get = |c: &mut Client, extra: &str| {
+        c.send(format!("GET /f/file.txt HTTP/1.1\r\nHost: t\r\n{extra}\r\n"));
+        c.reply().unwrap()
+    };
+    let r = get(&mut c, "Range: bytes=10-19\r\n");
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("content-range"), Some("bytes 10-19/1000"));
+    assert_eq!(r.body, &full[10..20]);
+    let r = get(&mut c, "Range: bytes=-100\r\n");
+    assert_eq!((r.status, &r.body[..]), (206, &full[900..]));
+    let r = get(&mut c, "Range: bytes=990-\r\n");
+    assert_eq!((r.status, &r.body[..]), (206, &full[990..]));
+    let r = get(&mut c, "Range: bytes=1000-\r\n");
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("content-range"), Some("bytes */1000"));
+    let r = get(&mut c, "Range: bytes=0-1,5-9\r\n");
+    assert_eq!((r.status, r.body.len()), (200, 1000));
+    let hostile = format!("Range: bytes={}0-1\r\n", "1-2,".repeat(2000));
+    let r = get(&mut c, &hostile);
+    assert_eq!((r.status, r.body.len()), (200, 1000));
+
+    let etag = r.header("etag").unwrap().to_owned();
+    let modified = r.header("last-modified").unwrap().to_owned();
+    let r = get(&mut c, &format!("If-None-Match: {etag}\r\n"));
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("etag"), Some(etag.as_str()));
+    assert_eq!(r.header("last-modified"), Some(modified.as_str()));
+    assert!(r.body.is_empty());
+    let r = get(&mut c, &format!("If-Modified-Since: {modified}\r\n"));
+    assert_eq!(r.status, 304);
+    let r = get(&mut c, "If-None-Match: \"other\"\r\n");
+    assert_eq!(r.status, 200);
+    let r = get(&mut c, &format!("Range: bytes=0-4\r\nIf-Range: {etag}\r\n"));
+    assert_eq!((r.status, &r.body[..]), (206, &full[..5]));
+    let r = get(&mut c, "Range: bytes=0-4\r\nIf-Range: \"stale\"\r\n");
+    assert_eq!((r.status, r.body.len()), (200, 1000));
+    let r = get(&mut c, &format!("Range: bytes=0-4\r\nIf-Range: W/{etag}\r\n"));
+    assert_eq!(r.status, 200, "If-Range compares strongly");
+    let r = get(&mut c, "If-Match: \"other\"\r\n");
+    assert_eq!(r.status, 412);
+}
+
+/// Every vehicle, pinned, sends files from 0 B to 64 MiB byte-exact.
+#[test]
+fn each_vehicle_pinned_is_byte_exact() {
+    let s = site();
+    let sizes = [0usize, 1, 4095, 4096, 65_536, 200_000, 1 << 20, (1 << 20) + 7, 64 << 20];
+    for (i, &n) in sizes.iter().enumerate() {
+        std::fs::write(s.root.join(format!("s{n}")), pattern(n, i as u8)).unwrap();
+    }
+    // Old enough that the kept table may keep them (ctime not within a tick).
+    std::thread::sleep(Duration::from_millis(30));
+    let pins: [(&str, Runtime); 4] = [
+        ("read", rt_with(|rt| { rt.send_file = SendFile::Never; rt.static_cache = 0; })),
+        ("sendfile", rt_with(|rt| { rt.send_file = SendFile::AtLeast(0); rt.static_cache = 0; })),
+        ("kept mapping", rt_with(|rt| { rt.send_file = SendFile::Never; })),
+        ("auto", test_runtime()),
+    ];
+    for (label, rt) in pins {
+        let server = file_server(rt, &s.root);
+        let mut c = Client::connect(server.local_addr());
+        for round in 0..3 {
+            for (i, &n) in sizes.iter().enumerate() {
+                let r = c.get(&format!("/f/s{n}"));
+                assert_eq!(r.status, 200, "{label} {n}");
+                assert!(r.body == pattern(n, i as u8), "{label}: {n} bytes differ (round {round})");
+            }
+        }
+        let report = server.report();
+        let files = (3 * (sizes.len() - 1)) as u64; // the empty file has no body
+        match label {
+            "read" | "sendfile" => assert_eq!(requests_by(&report, label), files, "{label} {report:?}"),
+            "kept mapping" => {
+                // A file is kept on its second request and hit on its third.
+                let small = sizes.iter().filter(|&&n| n > 0 && n <= 256 << 10).count() as u64;
+                assert_eq!(requests_by(&report, "kept mapping"), 2 * small, "{report:?}");
+                assert_eq!(report.cache_hits, small, "{report:?}");
+                assert_eq!(report.cache_entries, small, "{report:?}");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The containment corpus over HTTP: never the secret, never a 200.
+#[test]
+fn hostile_names_over_http_never_return_the_secret() {
+    let s = site();
+    symlink("../secret.txt", s.root.join("sub/index.html")).unwrap();
+    let root = Root::dir(&s.root).unwrap();
+    let server = start(
+        Server::with_runtime(test_runtime())
+            .route("/f/*name", move |req| File::new(req.param().unwrap_or(""), &root).index("index.html")),
+    );
+    let hostile = [
+        "/f/../secret.txt",
+        "/f/%2e%2e/secret.txt",
+        "/f/%2E%2E%2Fsecret.txt",
+        "/f/sub/%2e%2e/%2e%2e/secret.txt",
+        "/f/..%2fsecret.txt",
+        "/f/..%5csecret.txt",
+        "/f/%5c..%5csecret.txt",
+        "/f/%252e%252e/secret.txt",
+        "/f/%c0%ae%c0%ae/secret.txt",
+        "/f/%e0%80%ae%e0%80%ae/secret.txt",
+        "/f/secret.txt%00.html",
+        "/f/%00",
+        "/f//etc/passwd",
+        "/f/%2fetc%2fpasswd",
+        "/f/link-out",
+        "/f/dir-out/secret.txt",
+        "/f/sub/",
+        "/f/sub/index.html",
+        "/f/./../secret.txt",
+        "/f/sub/deeper/../../../secret.txt",
+        "/f/c:/secret.txt",
+        "/f/..\\secret.txt",
+        "/f/%u002e%u002e/secret.txt",
+        "/f/.%2e/secret.txt",
+    ];
+    for path in hostile {
+        let mut c = Client::connect(server.local_addr());
+        c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
+        let r = c.reply().unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(matches!(r.status, 400 | 404), "{path}: {}", r.status);
+        assert!(!r.body.windows(SECRET.len()).any(|w| w == SECRET), "{path} leaked the secret");
+    }
+    assert_eq!(Client::connect(server.local_addr()).get("/f/sub/deeper/x.txt").body, b"x");
+}
+
+/// A file truncated while its body is in flight: the connection closes
+/// short, the error is logged, the next request and the process are fine.
+#[test]
+fn truncation_mid_transfer_closes_short_for_every_vehicle() {
+    let cases: [(&str, Runtime, usize); 3] = [
+        ("read", rt_with(|rt| { rt.send_file = SendFile::Never; rt.static_cache = 0; }), 32 << 20),
+        ("sendfile", rt_with(|rt| { rt.send_file = SendFile::AtLeast(0); rt.static_cache = 0; }), 32 << 20),
+        ("kept mapping", rt_with(|rt| rt.send_file = SendFile::Never), 200 << 10),
+    ];
+    for (label, rt, len) in cases {
+        let s = site();
+        let path = s.root.join("victim.bin");
+        std::fs::write(&path, pattern(len, 9)).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let server = file_server(rt, &s.root);
+        if label == "kept mapping" {
+            for _ in 0..2 {
+                Client::connect(server.local_addr()).get("/f/victim.bin");
+            }
+        }
+        // A client with a small receive window, so the send stalls midway.
+        let sock = socket_with_small_rcvbuf(server.local_addr());
+        (&sock).write_all(b"GET /f/victim.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(1000).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut got = Vec::new();
+        let _ = (&sock).read_to_end(&mut got);
+        let split = got.windows(4).position(|w| w == b"\r\n\r\n").map_or(0, |p| p + 4);
+        let body = &got[split..];
+        let checked = if label == "sendfile" {
+            // sendfile queues references to page-cache pages; a truncation
+            // zeroes the tail of the page it cuts while those references may
+            // still be waiting to go out. Only what lies before the cut is
+            // certain (spec/files.md says so).
+            body.len().min(1000)
+        } else {
+            body.len()
+        };
+        assert!(body[..checked] == pattern(len, 9)[..checked], "{label}: wrong bytes");
+        if label == "kept mapping" {
+            // A kept file this small may already be in the socket's buffer
+            // whole when the truncation lands: then it arrives whole (the
+            // old bytes, copied by the kernel before). Either way the
+            // process is not hurt: no SIGBUS, since it never reads the
+            // mapping itself.
+            assert!(body.len() <= len);
+        } else {
+            assert!(body.len() < len, "{label}: the whole {len} bytes arrived after truncation");
+        }
+        // The next request is served, with the file's new size.
+        let r = Client::connect(server.local_addr()).get("/f/victim.bin");
+        assert_eq!((r.status, r.body.len()), (200, 1000), "{label}");
+        assert_eq!(Client::connect(server.local_addr()).get("/small").text(), "small");
+        if label != "kept mapping" {
+            assert_eq!(server.report().truncated, 1, "{label}: logged and counted");
+        }
+    }
+}
+
+fn socket_with_small_rcvbuf(addr: std::net::SocketAddr) -> TcpStream {
+    use rustix::net::{AddressFamily, SocketType};
+    let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    rustix::net::sockopt::set_socket_recv_buffer_size(&fd, 4096).unwrap();
+    rustix::net::connect(&fd, &addr).unwrap();
+    TcpStream::from(fd)
+}
+
+/// Editing a kept file in place, or renaming a new one over it, serves the
+/// new bytes on the next request.
+#[test]
+fn in_place_edit_and_rename_over_invalidate_a_kept_entry() {
+    let s = site();
+    let path = s.root.join("page.html");
+    std::fs::write(&path, b"version one").unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let server = file_server(rt_with(|rt| rt.send_file = SendFile::Never), &s.root);
+    let mut c = Client::connect(server.local_addr());
+    for _ in 0..3 {
+        assert_eq!(c.get("/f/page.html").body, b"version one");
+    }
+    assert!(server.report().cache_hits >= 1, "{:?}", server.report());
+    // In place, same length.
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all(b"version two").unwrap();
+    assert_eq!(c.get("/f/page.html").body, b"version two");
+    assert_eq!(server.report().cache_invalidations, 1);
+    std::thread::sleep(Duration::from_millis(30));
+    for _ in 0..2 {
+        assert_eq!(c.get("/f/page.html").body, b"version two");
+    }
+    // Rename a new file over it.
+    let tmp = s.root.join("page.html.tmp");
+    std::fs::write(&tmp, b"version three, longer").unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    assert_eq!(c.get("/f/page.html").body, b"version three, longer");
+    assert_eq!(server.report().cache_invalidations, 2);
+}
+
+/// A file whose pages are not in the page cache is streamed from the io
+/// pool while one worker keeps answering small requests.
+#[test]
+fn a_cold_file_streams_while_small_requests_are_answered() {
+    let s = site();
+    let path = s.root.join("cold.bin");
+    let len = 256usize << 20;
+    {
+        let mut f = std::fs::File::create(&path).unwrap();
+        let block = pattern(1 << 20, 3);
+        for _ in 0..256 {
+            f.write_all(&block).unwrap();
+        }
+        f.sync_all().unwrap();
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    }
+    let server = file_server(rt_with(|rt| rt.workers = 1), &s.root);
+    let addr = server.local_addr();
+    let streamer = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        c.set_read_timeout(Duration::from_secs(60));
+        let r = c.get("/f/cold.bin");
+        let expect = pattern(1 << 20, 3);
+        assert_eq!(r.body.len(), len);
+        assert!(r.body.chunks(1 << 20).all(|c| c == &expect[..]), "cold bytes differ");
+    });
+    let began = Instant::now();
+    let mut answered = 0;
+    while !streamer.is_finished() && began.elapsed() < Duration::from_secs(60) {
+        assert_eq!(Client::connect(addr).get("/small").text(), "small");
+        answered += 1;
+    }
+    streamer.join().unwrap();
+    assert!(answered > 0);
+    let report = server.report();
+    assert!(report.cold_reads > 0, "the cold pages were read on the io pool: {report:?}");
+}
