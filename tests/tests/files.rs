@@ -15,7 +15,9 @@ const SECRET: &[u8] = b"TOP-SECRET-BYTES-NEVER-SERVED";
 
 /// Deterministic bytes of any length: a file's content is checked exactly.
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[1] ^ seed).collect()
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2654435761).to_le_bytes()[1] ^ seed)
+        .collect()
 }
 
 struct Site {
@@ -42,7 +44,9 @@ fn file_server(rt: Runtime, root: &Path) -> nikaia_std::http::Running {
     let root = Root::dir(root).unwrap();
     start(
         Server::with_runtime(rt)
-            .route("/f/*name", move |req| File::new(req.param().unwrap_or(""), &root))
+            .route("/f/*name", move |req| {
+                File::new(req.param().unwrap_or(""), &root)
+            })
             .route("/small", |_| "small"),
     )
 }
@@ -54,7 +58,11 @@ fn rt_with(f: impl FnOnce(&mut Runtime)) -> Runtime {
 }
 
 fn requests_by(report: &Report, vehicle: &str) -> u64 {
-    report.vehicles.iter().find(|(v, _, _)| v == vehicle).map_or(0, |r| r.1)
+    report
+        .vehicles
+        .iter()
+        .find(|(v, _, _)| v == vehicle)
+        .map_or(0, |r| r.1)
 }
 
 #[test]
@@ -69,9 +77,22 @@ fn statuses_and_headers() {
     assert_eq!(r.header("accept-ranges"), Some("bytes"));
     assert!(r.header("etag").unwrap().starts_with('"'));
     assert!(r.header("last-modified").unwrap().ends_with(" GMT"));
-    assert_eq!(c.get("/f/style.css").header("content-type"), Some("text/css; charset=utf-8"));
-    assert_eq!(c.get("/f/data.unknownext").header("content-type"), Some("application/octet-stream"));
-    for missing in ["/f/nope", "/f/sub", "/f/sub/", "/f/", "/f/link-out", "/f/dir-out/secret.txt"] {
+    assert_eq!(
+        c.get("/f/style.css").header("content-type"),
+        Some("text/css; charset=utf-8")
+    );
+    assert_eq!(
+        c.get("/f/data.unknownext").header("content-type"),
+        Some("application/octet-stream")
+    );
+    for missing in [
+        "/f/nope",
+        "/f/sub",
+        "/f/sub/",
+        "/f/",
+        "/f/link-out",
+        "/f/dir-out/secret.txt",
+    ] {
         let r = c.get(missing);
         assert_eq!(r.status, 404, "{missing}");
         assert!(!r.body.windows(SECRET.len()).any(|w| w == SECRET));
@@ -92,12 +113,14 @@ fn statuses_and_headers() {
 fn a_response_header_overrides_the_guessed_type() {
     let s = site();
     let root = Root::dir(&s.root).unwrap();
-    let server = start(Server::with_runtime(test_runtime()).route("/raw", move |_| {
-        Response::new(200)
-            .header("Content-Type", "text/plain")
-            .header("Cache-Control", "max-age=60")
-            .body(File::new("index.html", &root))
-    }));
+    let server = start(
+        Server::with_runtime(test_runtime()).route("/raw", move |_| {
+            Response::new(200)
+                .header("Content-Type", "text/plain")
+                .header("Cache-Control", "max-age=60")
+                .body(File::new("index.html", &root))
+        }),
+    );
     let r = Client::connect(server.local_addr()).get("/raw");
     assert_eq!(r.header("content-type"), Some("text/plain"));
     assert_eq!(r.header("cache-control"), Some("max-age=60"));
@@ -128,7 +151,9 @@ fn ranges_and_conditionals_byte_exact() {
     let mut c = Client::connect(server.local_addr());
     let full = pattern(1000, 1);
     let get = |c: &mut Client, extra: &str| {
-        c.send(format!("GET /f/file.txt HTTP/1.1\r\nHost: t\r\n{extra}\r\n"));
+        c.send(format!(
+            "GET /f/file.txt HTTP/1.1\r\nHost: t\r\n{extra}\r\n"
+        ));
         c.reply().unwrap()
     };
     let r = get(&mut c, "Range: bytes=10-19\r\n");
@@ -163,7 +188,10 @@ fn ranges_and_conditionals_byte_exact() {
     assert_eq!((r.status, &r.body[..]), (206, &full[..5]));
     let r = get(&mut c, "Range: bytes=0-4\r\nIf-Range: \"stale\"\r\n");
     assert_eq!((r.status, r.body.len()), (200, 1000));
-    let r = get(&mut c, &format!("Range: bytes=0-4\r\nIf-Range: W/{etag}\r\n"));
+    let r = get(
+        &mut c,
+        &format!("Range: bytes=0-4\r\nIf-Range: W/{etag}\r\n"),
+    );
     assert_eq!(r.status, 200, "If-Range compares strongly");
     let r = get(&mut c, "If-Match: \"other\"\r\n");
     assert_eq!(r.status, 412);
@@ -173,16 +201,43 @@ fn ranges_and_conditionals_byte_exact() {
 #[test]
 fn each_vehicle_pinned_is_byte_exact() {
     let s = site();
-    let sizes = [0usize, 1, 4095, 4096, 65_536, 200_000, 1 << 20, (1 << 20) + 7, 64 << 20];
+    let sizes = [
+        0usize,
+        1,
+        4095,
+        4096,
+        65_536,
+        200_000,
+        1 << 20,
+        (1 << 20) + 7,
+        64 << 20,
+    ];
     for (i, &n) in sizes.iter().enumerate() {
         std::fs::write(s.root.join(format!("s{n}")), pattern(n, i as u8)).unwrap();
     }
     // Old enough that the kept table may keep them (ctime not within a tick).
     std::thread::sleep(Duration::from_millis(30));
     let pins: [(&str, Runtime); 4] = [
-        ("read", rt_with(|rt| { rt.send_file = SendFile::Never; rt.static_cache = 0; })),
-        ("sendfile", rt_with(|rt| { rt.send_file = SendFile::AtLeast(0); rt.static_cache = 0; })),
-        ("kept mapping", rt_with(|rt| { rt.send_file = SendFile::Never; })),
+        (
+            "read",
+            rt_with(|rt| {
+                rt.send_file = SendFile::Never;
+                rt.static_cache = 0;
+            }),
+        ),
+        (
+            "sendfile",
+            rt_with(|rt| {
+                rt.send_file = SendFile::AtLeast(0);
+                rt.static_cache = 0;
+            }),
+        ),
+        (
+            "kept mapping",
+            rt_with(|rt| {
+                rt.send_file = SendFile::Never;
+            }),
+        ),
         ("auto", test_runtime()),
     ];
     for (label, rt) in pins {
@@ -192,17 +247,26 @@ fn each_vehicle_pinned_is_byte_exact() {
             for (i, &n) in sizes.iter().enumerate() {
                 let r = c.get(&format!("/f/s{n}"));
                 assert_eq!(r.status, 200, "{label} {n}");
-                assert!(r.body == pattern(n, i as u8), "{label}: {n} bytes differ (round {round})");
+                assert!(
+                    r.body == pattern(n, i as u8),
+                    "{label}: {n} bytes differ (round {round})"
+                );
             }
         }
         let report = server.report();
         let files = (3 * (sizes.len() - 1)) as u64; // the empty file has no body
         match label {
-            "read" | "sendfile" => assert_eq!(requests_by(&report, label), files, "{label} {report:?}"),
+            "read" | "sendfile" => {
+                assert_eq!(requests_by(&report, label), files, "{label} {report:?}")
+            }
             "kept mapping" => {
                 // A file is kept on its second request and hit on its third.
                 let small = sizes.iter().filter(|&&n| n > 0 && n <= 256 << 10).count() as u64;
-                assert_eq!(requests_by(&report, "kept mapping"), 2 * small, "{report:?}");
+                assert_eq!(
+                    requests_by(&report, "kept mapping"),
+                    2 * small,
+                    "{report:?}"
+                );
                 assert_eq!(report.cache_hits, small, "{report:?}");
                 assert_eq!(report.cache_entries, small, "{report:?}");
             }
@@ -218,8 +282,9 @@ fn hostile_names_over_http_never_return_the_secret() {
     symlink("../secret.txt", s.root.join("sub/index.html")).unwrap();
     let root = Root::dir(&s.root).unwrap();
     let server = start(
-        Server::with_runtime(test_runtime())
-            .route("/f/*name", move |req| File::new(req.param().unwrap_or(""), &root).index("index.html")),
+        Server::with_runtime(test_runtime()).route("/f/*name", move |req| {
+            File::new(req.param().unwrap_or(""), &root).index("index.html")
+        }),
     );
     let hostile = [
         "/f/../secret.txt",
@@ -252,9 +317,17 @@ fn hostile_names_over_http_never_return_the_secret() {
         c.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
         let r = c.reply().unwrap_or_else(|e| panic!("{path}: {e}"));
         assert!(matches!(r.status, 400 | 404), "{path}: {}", r.status);
-        assert!(!r.body.windows(SECRET.len()).any(|w| w == SECRET), "{path} leaked the secret");
+        assert!(
+            !r.body.windows(SECRET.len()).any(|w| w == SECRET),
+            "{path} leaked the secret"
+        );
     }
-    assert_eq!(Client::connect(server.local_addr()).get("/f/sub/deeper/x.txt").body, b"x");
+    assert_eq!(
+        Client::connect(server.local_addr())
+            .get("/f/sub/deeper/x.txt")
+            .body,
+        b"x"
+    );
 }
 
 /// A file truncated while its body is in flight: the connection closes
@@ -262,9 +335,27 @@ fn hostile_names_over_http_never_return_the_secret() {
 #[test]
 fn truncation_mid_transfer_closes_short_for_every_vehicle() {
     let cases: [(&str, Runtime, usize); 3] = [
-        ("read", rt_with(|rt| { rt.send_file = SendFile::Never; rt.static_cache = 0; }), 32 << 20),
-        ("sendfile", rt_with(|rt| { rt.send_file = SendFile::AtLeast(0); rt.static_cache = 0; }), 32 << 20),
-        ("kept mapping", rt_with(|rt| rt.send_file = SendFile::Never), 200 << 10),
+        (
+            "read",
+            rt_with(|rt| {
+                rt.send_file = SendFile::Never;
+                rt.static_cache = 0;
+            }),
+            32 << 20,
+        ),
+        (
+            "sendfile",
+            rt_with(|rt| {
+                rt.send_file = SendFile::AtLeast(0);
+                rt.static_cache = 0;
+            }),
+            32 << 20,
+        ),
+        (
+            "kept mapping",
+            rt_with(|rt| rt.send_file = SendFile::Never),
+            200 << 10,
+        ),
     ];
     for (label, rt, len) in cases {
         let s = site();
@@ -279,13 +370,24 @@ fn truncation_mid_transfer_closes_short_for_every_vehicle() {
         }
         // A client with a small receive window, so the send stalls midway.
         let sock = socket_with_small_rcvbuf(server.local_addr());
-        (&sock).write_all(b"GET /f/victim.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        (&sock)
+            .write_all(b"GET /f/victim.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
         std::thread::sleep(Duration::from_millis(200));
-        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(1000).unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(1000)
+            .unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
         let mut got = Vec::new();
         let _ = (&sock).read_to_end(&mut got);
-        let split = got.windows(4).position(|w| w == b"\r\n\r\n").map_or(0, |p| p + 4);
+        let split = got
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(0, |p| p + 4);
         let body = &got[split..];
         let checked = if label == "sendfile" {
             // sendfile queues references to page-cache pages; a truncation
@@ -296,7 +398,10 @@ fn truncation_mid_transfer_closes_short_for_every_vehicle() {
         } else {
             body.len()
         };
-        assert!(body[..checked] == pattern(len, 9)[..checked], "{label}: wrong bytes");
+        assert!(
+            body[..checked] == pattern(len, 9)[..checked],
+            "{label}: wrong bytes"
+        );
         if label == "kept mapping" {
             // A kept file this small may already be in the socket's buffer
             // whole when the truncation lands: then it arrives whole (the
@@ -305,12 +410,18 @@ fn truncation_mid_transfer_closes_short_for_every_vehicle() {
             // mapping itself.
             assert!(body.len() <= len);
         } else {
-            assert!(body.len() < len, "{label}: the whole {len} bytes arrived after truncation");
+            assert!(
+                body.len() < len,
+                "{label}: the whole {len} bytes arrived after truncation"
+            );
         }
         // The next request is served, with the file's new size.
         let r = Client::connect(server.local_addr()).get("/f/victim.bin");
         assert_eq!((r.status, r.body.len()), (200, 1000), "{label}");
-        assert_eq!(Client::connect(server.local_addr()).get("/small").text(), "small");
+        assert_eq!(
+            Client::connect(server.local_addr()).get("/small").text(),
+            "small"
+        );
         if label != "kept mapping" {
             assert_eq!(server.report().truncated, 1, "{label}: logged and counted");
         }
@@ -340,7 +451,12 @@ fn in_place_edit_and_rename_over_invalidate_a_kept_entry() {
     }
     assert!(server.report().cache_hits >= 1, "{:?}", server.report());
     // In place, same length.
-    std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all(b"version two").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"version two")
+        .unwrap();
     assert_eq!(c.get("/f/page.html").body, b"version two");
     assert_eq!(server.report().cache_invalidations, 1);
     std::thread::sleep(Duration::from_millis(30));
@@ -379,7 +495,10 @@ fn a_cold_file_streams_while_small_requests_are_answered() {
         let r = c.get("/f/cold.bin");
         let expect = pattern(1 << 20, 3);
         assert_eq!(r.body.len(), len);
-        assert!(r.body.chunks(1 << 20).all(|c| c == &expect[..]), "cold bytes differ");
+        assert!(
+            r.body.chunks(1 << 20).all(|c| c == &expect[..]),
+            "cold bytes differ"
+        );
     });
     let began = Instant::now();
     let mut answered = 0;
@@ -390,5 +509,8 @@ fn a_cold_file_streams_while_small_requests_are_answered() {
     streamer.join().unwrap();
     assert!(answered > 0);
     let report = server.report();
-    assert!(report.cold_reads > 0, "the cold pages were read on the io pool: {report:?}");
+    assert!(
+        report.cold_reads > 0,
+        "the cold pages were read on the io pool: {report:?}"
+    );
 }

@@ -2,6 +2,8 @@
 //!
 //! Normative text: `spec/http.md`.
 
+#[doc(hidden)]
+pub mod bench;
 mod chunked;
 mod conditional;
 mod conn;

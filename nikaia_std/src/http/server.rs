@@ -113,30 +113,15 @@ impl Server {
 
     /// Binds, starts the workers, and returns at once.
     pub fn start(self) -> io::Result<Running> {
-        let rt = self.rt;
-        let logs = Logs {
-            access: Sink::open(&rt.access_log)?,
-            error: Sink::open(&rt.error_log)?,
-        };
-        let workers = rt.workers.max(1);
+        let workers = self.rt.workers.max(1);
         let mut listeners = Vec::with_capacity(workers);
-        let first = listen(rt.listen)?;
+        let first = listen(self.rt.listen)?;
         let addr = local_addr(&first)?;
         listeners.push(first);
         for _ in 1..workers {
             listeners.push(listen(addr)?);
         }
-        let shared = Arc::new(Shared {
-            started: Instant::now(),
-            router: self.router,
-            cache: Cache::new(rt.static_cache, rt.static_cache_bytes),
-            stats: Stats::default(),
-            pool: IoPool::new(rt.io_threads)?,
-            rt,
-            logs,
-            stop: AtomicBool::new(false),
-            connections: AtomicUsize::new(0),
-        });
+        let shared = Arc::new(Shared::new(self.router, self.rt)?);
         let mut threads = Vec::with_capacity(workers);
         let mut wakers = Vec::with_capacity(workers);
         for (i, listener) in listeners.into_iter().enumerate() {
@@ -253,6 +238,23 @@ impl Drop for Running {
 }
 
 impl Shared {
+    pub(crate) fn new(router: Router, rt: Runtime) -> io::Result<Shared> {
+        Ok(Shared {
+            started: Instant::now(),
+            router,
+            cache: Cache::new(rt.static_cache, rt.static_cache_bytes),
+            stats: Stats::default(),
+            pool: IoPool::new(rt.io_threads)?,
+            logs: Logs {
+                access: Sink::open(&rt.access_log)?,
+                error: Sink::open(&rt.error_log)?,
+            },
+            rt,
+            stop: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+        })
+    }
+
     pub(crate) fn report(&self) -> crate::rt::Report {
         use std::sync::atomic::Ordering::Relaxed;
         let occupancy = self.cache.occupancy();

@@ -1,0 +1,123 @@
+//! The send path of `http::File`, driven over one blocking socket without
+//! the HTTP layer: `benches/sendfile` measures `auto` with it, so the bench
+//! prices nikaia_std's own code (the kept table and its statx, the vehicle
+//! choice, validators, the residency probe), not a copy of it.
+
+use super::file::{self, Plan, Step};
+use super::out::{Flushed, Out};
+use super::parse::parse_head;
+use super::request::Request;
+use super::response::Response;
+use super::router::Router;
+use super::server::Shared;
+use super::File;
+use crate::fs::Root;
+use crate::rt::Runtime;
+use crate::send::FileSend;
+use bytes::Bytes;
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+/// Sends files' bodies the way a nikaia_std server would.
+#[doc(hidden)]
+pub struct AutoSender {
+    shared: Shared,
+}
+
+/// A prepared GET for one name (built once, reused per send).
+#[doc(hidden)]
+pub struct BenchRequest {
+    req: Request,
+    file: File,
+}
+
+impl AutoSender {
+    /// A sender with the runtime's `send-file`, `static-cache` and
+    /// `static-cache-bytes`.
+    pub fn new(rt: Runtime) -> io::Result<AutoSender> {
+        Ok(AutoSender {
+            shared: Shared::new(Router::default(), rt)?,
+        })
+    }
+
+    /// A GET of `name` under `root`.
+    pub fn request(&self, root: &Root, name: &str) -> BenchRequest {
+        let head = format!("GET /{name} HTTP/1.1\r\nHost: bench\r\n\r\n");
+        let h = parse_head(head.as_bytes(), 1 << 16)
+            .ok()
+            .flatten()
+            .expect("a well-formed bench request");
+        BenchRequest {
+            req: Request {
+                head: Bytes::from(head),
+                method: h.method,
+                target: h.target,
+                version: h.version,
+                headers: h.headers,
+                path: h.path,
+                query: h.query,
+                param: None,
+                body: Bytes::new(),
+                peer: "127.0.0.1:0".parse().expect("an address"),
+            },
+            file: File::new(name, root),
+        }
+    }
+
+    /// Resolves the request and writes its body (not its head) to `sock`;
+    /// returns the bytes written.
+    pub fn send(&self, sock: &TcpStream, r: &BenchRequest) -> io::Result<u64> {
+        let user = Response::new(200);
+        let mut step = file::begin(&self.shared, &r.req, &user, &r.file);
+        if let Step::Open(name) = step {
+            let opened = r.file.root.open(&name);
+            step = file::opened(&self.shared, &r.req, &user, &r.file, name, opened);
+        }
+        let Step::Ready(prepared) = step else {
+            return Err(io::Error::other("open did not finish"));
+        };
+        match prepared.plan {
+            Plan::None => Ok(0),
+            Plan::Kept(bytes) => {
+                (&*sock).write_all(&bytes)?;
+                Ok(bytes.len() as u64)
+            }
+            Plan::File {
+                file,
+                start,
+                end,
+                vehicle,
+            } => {
+                let mut out = Out::default();
+                out.push_file(FileSend {
+                    file: file.clone(),
+                    start,
+                    offset: start,
+                    end,
+                    vehicle,
+                    buf: None,
+                    warm_to: 0,
+                    waiting: false,
+                    name: Arc::from(r.req.path()),
+                });
+                loop {
+                    let mut budget = usize::MAX;
+                    let mut progress = false;
+                    match out.flush(sock, &mut budget, &mut progress, |_| {}) {
+                        Ok(Flushed::All) => return Ok(end - start),
+                        Ok(Flushed::Cold { offset, len }) => {
+                            let mut data = vec![0; len];
+                            let n = crate::send::pread(&file, &mut data, offset)?;
+                            data.truncate(n);
+                            out.fill(Ok(data))
+                                .map_err(|e| io::Error::other(format!("{e:?}")))?;
+                        }
+                        Ok(_) => {}
+                        Err(e) => return Err(io::Error::other(format!("{e:?}"))),
+                    }
+                }
+            }
+        }
+    }
+}
