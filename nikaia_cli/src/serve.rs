@@ -67,15 +67,15 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
+    if let Err(e) = running.stop_on_signals() {
+        eprintln!("nikaia serve: cannot handle signals: {e}");
+        return 1;
+    }
     println!(
         "Serving {} at http://{}/ (Ctrl-C to stop)",
         dir.display(),
         running.local_addr()
     );
-    if let Err(e) = running.stop_on_signals() {
-        eprintln!("nikaia serve: cannot handle signals: {e}");
-        return 1;
-    }
     running.wait();
     0
 }

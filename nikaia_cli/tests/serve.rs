@@ -1,0 +1,150 @@
+//! `nikaia serve` as a user runs it: the real binary, a real directory.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Serving {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn site() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("docs/guide")).unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join(".well-known")).unwrap();
+    std::fs::create_dir_all(root.join("empty")).unwrap();
+    std::fs::write(root.join("index.html"), "<h1>home</h1>").unwrap();
+    std::fs::write(root.join("docs/index.html"), "<h1>docs</h1>").unwrap();
+    std::fs::write(root.join("docs/guide/a b.txt"), "spaced").unwrap();
+    std::fs::write(root.join(".git/config"), "[core]").unwrap();
+    std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+    std::fs::write(root.join(".well-known/security.txt"), "Contact: x").unwrap();
+    dir
+}
+
+/// Starts `nikaia serve DIR --listen 127.0.0.1:0 ...` and reads the URL it
+/// prints.
+fn serve(extra: &[&str]) -> Serving {
+    let dir = site();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(dir.path())
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .env("NIKAIA_RUNTIME", "")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    Serving {
+        child,
+        addr,
+        _dir: dir,
+    }
+}
+
+/// (status, headers, body) of one GET over a fresh connection.
+fn get(addr: &str, target: &str) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&all[..split]).into_owned();
+    let status = head[9..12].parse().unwrap();
+    (status, head, all[split..].to_vec())
+}
+
+fn location(head: &str) -> Option<&str> {
+    head.lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .map(str::trim)
+}
+
+#[test]
+fn serves_index_files_and_redirects_directories_to_their_slash() {
+    let s = serve(&[]);
+    let (status, head, body) = get(&s.addr, "/");
+    assert_eq!((status, &body[..]), (200, &b"<h1>home</h1>"[..]));
+    assert!(head.contains("Content-Type: text/html; charset=utf-8"));
+    assert_eq!(get(&s.addr, "/docs/").2, b"<h1>docs</h1>");
+    let (status, head, _) = get(&s.addr, "/docs");
+    assert_eq!(status, 301);
+    assert_eq!(location(&head), Some("/docs/"));
+    let (status, head, _) = get(&s.addr, "/docs/guide?x=1");
+    assert_eq!((status, location(&head)), (301, Some("/docs/guide/?x=1")));
+    // No index: 404 (no listing).
+    assert_eq!(get(&s.addr, "/docs/guide/").0, 404);
+    assert_eq!(get(&s.addr, "/empty/").0, 404);
+    assert_eq!(get(&s.addr, "/docs/guide/a%20b.txt").2, b"spaced");
+    assert_eq!(get(&s.addr, "/missing.html").0, 404);
+}
+
+#[test]
+fn a_redirect_never_leaves_the_host() {
+    let s = serve(&[]);
+    for target in ["//docs", "///docs", "/%2fdocs", "/docs%2f..%2fdocs"] {
+        let (status, head, _) = get(&s.addr, target);
+        if let Some(loc) = location(&head) {
+            assert!(loc.starts_with('/') && !loc.starts_with("//"), "{target} → {loc}");
+        }
+        assert!(matches!(status, 301 | 404), "{target}: {status}");
+    }
+}
+
+#[test]
+fn hidden_names_are_not_served_unless_asked() {
+    let s = serve(&[]);
+    for target in ["/.git/config", "/.env", "/docs/../.env", "/%2eenv", "/.git/"] {
+        let (status, _, body) = get(&s.addr, target);
+        assert_eq!(status, 404, "{target}");
+        assert!(!String::from_utf8_lossy(&body).contains("SECRET"));
+    }
+    assert_eq!(get(&s.addr, "/.well-known/security.txt").2, b"Contact: x");
+    let s = serve(&["--hidden"]);
+    assert_eq!(get(&s.addr, "/.env").2, b"SECRET=1");
+}
+
+#[test]
+fn ctrl_c_stops_it_gracefully() {
+    let mut s = serve(&[]);
+    assert_eq!(get(&s.addr, "/").0, 200);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&s.child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn a_missing_directory_is_an_error_not_a_fallback() {
+    let out = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .args(["serve", "/definitely/not/here", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here"));
+}
