@@ -49,7 +49,9 @@ fn serve(extra: &[&str]) -> Serving {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let addr = line
         .split("http://")
         .nth(1)
@@ -67,7 +69,11 @@ fn serve(extra: &[&str]) -> Serving {
 fn get(addr: &str, target: &str) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut all = Vec::new();
     s.read_to_end(&mut all).unwrap();
     let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
@@ -107,7 +113,10 @@ fn a_redirect_never_leaves_the_host() {
     for target in ["//docs", "///docs", "/%2fdocs", "/docs%2f..%2fdocs"] {
         let (status, head, _) = get(&s.addr, target);
         if let Some(loc) = location(&head) {
-            assert!(loc.starts_with('/') && !loc.starts_with("//"), "{target} → {loc}");
+            assert!(
+                loc.starts_with('/') && !loc.starts_with("//"),
+                "{target} → {loc}"
+            );
         }
         assert!(matches!(status, 301 | 404), "{target}: {status}");
     }
@@ -116,7 +125,13 @@ fn a_redirect_never_leaves_the_host() {
 #[test]
 fn hidden_names_are_not_served_unless_asked() {
     let s = serve(&[]);
-    for target in ["/.git/config", "/.env", "/docs/../.env", "/%2eenv", "/.git/"] {
+    for target in [
+        "/.git/config",
+        "/.env",
+        "/docs/../.env",
+        "/%2eenv",
+        "/.git/",
+    ] {
         let (status, _, body) = get(&s.addr, target);
         assert_eq!(status, 404, "{target}");
         assert!(!String::from_utf8_lossy(&body).contains("SECRET"));

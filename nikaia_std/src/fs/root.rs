@@ -12,6 +12,17 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Test switch: every [`Root::open_cached`] says `WouldBlock`, so the
+/// callers' slow path (the io pool) runs.
+static FORCE_UNCACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every cached open report that it would wait for the disk (tests of
+/// the io-pool path only).
+#[doc(hidden)]
+pub fn force_uncached_opens(on: bool) {
+    FORCE_UNCACHED.store(on, Ordering::Relaxed);
+}
+
 /// Where a program called [`Root::anywhere`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AnywhereSite {
@@ -182,6 +193,9 @@ impl Root {
     /// disk (retry it on an io thread). Where the kernel cannot do this, it is
     /// [`Root::open`].
     pub fn open_cached(&self, name: impl AsRef<Path>) -> Result<Opened, Error> {
+        if FORCE_UNCACHED.load(Ordering::Relaxed) {
+            return Err(Error::WouldBlock);
+        }
         open::regular(self.open_fd(name.as_ref(), Purpose::ReadCached)?)
     }
 

@@ -357,7 +357,9 @@ impl Conn {
             }
         };
         self.respond(turn, *head, head_bytes, body);
-        if !self.rbuf.is_empty() {
+        // Bytes of the next request are already here (unless this one
+        // waits for its file to open: then they wait too).
+        if matches!(self.state, State::Idle) && !self.rbuf.is_empty() {
             self.state = State::Head;
         }
         Ok(true)
@@ -455,8 +457,8 @@ impl Conn {
                     });
                 });
                 // Requests pipelined behind this one wait their turn.
-                let rest = std::mem::replace(&mut self.state, State::Opening(Box::new(pending)));
-                debug_assert!(matches!(rest, State::Idle | State::Head));
+                self.state = State::Opening(Box::new(pending));
+                self.deadline = turn.now + turn.shared.rt.send_timeout;
             }
         }
     }
