@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole server beside nginx: installs nginx and wrk if absent, builds
+# `nikaia` (release), builds the fixture, and runs both servers (one worker
+# each) alternately on loopback. Usage: benches/http/run.sh [REPEATS] [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+need=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+
+cargo build --release -q -p nikaia_cli
+exec python3 benches/http/bench.py --nikaia target/release/nikaia --repeats "${1:-3}" --seconds "${2:-5}" "${@:3}"
