@@ -1,6 +1,7 @@
 //! `nikaia`: the command-line tool around nikaia_std.
 
 mod check;
+mod explain;
 mod serve;
 mod trust;
 
@@ -45,6 +46,8 @@ struct Cli {
 enum Command {
     /// Serve a directory over HTTP (default: the current directory)
     Serve(serve::ServeArgs),
+    /// Show what a running server's std decided: vehicles, kept-table hits, Anywhere sites
+    Explain(explain::ExplainArgs),
     /// Validate a runtime file and print the effective configuration
     Check {
         /// The runtime file (TOML)
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Check { file }) => check::run(&file),
+        Some(Command::Explain(args)) => explain::run(args),
         None if cli.trust => trust::run(trust::Options {
             paths: cli.paths,
             json: cli.json,

@@ -10,6 +10,7 @@ use crate::cache::Cache;
 use crate::rt::log::{Logs, Sink};
 use crate::rt::pool::{IoPool, Mailbox};
 use crate::rt::stats::Stats;
+use crate::rt::stats_socket::StatsSocket;
 use crate::rt::Runtime;
 use rustix::event::epoll;
 use rustix::io::Errno;
@@ -122,6 +123,13 @@ impl Server {
             listeners.push(listen(addr)?);
         }
         let shared = Arc::new(Shared::new(self.router, self.rt)?);
+        let stats = match &shared.rt.stats_socket {
+            Some(path) => {
+                let shared = shared.clone();
+                Some(StatsSocket::start(path, move || shared.report())?)
+            }
+            None => None,
+        };
         let mut threads = Vec::with_capacity(workers);
         let mut wakers = Vec::with_capacity(workers);
         for (i, listener) in listeners.into_iter().enumerate() {
@@ -139,6 +147,7 @@ impl Server {
             );
         }
         Ok(Running {
+            stats: Mutex::new(stats),
             addr,
             control: Arc::new(Control { shared, wakers }),
             threads: Mutex::new(threads),
@@ -171,6 +180,8 @@ impl Control {
 
 /// A started server.
 pub struct Running {
+    /// Answers `nikaia explain`; removed when the server stops.
+    stats: Mutex<Option<StatsSocket>>,
     addr: SocketAddr,
     control: Arc<Control>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -205,6 +216,7 @@ impl Running {
             let _ = t.join();
         }
         self.control.shared.pool.close();
+        drop(self.stats.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 
     /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one

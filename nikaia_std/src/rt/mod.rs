@@ -5,6 +5,7 @@ mod config;
 pub(crate) mod log;
 pub(crate) mod pool;
 pub(crate) mod stats;
+pub(crate) mod stats_socket;
 
 pub use config::{
     format_duration, format_size, ConfigError, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,

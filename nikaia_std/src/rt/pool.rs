@@ -115,3 +115,9 @@ impl<T> Mailbox<T> {
         std::mem::take(&mut *self.items.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
+
+impl Drop for IoPool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

@@ -62,3 +62,62 @@ pub struct Report {
     /// Each `Root::anywhere()` site seen in this process, with its opens.
     pub anywhere: Vec<(String, u64)>,
 }
+
+impl Report {
+    /// The report as one JSON object (what the stats socket sends).
+    pub fn to_json(&self) -> String {
+        let mut s = String::with_capacity(512);
+        s.push_str(&format!(
+            "{{\"uptime_ms\":{},\"vehicles\":[",
+            self.uptime_ms
+        ));
+        for (i, (name, requests, bytes)) in self.vehicles.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!(
+                "{{\"vehicle\":{},\"requests\":{requests},\"bytes\":{bytes}}}",
+                json_string(name)
+            ));
+        }
+        s.push_str(&format!(
+            "],\"cache\":{{\"entries\":{},\"bytes\":{},\"hits\":{},\"misses\":{},\"evictions\":{},\"invalidations\":{}}}",
+            self.cache_entries,
+            self.cache_bytes,
+            self.cache_hits,
+            self.cache_misses,
+            self.cache_evictions,
+            self.cache_invalidations
+        ));
+        s.push_str(&format!(
+            ",\"cold_reads\":{},\"pool_opens\":{},\"truncated\":{},\"anywhere\":[",
+            self.cold_reads, self.pool_opens, self.truncated
+        ));
+        for (i, (site, opens)) in self.anywhere.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!(
+                "{{\"site\":{},\"opens\":{opens}}}",
+                json_string(site)
+            ));
+        }
+        s.push_str("]}");
+        s
+    }
+}
+
+fn json_string(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

@@ -1,0 +1,170 @@
+//! `nikaia explain` against real servers after real requests.
+
+use nikaia_std::fs::Root;
+use nikaia_std::http::{File, Server};
+use nikaia_std::rt::{LogTarget, Runtime};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn get(addr: &str, target: &str) -> u16 {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    String::from_utf8_lossy(&all[9..12]).parse().unwrap()
+}
+
+fn explain(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("explain")
+        .args(args)
+        .env("NIKAIA_RUNTIME", "")
+        .output()
+        .unwrap()
+}
+
+fn vehicle(report: &serde_json::Value, name: &str) -> (u64, u64) {
+    let v = report["vehicles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["vehicle"] == name)
+        .unwrap();
+    (
+        v["requests"].as_u64().unwrap(),
+        v["bytes"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn counts_match_the_requests_made_to_nikaia_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(site.join("a.txt"), "aaaa").unwrap();
+    std::fs::write(site.join("b.txt"), "bbbbbbbb").unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let sock = dir.path().join("stats.sock");
+    let runtime = dir.path().join("runtime.toml");
+    std::fs::write(
+        &runtime,
+        format!(
+            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(&site)
+        .arg("--runtime")
+        .arg(&runtime)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    for _ in 0..3 {
+        assert_eq!(get(&addr, "/a.txt"), 200);
+    }
+    assert_eq!(get(&addr, "/b.txt"), 200);
+    assert_eq!(get(&addr, "/missing"), 404);
+
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the stats socket is the owner's only");
+
+    let out = explain(&["--runtime", runtime.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // a.txt: first request opens (sendfile) and remembers the name, the
+    // second keeps it (kept mapping), the third hits. b.txt: one open.
+    assert_eq!(report["cache"]["hits"], 1, "{report}");
+    assert_eq!(report["cache"]["misses"], 3, "{report}");
+    assert_eq!(report["cache"]["entries"], 1, "{report}");
+    assert_eq!(vehicle(&report, "sendfile"), (2, 12));
+    assert_eq!(vehicle(&report, "kept mapping"), (2, 8));
+    assert_eq!(vehicle(&report, "in-memory").0, 1, "the 404 page");
+
+    let text = explain(&["--socket", sock.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("hits 1, misses 3, hit rate 25.0%"), "{text}");
+    assert!(text.contains("kept mapping"), "{text}");
+
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(!sock.exists(), "the socket is removed on shutdown");
+}
+
+#[test]
+fn no_server_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("nobody.sock");
+    let out = explain(&["--socket", sock.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no server answers at"), "{err}");
+    let out = explain(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no stats socket"));
+}
+
+#[test]
+fn anywhere_sites_seen_at_run_time_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "f").unwrap();
+    let sock = dir.path().join("s.sock");
+    let rt = Runtime {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        workers: 1,
+        access_log: LogTarget::Off,
+        stats_socket: Some(sock.clone()),
+        ..Runtime::default()
+    };
+    let base = dir.path().to_path_buf();
+    let anywhere = Root::anywhere();
+    let server = Server::with_runtime(rt)
+        .route("/any", move |_| File::new(base.join("f.txt"), &anywhere))
+        .start()
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    assert_eq!(get(&addr, "/any"), 200);
+    assert_eq!(get(&addr, "/any"), 200);
+    let out = explain(&["--socket", sock.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("tests/explain.rs"))
+        .unwrap_or_else(|| panic!("no site in {text}"));
+    assert!(line.trim_end().ends_with(" 2"), "two opens: {line}");
+    server.shutdown();
+    server.wait();
+    assert!(!Path::new(&sock).exists());
+}
