@@ -5,7 +5,6 @@
 use super::Report;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 use std::io::{self, Write};
-use std::os::fd::OwnedFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,7 +53,7 @@ impl StatsSocket {
         })?;
         std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
         rustix::net::listen(&fd, 16)?;
-        let listener = UnixListener::from(OwnedFd::from(fd));
+        let listener = UnixListener::from(fd);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
