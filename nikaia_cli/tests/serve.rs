@@ -163,3 +163,80 @@ fn a_missing_directory_is_an_error_not_a_fallback() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here"));
 }
+
+/// CPU jiffies (utime + stime) a process has used.
+fn cpu_jiffies(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Out of descriptors, the server backs off accepting (no busy loop) and
+/// keeps serving the connections it has.
+#[test]
+fn running_out_of_descriptors_backs_off_and_keeps_serving() {
+    let dir = site();
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=48")
+        .arg(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(dir.path())
+        .args(["--listen", "127.0.0.1:0"])
+        .env("NIKAIA_RUNTIME", "")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let s = Serving {
+        child,
+        addr,
+        _dir: dir,
+    };
+    // One keep-alive connection made before the flood.
+    let mut kept = TcpStream::connect(&s.addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let ask = |c: &mut TcpStream| {
+        c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let mut buf = [0u8; 512];
+        let n = c.read(&mut buf).unwrap();
+        assert!(
+            buf[..n].starts_with(b"HTTP/1.1 200"),
+            "{:?}",
+            String::from_utf8_lossy(&buf[..n])
+        );
+    };
+    ask(&mut kept);
+    // More connections than the server has descriptors for.
+    let flood: Vec<TcpStream> = (0..80)
+        .filter_map(|_| TcpStream::connect(&s.addr).ok())
+        .collect();
+    assert!(flood.len() > 48);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_jiffies(s.child.id());
+    std::thread::sleep(Duration::from_secs(1));
+    let spent = cpu_jiffies(s.child.id()) - before;
+    // A loop on a failing accept would burn the whole second (100 jiffies).
+    assert!(spent < 30, "the server spun: {spent} jiffies in one second");
+    ask(&mut kept);
+    drop(flood);
+    std::thread::sleep(Duration::from_millis(300));
+    // Once descriptors free up, new clients are served again.
+    assert_eq!(get(&s.addr, "/").0, 200);
+}

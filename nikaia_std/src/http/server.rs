@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     pub(crate) pool: IoPool,
     stop: AtomicBool,
     connections: AtomicUsize,
+    /// `max-connections`, lowered if the descriptor limit cannot hold it.
+    max_connections: usize,
 }
 
 /// An HTTP/1.1 server: routes, then [`Server::run`] (or [`Server::start`]).
@@ -122,7 +124,9 @@ impl Server {
         for _ in 1..workers {
             listeners.push(listen(addr)?);
         }
-        let shared = Arc::new(Shared::new(self.router, self.rt)?);
+        let mut shared = Shared::new(self.router, self.rt)?;
+        shared.max_connections = connection_budget(&shared, workers);
+        let shared = Arc::new(shared);
         let stats = match &shared.rt.stats_socket {
             Some(path) => {
                 let shared = shared.clone();
@@ -264,6 +268,7 @@ impl Shared {
             rt,
             stop: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
+            max_connections: 0,
         })
     }
 
@@ -289,6 +294,36 @@ impl Shared {
                 .collect(),
         }
     }
+}
+
+/// How many connections the process can hold open and still open files:
+/// raises the soft descriptor limit to the hard one, then keeps an eighth of
+/// it (16 to 1024) for the files being sent, the logs and the workers' own
+/// descriptors. `max-connections` is lowered to fit, with a line in the
+/// error log, so the server stops accepting before it runs out of
+/// descriptors rather than answering 500 for want of one.
+fn connection_budget(shared: &Shared, workers: usize) -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let asked = shared.rt.max_connections;
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum {
+        lim.current = lim.maximum;
+        let _ = setrlimit(Resource::Nofile, lim.clone());
+        lim = getrlimit(Resource::Nofile);
+    }
+    let Some(limit) = lim.current else {
+        return asked;
+    };
+    let open_now = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count() as u64);
+    let reserve = (limit / 8).clamp(16, 1024) + 3 * workers as u64;
+    let budget = limit.saturating_sub(open_now + reserve).max(1);
+    if (asked as u64) > budget {
+        shared.logs.error(format_args!(
+            "max-connections {asked} lowered to {budget}: the process may open {limit} descriptors (RLIMIT_NOFILE)"
+        ));
+        return budget as usize;
+    }
+    asked
 }
 
 fn listen(addr: SocketAddr) -> io::Result<OwnedFd> {
@@ -480,7 +515,7 @@ impl Worker {
             let Some(listener) = &self.listener else {
                 return;
             };
-            let max = self.shared.rt.max_connections;
+            let max = self.shared.max_connections;
             if self.shared.connections.load(Ordering::Relaxed) >= max {
                 self.pause_accepting(now);
                 return;
