@@ -30,7 +30,8 @@ struct Entry {
 
 #[derive(Default)]
 struct Table {
-    by_name: HashMap<Name, (u64, u64)>,
+    /// Root (dev, ino) → name → the file (dev, ino) it led to.
+    by_name: HashMap<(u64, u64), HashMap<PathBuf, (u64, u64)>>,
     entries: HashMap<(u64, u64), Entry>,
     /// Names seen once: a file is kept on its second request, so a name
     /// asked for only once never costs a mapping.
@@ -94,10 +95,10 @@ impl Cache {
         if !self.enabled() {
             return None;
         }
-        let key = (root.cache_key()?, name.to_path_buf());
+        let root_key = root.cache_key()?;
         let (bytes, kept_id) = {
             let t = self.lock();
-            let file = t.by_name.get(&key)?;
+            let file = t.by_name.get(&root_key)?.get(name)?;
             let e = t.entries.get(file)?;
             (e.bytes.clone(), e.id)
         };
@@ -155,7 +156,7 @@ impl Cache {
                 if !e.names.contains(&key) {
                     e.names.push(key.clone());
                 }
-                t.by_name.insert(key, file);
+                t.link(key, file);
                 return Some(bytes);
             }
             t.remove(file);
@@ -176,7 +177,7 @@ impl Cache {
         t.clock += 1;
         let clock = t.clock;
         t.bytes += id.size;
-        t.by_name.insert(key.clone(), file);
+        t.link(key.clone(), file);
         t.entries.insert(
             file,
             Entry {
@@ -198,12 +199,18 @@ impl Table {
             return false;
         };
         self.bytes -= e.id.size;
-        for n in e.names {
-            if self.by_name.get(&n) == Some(&file) {
-                self.by_name.remove(&n);
+        for (root, name) in e.names {
+            if let Some(names) = self.by_name.get_mut(&root) {
+                if names.get(&name) == Some(&file) {
+                    names.remove(&name);
+                }
             }
         }
         true
+    }
+
+    fn link(&mut self, (root, name): Name, file: (u64, u64)) {
+        self.by_name.entry(root).or_default().insert(name, file);
     }
 }
 

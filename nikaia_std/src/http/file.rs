@@ -249,26 +249,27 @@ fn plan(
 }
 
 /// The type for a name's extension; `application/octet-stream` when unknown.
-/// Text types are declared UTF-8.
+/// The common text types are declared UTF-8.
 fn content_type(name: &Path) -> &'static str {
-    let guess = mime_guess::from_path(name).first_raw();
-    match guess {
-        Some(t) if t.starts_with("text/") || t == "application/javascript" => leak_charset(t),
-        Some(t) => t,
+    match mime_guess::from_path(name).first_raw() {
+        Some(t) => with_charset(t),
         None => "application/octet-stream",
     }
 }
 
-/// `type; charset=utf-8`, made once per type and kept for the process (a
-/// few dozen at most: one per text type mime_guess knows).
-fn leak_charset(t: &'static str) -> &'static str {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    static MADE: Mutex<Option<HashMap<&'static str, &'static str>>> = Mutex::new(None);
-    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    made.get_or_insert_with(HashMap::new)
-        .entry(t)
-        .or_insert_with(|| Box::leak(format!("{t}; charset=utf-8").into_boxed_str()))
+fn with_charset(t: &'static str) -> &'static str {
+    match t {
+        "text/html" => "text/html; charset=utf-8",
+        "text/plain" => "text/plain; charset=utf-8",
+        "text/css" => "text/css; charset=utf-8",
+        "text/javascript" => "text/javascript; charset=utf-8",
+        "application/javascript" => "application/javascript; charset=utf-8",
+        "text/markdown" => "text/markdown; charset=utf-8",
+        "text/csv" => "text/csv; charset=utf-8",
+        "text/xml" => "text/xml; charset=utf-8",
+        "text/x-rust" => "text/x-rust; charset=utf-8",
+        other => other,
+    }
 }
 
 fn ends_with_slash(p: &Path) -> bool {
