@@ -308,7 +308,7 @@ fn connection_budget(shared: &Shared, workers: usize) -> usize {
     let mut lim = getrlimit(Resource::Nofile);
     if lim.current < lim.maximum {
         lim.current = lim.maximum;
-        let _ = setrlimit(Resource::Nofile, lim.clone());
+        let _ = setrlimit(Resource::Nofile, lim);
         lim = getrlimit(Resource::Nofile);
     }
     let Some(limit) = lim.current else {
