@@ -403,7 +403,11 @@ impl Conn {
         let asked_close = resp
             .get_header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let close = !(head.keep_alive && !turn.stopping && !asked_close);
+        let keep = head.keep_alive
+            && !turn.stopping
+            && !asked_close
+            && !turn.shared.rt.keepalive_timeout.is_zero();
+        let close = !keep;
         let mut resp = resp;
         if let Body::File(_) = resp.body {
             let Body::File(f) = std::mem::replace(&mut resp.body, Body::Empty) else {
