@@ -65,7 +65,7 @@ fn parse_args() -> Result<Opts, String> {
             }
             "--scale" => {
                 o.scale = val()?.parse().map_err(|_| "--scale: a number")?;
-                if !(o.scale > 0.0) {
+                if o.scale.is_nan() || o.scale <= 0.0 {
                     return Err("--scale: more than 0".into());
                 }
             }

@@ -53,11 +53,21 @@ fn clk_tck() -> u64 {
     rustix::param::clock_ticks_per_second()
 }
 
+/// A CPU clock (`clock_gettime`): the scheduler's exact runtime, kept as a
+/// cross-check on `getrusage`, whose user/system split is rescaled from
+/// tick samples.
+fn cpu_clock(id: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(id);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
 /// One reading of every instrument.
 pub struct Reading {
     wall: Instant,
     thread: Duration,
     process: Duration,
+    thread_clock: Duration,
+    process_clock: Duration,
     machine: u64,
 }
 
@@ -68,11 +78,15 @@ impl Reading {
         // out (`Reading::until`), so the window of each wraps the others'.
         let machine = machine_jiffies();
         let process = rusage(libc::RUSAGE_SELF);
+        let process_clock = cpu_clock(rustix::time::ClockId::ProcessCPUTime);
         let thread = rusage(libc::RUSAGE_THREAD);
+        let thread_clock = cpu_clock(rustix::time::ClockId::ThreadCPUTime);
         Reading {
             wall: Instant::now(),
             thread,
             process,
+            thread_clock,
+            process_clock,
             machine,
         }
     }
@@ -80,7 +94,9 @@ impl Reading {
     /// What was spent since `self`, per request when divided by `n`.
     pub fn until_now(&self, n: u64) -> Spent {
         let wall = self.wall.elapsed();
+        let thread_clock = cpu_clock(rustix::time::ClockId::ThreadCPUTime) - self.thread_clock;
         let thread = rusage(libc::RUSAGE_THREAD) - self.thread;
+        let process_clock = cpu_clock(rustix::time::ClockId::ProcessCPUTime) - self.process_clock;
         let process = rusage(libc::RUSAGE_SELF) - self.process;
         let jiffies = machine_jiffies() - self.machine;
         let machine = jiffies as f64 * 1e6 / clk_tck() as f64;
@@ -90,6 +106,8 @@ impl Reading {
             process_us: per(process.as_secs_f64() * 1e6),
             thread_us: per(thread.as_secs_f64() * 1e6),
             wall_us: per(wall.as_secs_f64() * 1e6),
+            thread_clock_us: per(thread_clock.as_secs_f64() * 1e6),
+            process_clock_us: per(process_clock.as_secs_f64() * 1e6),
         }
     }
 }
@@ -101,4 +119,8 @@ pub struct Spent {
     pub process_us: f64,
     pub thread_us: f64,
     pub wall_us: f64,
+    /// `CLOCK_THREAD_CPUTIME_ID` of the sender: the cross-check on `thread_us`.
+    pub thread_clock_us: f64,
+    /// `CLOCK_PROCESS_CPUTIME_ID`: the cross-check on `process_us`.
+    pub process_clock_us: f64,
 }

@@ -212,7 +212,14 @@ copies every byte either way\n"
                 .collect();
             let lo = l1.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = l1.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let _ = writeln!(m, "\n1-min load around these blocks: {lo:.2}–{hi:.2}\n");
+            let jiffy_us =
+                1e6 / rustix::param::clock_ticks_per_second() as f64 / here[0].sends as f64;
+            let _ = writeln!(
+                m,
+                "\n1-min load around these blocks: {lo:.2}–{hi:.2}; one jiffy of the machine \
+column is {} µs/req at this count\n",
+                num(jiffy_us)
+            );
         }
     }
 
@@ -266,6 +273,8 @@ fn spent_json(s: &Spent) -> serde_json::Value {
         "process_us": s.process_us,
         "thread_us": s.thread_us,
         "wall_us": s.wall_us,
+        "thread_clock_us": s.thread_clock_us,
+        "process_clock_us": s.process_clock_us,
     })
 }
 
