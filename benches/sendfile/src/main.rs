@@ -107,8 +107,10 @@ pub struct Sample {
     pub size: usize,
     pub repeat: usize,
     pub sends: u64,
-    /// `None` when the vehicle cannot run here (the reason).
+    /// `Err` when the vehicle cannot run here (the reason).
     pub spent: Result<Spent, String>,
+    /// Which path the sends took, where the vehicle can tell.
+    pub note: Option<String>,
     pub load_before: [f64; 3],
     pub load_after: [f64; 3],
 }
@@ -144,10 +146,14 @@ fn make_files(dir: &std::path::Path, size: usize) -> io::Result<Files> {
 }
 
 /// Runs one block; the far end must count every byte.
-fn block(name: &str, files: &Files, sends: u64) -> io::Result<Result<Spent, String>> {
+fn block(
+    name: &str,
+    files: &Files,
+    sends: u64,
+) -> io::Result<(Result<Spent, String>, Option<String>)> {
     let mut v = match vehicles::build(name, files)? {
         Built::Ready(v) => v,
-        Built::Unavailable(why) => return Ok(Err(why)),
+        Built::Unavailable(why) => return Ok((Err(why), None)),
     };
     let link = Link::open()?;
     // Warm-up, outside the block: every name sent twice (nikaia_std keeps a
@@ -173,8 +179,9 @@ fn block(name: &str, files: &Files, sends: u64) -> io::Result<Result<Spent, Stri
             got.saturating_sub(warm_bytes)
         )));
     }
+    let note = v.path_note();
     drop(v);
-    Ok(Ok(spent))
+    Ok((Ok(spent), note))
 }
 
 fn run(o: &Opts) -> io::Result<()> {
@@ -217,7 +224,7 @@ fn run(o: &Opts) -> io::Result<()> {
                     name
                 );
                 let load_before = loadavg();
-                let spent = block(name, f, sends)?;
+                let (spent, note) = block(name, f, sends)?;
                 let load_after = loadavg();
                 match &spent {
                     Ok(s) => eprintln!(" machine {:9.2} µs/req", s.machine_us),
@@ -232,6 +239,7 @@ fn run(o: &Opts) -> io::Result<()> {
                     spent,
                     load_before,
                     load_after,
+                    note,
                 });
             }
         }

@@ -206,6 +206,11 @@ copies every byte either way\n"
                     m.push_str(&row(&label, &ok));
                 }
             }
+            for s in here.iter().filter(|s| s.repeat == 0) {
+                if let Some(note) = &s.note {
+                    let _ = writeln!(m, "\n{}, first repeat: {note}", s.vehicle);
+                }
+            }
             let l1: Vec<f64> = here
                 .iter()
                 .flat_map(|s| [s.load_before[0], s.load_after[0]])
@@ -298,6 +303,7 @@ pub fn json(h: &Header, samples: &[Sample], extras: &[ExtraSample]) -> String {
             "unavailable": s.spent.as_ref().err(),
             "load_before": s.load_before,
             "load_after": s.load_after,
+            "note": s.note,
         })).collect::<Vec<_>>(),
         "extras": extras.iter().map(|e| serde_json::json!({
             "experiment": e.experiment,

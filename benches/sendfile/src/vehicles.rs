@@ -65,6 +65,12 @@ pub const VEHICLES: [(&str, Family); 11] = [
 /// Sends request `i`'s bytes on `sock`; returns how many it sent.
 pub trait Vehicle {
     fn send(&mut self, sock: &TcpStream, i: usize) -> io::Result<u64>;
+
+    /// Which path the sends took, where the vehicle can tell (printed
+    /// under the table).
+    fn path_note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A vehicle ready to send, or why this machine cannot run it.
@@ -267,5 +273,12 @@ impl Vehicle for Auto {
     fn send(&mut self, sock: &TcpStream, i: usize) -> io::Result<u64> {
         let r = &self.requests[i % self.requests.len()];
         self.sender.send(sock, r)
+    }
+
+    fn path_note(&self) -> Option<String> {
+        let (hits, misses) = self.sender.kept_counts();
+        Some(format!(
+            "kept-table hits {hits}, misses {misses} (warm-up included)"
+        ))
     }
 }
