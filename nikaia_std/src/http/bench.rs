@@ -41,6 +41,16 @@ impl AutoSender {
         })
     }
 
+    /// The kept table's hits and misses so far, so a bench can say which
+    /// path its sends took.
+    pub fn kept_counts(&self) -> (u64, u64) {
+        let c = &self.shared.cache.counters;
+        (
+            c.hits.load(std::sync::atomic::Ordering::Relaxed),
+            c.misses.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
     /// A GET of `name` under `root`.
     pub fn request(&self, root: &Root, name: &str) -> BenchRequest {
         let head = format!("GET /{name} HTTP/1.1\r\nHost: bench\r\n\r\n");
