@@ -21,23 +21,37 @@ const TICK_NS: i64 = 10_000_000;
 
 type Name = ((u64, u64), PathBuf);
 
-struct Entry {
+struct Entry<M> {
     bytes: Bytes,
     id: Identity,
+    /// What the caller derived from the file once (its headers), reused by
+    /// every hit.
+    meta: M,
     names: Vec<Name>,
     last_used: u64,
 }
 
-#[derive(Default)]
-struct Table {
+struct Table<M> {
     /// Root (dev, ino) → name → the file (dev, ino) it led to.
     by_name: HashMap<(u64, u64), HashMap<PathBuf, (u64, u64)>>,
-    entries: HashMap<(u64, u64), Entry>,
+    entries: HashMap<(u64, u64), Entry<M>>,
     /// Names seen once: a file is kept on its second request, so a name
     /// asked for only once never costs a mapping.
     seen: HashMap<Name, ()>,
     bytes: u64,
     clock: u64,
+}
+
+impl<M> Default for Table<M> {
+    fn default() -> Self {
+        Table {
+            by_name: HashMap::new(),
+            entries: HashMap::new(),
+            seen: HashMap::new(),
+            bytes: 0,
+            clock: 0,
+        }
+    }
 }
 
 /// Counters for `nikaia explain`.
@@ -56,15 +70,15 @@ pub(crate) struct Occupancy {
     pub bytes: u64,
 }
 
-pub(crate) struct Cache {
-    table: Mutex<Table>,
+pub(crate) struct Cache<M> {
+    table: Mutex<Table<M>>,
     max_entries: usize,
     max_bytes: u64,
     pub(crate) counters: CacheCounters,
 }
 
-impl Cache {
-    pub(crate) fn new(max_entries: usize, max_bytes: u64) -> Cache {
+impl<M: Clone> Cache<M> {
+    pub(crate) fn new(max_entries: usize, max_bytes: u64) -> Cache<M> {
         Cache {
             table: Mutex::new(Table::default()),
             max_entries,
@@ -77,7 +91,7 @@ impl Cache {
         self.max_entries > 0 && self.max_bytes > 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table<M>> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -91,16 +105,16 @@ impl Cache {
 
     /// The kept bytes for `name` under `root`, if it is kept and one `statx`
     /// shows the same file, unchanged. A changed file's entry is dropped.
-    pub(crate) fn lookup(&self, root: &Root, name: &Path) -> Option<(Bytes, Identity)> {
+    pub(crate) fn lookup(&self, root: &Root, name: &Path) -> Option<(Bytes, Identity, M)> {
         if !self.enabled() {
             return None;
         }
         let root_key = root.cache_key()?;
-        let (bytes, kept_id) = {
+        let (bytes, kept_id, meta) = {
             let t = self.lock();
             let file = t.by_name.get(&root_key)?.get(name)?;
             let e = t.entries.get(file)?;
-            (e.bytes.clone(), e.id)
+            (e.bytes.clone(), e.id, e.meta.clone())
         };
         match root.stat(name) {
             Ok(now) if now == kept_id => {
@@ -111,7 +125,7 @@ impl Cache {
                     e.last_used = clock;
                 }
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                Some((bytes, kept_id))
+                Some((bytes, kept_id, meta))
             }
             _ => {
                 let mut t = self.lock();
@@ -125,7 +139,13 @@ impl Cache {
 
     /// Offers a file just opened under `root` for keeping. Returns its kept
     /// bytes when it was kept now (the second time its name was asked for).
-    pub(crate) fn offer(&self, root: &Root, name: &Path, opened: &Opened) -> Option<Bytes> {
+    pub(crate) fn offer(
+        &self,
+        root: &Root,
+        name: &Path,
+        opened: &Opened,
+        meta: impl FnOnce() -> M,
+    ) -> Option<Bytes> {
         if !self.enabled() {
             return None;
         }
@@ -183,6 +203,7 @@ impl Cache {
             Entry {
                 bytes: bytes.clone(),
                 id,
+                meta: meta(),
                 names: vec![key],
                 last_used: clock,
             },
@@ -191,7 +212,7 @@ impl Cache {
     }
 }
 
-impl Table {
+impl<M> Table<M> {
     /// Drops an entry and the names that led to it. A send still holding its
     /// bytes keeps the mapping alive until it ends; it no longer counts here.
     fn remove(&mut self, file: (u64, u64)) -> bool {

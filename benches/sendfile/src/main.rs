@@ -15,8 +15,17 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use vehicles::{Built, Family, Files, NAMED, VEHICLES};
 
-/// The sizes and how many sends each gets at `--scale 1`.
-const SIZES: [(usize, u64); 3] = [(4 << 10, 20_000), (64 << 10, 20_000), (1 << 20, 2_000)];
+/// The sizes a run may use and how many sends each gets at `--scale 1`.
+/// The record's three are the default; 16k and 32k locate the kept table's
+/// crossover (`--sizes 4k,16k,32k,64k`).
+const SIZES: [(usize, u64); 5] = [
+    (4 << 10, 20_000),
+    (16 << 10, 20_000),
+    (32 << 10, 20_000),
+    (64 << 10, 20_000),
+    (1 << 20, 2_000),
+];
+const DEFAULT_SIZES: [usize; 3] = [4 << 10, 64 << 10, 1 << 20];
 
 pub struct Opts {
     pub repeats: usize,
@@ -29,7 +38,7 @@ pub struct Opts {
 }
 
 const USAGE: &str = "usage: bench_sendfile [--repeats R] [--scale F] [--only NAME[,NAME..]] \
-[--sizes 4k,64k,1m] [--json FILE] [--dir DIR] [--no-extras]";
+[--sizes 4k,16k,32k,64k,1m] [--json FILE] [--dir DIR] [--no-extras]";
 
 fn parse_size(s: &str) -> Option<usize> {
     let s = s.trim().to_ascii_lowercase();
@@ -48,7 +57,7 @@ fn parse_args() -> Result<Opts, String> {
         repeats: 1,
         scale: 1.0,
         only: None,
-        sizes: SIZES.iter().map(|s| s.0).collect(),
+        sizes: DEFAULT_SIZES.to_vec(),
         json: None,
         dir: PathBuf::from("target/bench-sendfile/files"),
         extras: true,
@@ -76,7 +85,7 @@ fn parse_args() -> Result<Opts, String> {
                 for s in v.split(',') {
                     let n = parse_size(s).ok_or_else(|| format!("--sizes: bad size {s}"))?;
                     if !SIZES.iter().any(|k| k.0 == n) {
-                        return Err(format!("--sizes: {s} is not one of 4k, 64k, 1m"));
+                        return Err(format!("--sizes: {s} is not one of 4k, 16k, 32k, 64k, 1m"));
                     }
                     sizes.push(n);
                 }

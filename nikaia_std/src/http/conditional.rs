@@ -4,25 +4,33 @@
 use super::date::{imf_fixdate, parse_http_date};
 use super::request::Request;
 use crate::fs::Identity;
+use bytes::Bytes;
 
-/// A file's validators, from the `fstat` of the descriptor being sent.
+/// A file's validators, from the `fstat` of the descriptor being sent
+/// (made once per kept file, and reused by every hit).
+#[derive(Clone, Debug)]
 pub(crate) struct Validators {
     /// Strong: changes whenever the modification time (ns) or size does.
-    pub etag: String,
+    pub etag: Bytes,
+    /// `Last-Modified`, as sent.
+    pub last_modified: Bytes,
     /// Seconds since the epoch (HTTP dates have one-second resolution).
     pub modified: u64,
 }
 
 impl Validators {
     pub(crate) fn of(id: &Identity) -> Validators {
+        let modified = u64::try_from(id.mtime_ns.div_euclid(1_000_000_000)).unwrap_or(0);
         Validators {
-            etag: format!("\"{:x}-{:x}\"", id.mtime_ns, id.size),
-            modified: u64::try_from(id.mtime_ns.div_euclid(1_000_000_000)).unwrap_or(0),
+            etag: Bytes::from(format!("\"{:x}-{:x}\"", id.mtime_ns, id.size)),
+            last_modified: Bytes::copy_from_slice(&imf_fixdate(modified)),
+            modified,
         }
     }
 
-    pub(crate) fn last_modified(&self) -> String {
-        String::from_utf8_lossy(&imf_fixdate(self.modified)).into_owned()
+    /// The ETag as text (it is ASCII by construction).
+    pub(crate) fn etag(&self) -> &str {
+        std::str::from_utf8(&self.etag).unwrap_or("")
     }
 }
 
@@ -41,7 +49,7 @@ pub(crate) enum Precondition {
 pub(crate) fn preconditions(req: &Request, v: &Validators) -> Precondition {
     let get_or_head = matches!(req.method(), "GET" | "HEAD");
     if let Some(im) = req.header("if-match") {
-        if !list_matches(im, &v.etag, true) {
+        if !list_matches(im, v.etag(), true) {
             return Precondition::Failed;
         }
     } else if let Some(t) = req.header("if-unmodified-since").and_then(parse_http_date) {
@@ -50,7 +58,7 @@ pub(crate) fn preconditions(req: &Request, v: &Validators) -> Precondition {
         }
     }
     if let Some(inm) = req.header("if-none-match") {
-        if list_matches(inm, &v.etag, false) {
+        if list_matches(inm, v.etag(), false) {
             return if get_or_head {
                 Precondition::NotModified
             } else {
@@ -107,7 +115,7 @@ pub(crate) fn span(req: &Request, size: u64, v: &Validators) -> Span {
     if let Some(if_range) = req.header("if-range") {
         let if_range = if_range.trim();
         let current = if if_range.starts_with('"') {
-            if_range == v.etag
+            if_range == v.etag()
         } else if if_range.starts_with("W/") {
             false
         } else {
@@ -212,14 +220,14 @@ mod tests {
     #[test]
     fn etag_and_last_modified() {
         let v = v();
-        assert_eq!(v.etag, "\"ae1b981bc490a7b-3e8\"");
-        assert_eq!(v.last_modified(), LM);
+        assert_eq!(v.etag(), "\"ae1b981bc490a7b-3e8\"");
+        assert_eq!(&v.last_modified[..], LM.as_bytes());
     }
 
     #[test]
     fn if_none_match_and_if_modified_since() {
         let v = v();
-        let etag = v.etag.clone();
+        let etag = v.etag().to_owned();
         let weak = format!("W/{etag}");
         let check = |h: &[(&str, &str)]| preconditions(&req("GET", h), &v);
         assert_eq!(check(&[]), Precondition::Proceed);
@@ -325,8 +333,8 @@ mod tests {
             )
         };
         let part = Span::Part { start: 0, end: 1 };
-        assert_eq!(with(&v.etag.clone()), part);
-        assert_eq!(with(&format!("W/{}", v.etag)), Span::Full);
+        assert_eq!(with(v.etag()), part);
+        assert_eq!(with(&format!("W/{}", v.etag())), Span::Full);
         assert_eq!(with("\"stale\""), Span::Full);
         assert_eq!(with(LM), part);
         assert_eq!(with("Sun, 06 Nov 1994 08:49:38 GMT"), Span::Full);

@@ -102,9 +102,26 @@ pub(crate) fn begin(shared: &Shared, req: &Request, user: &Response, file: &File
     resolve(shared, req, user, file, name)
 }
 
+/// What a file's headers need, derived once from its name and identity;
+/// the kept table keeps it beside the mapping so a hit formats nothing.
+#[derive(Clone)]
+pub(crate) struct Meta {
+    validators: Validators,
+    content_type: &'static str,
+}
+
+impl Meta {
+    fn of(name: &Path, id: &Identity) -> Meta {
+        Meta {
+            validators: Validators::of(id),
+            content_type: content_type(name),
+        }
+    }
+}
+
 fn resolve(shared: &Shared, req: &Request, user: &Response, file: &File, name: PathBuf) -> Step {
-    if let Some((bytes, id)) = shared.cache.lookup(&file.root, &name) {
-        return Step::Ready(build(shared, req, user, &name, id, Source::Kept(bytes)));
+    if let Some((bytes, id, meta)) = shared.cache.lookup(&file.root, &name) {
+        return Step::Ready(build(shared, req, user, &meta, id, Source::Kept(bytes)));
     }
     match file.root.open_cached(&name) {
         Err(fs::Error::WouldBlock) => Step::Open(name),
@@ -124,11 +141,15 @@ pub(crate) fn opened(
 ) -> Step {
     match result {
         Ok(opened) => {
-            let source = match shared.cache.offer(&file.root, &name, &opened) {
+            let meta = Meta::of(&name, &opened.id);
+            let source = match shared
+                .cache
+                .offer(&file.root, &name, &opened, || meta.clone())
+            {
                 Some(bytes) => Source::Kept(bytes),
                 None => Source::Open(opened.file),
             };
-            Step::Ready(build(shared, req, user, &name, opened.id, source))
+            Step::Ready(build(shared, req, user, &meta, opened.id, source))
         }
         Err(fs::Error::NotAFile { directory: true })
             if file.index.is_some() && name == file.name =>
@@ -170,27 +191,26 @@ fn build(
     shared: &Shared,
     req: &Request,
     user: &Response,
-    name: &Path,
+    meta: &Meta,
     id: Identity,
     source: Source,
 ) -> Prepared {
-    let v = Validators::of(&id);
+    let v = &meta.validators;
     let mut resp = Response::new(user.status);
-    resp.headers = user.headers.clone();
-    let mut with = |n: &'static str, value: String| {
-        if resp.get_header(n).is_none() {
-            resp.headers.push((n.into(), value));
+    resp.headers.reserve(user.headers.len() + 4);
+    resp.headers.extend(user.headers.iter().cloned());
+    for (name, value) in [("Last-Modified", &v.last_modified), ("ETag", &v.etag)] {
+        if resp.get_header(name).is_none() {
+            resp.push_header(name, value.clone());
         }
-    };
-    with("Last-Modified", v.last_modified());
-    with("ETag", v.etag.clone());
+    }
+    resp.default_type = Some(meta.content_type);
     if user.status != 200 {
         // A handler's own status (a custom 404 page, say) is sent as is,
         // whole, without preconditions or ranges.
-        resp.default_type = Some(content_type(name));
         return plan(shared, req, resp, source, 0, id.size);
     }
-    match preconditions(req, &v) {
+    match preconditions(req, v) {
         Precondition::NotModified => {
             resp.status = 304;
             return Prepared {
@@ -202,22 +222,18 @@ fn build(
         Precondition::Failed => return status_only(Response::status_page(412)),
         Precondition::Proceed => {}
     }
-    resp.headers.push(("Accept-Ranges".into(), "bytes".into()));
-    resp.default_type = Some(content_type(name));
-    match span(req, id.size, &v) {
+    resp.push_header("Accept-Ranges", Bytes::from_static(b"bytes"));
+    match span(req, id.size, v) {
         Span::Full => plan(shared, req, resp, source, 0, id.size),
         Span::Part { start, end } => {
             resp.status = 206;
-            resp.headers.push((
-                "Content-Range".into(),
-                format!("bytes {}-{}/{}", start, end - 1, id.size),
-            ));
+            let range = format!("bytes {}-{}/{}", start, end - 1, id.size);
+            resp.push_header("Content-Range", Bytes::from(range));
             plan(shared, req, resp, source, start, end)
         }
         Span::Unsatisfiable => {
             let mut r = Response::status_page(416);
-            r.headers
-                .push(("Content-Range".into(), format!("bytes */{}", id.size)));
+            r.push_header("Content-Range", Bytes::from(format!("bytes */{}", id.size)));
             status_only(r)
         }
     }

@@ -30,7 +30,7 @@ impl Body {
 #[derive(Clone, Debug)]
 pub struct Response {
     pub(crate) status: u16,
-    pub(crate) headers: Vec<(Cow<'static, str>, String)>,
+    pub(crate) headers: Vec<(Cow<'static, str>, Bytes)>,
     pub(crate) body: Body,
     /// The Content-Type the body's row gives, unless a header overrides it.
     pub(crate) default_type: Option<&'static str>,
@@ -72,8 +72,13 @@ impl Response {
         {
             return self;
         }
-        self.headers.push((name, value));
+        self.headers.push((name, Bytes::from(value)));
         self
+    }
+
+    /// Adds a header the server computed (already valid, no copy).
+    pub(crate) fn push_header(&mut self, name: &'static str, value: Bytes) {
+        self.headers.push((Cow::Borrowed(name), value));
     }
 
     /// Replaces the body with `row`'s body (and its default Content-Type),
@@ -96,7 +101,7 @@ impl Response {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .and_then(|(_, v)| std::str::from_utf8(v).ok())
     }
 
     /// A short text page for a status (`404 Not Found`), as the server's
@@ -263,7 +268,7 @@ pub(crate) fn write_head(
         }
         out.extend_from_slice(n.as_bytes());
         out.extend_from_slice(b": ");
-        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(v);
         out.extend_from_slice(b"\r\n");
     }
     if !bodiless(resp.status) {

@@ -39,7 +39,7 @@ pub(crate) struct Shared {
     pub(crate) router: Router,
     pub(crate) rt: Runtime,
     pub(crate) logs: Logs,
-    pub(crate) cache: Cache,
+    pub(crate) cache: Cache<super::file::Meta>,
     pub(crate) stats: Stats,
     pub(crate) pool: IoPool,
     stop: AtomicBool,

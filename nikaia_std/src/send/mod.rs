@@ -46,10 +46,11 @@ impl Vehicle {
     }
 }
 
-/// Files at most this large may be kept as mappings (D8). The kept mapping
-/// wins clearly at 4 KiB, ties at 64 KiB and has no advantage at 1 MiB in
-/// the record and on this machine (`spec/files.md`, `docs/history/`).
-pub(crate) const KEEP_MAX: u64 = 256 << 10;
+/// Files at most this large may be kept as mappings (D8). On this machine
+/// a validated kept mapping beats `sendfile` of a file opened per request
+/// at 4 KiB, ties it at 16 KiB and loses from 32 KiB up (benches/sendfile,
+/// `docs/history/zero-copy-send.md`); the record saw it tie at 64 KiB.
+pub(crate) const KEEP_MAX: u64 = 16 << 10;
 
 /// Bytes read per `pread` on the read vehicle, and the size of a pooled buffer.
 pub(crate) const READ_BUF: usize = 64 << 10;
