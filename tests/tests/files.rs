@@ -206,8 +206,8 @@ fn each_vehicle_pinned_is_byte_exact() {
         1,
         4095,
         4096,
-        16_384,
-        16_385,
+        8192,
+        8193,
         65_536,
         200_000,
         1 << 20,
@@ -263,7 +263,7 @@ fn each_vehicle_pinned_is_byte_exact() {
             }
             "kept mapping" => {
                 // A file is kept on its second request and hit on its third.
-                let small = sizes.iter().filter(|&&n| n > 0 && n <= 16 << 10).count() as u64;
+                let small = sizes.iter().filter(|&&n| n > 0 && n <= 8 << 10).count() as u64;
                 assert_eq!(
                     requests_by(&report, "kept mapping"),
                     2 * small,
@@ -356,7 +356,7 @@ fn truncation_mid_transfer_closes_short_for_every_vehicle() {
         (
             "kept mapping",
             rt_with(|rt| rt.send_file = SendFile::Never),
-            16 << 10,
+            8 << 10,
         ),
     ];
     for (label, rt, len) in cases {

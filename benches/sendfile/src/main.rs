@@ -16,10 +16,11 @@ use std::process::ExitCode;
 use vehicles::{Built, Family, Files, NAMED, VEHICLES};
 
 /// The sizes a run may use and how many sends each gets at `--scale 1`.
-/// The record's three are the default; 16k and 32k locate the kept table's
-/// crossover (`--sizes 4k,16k,32k,64k`).
-const SIZES: [(usize, u64); 5] = [
+/// The record's three are the default; 8k, 16k and 32k locate the kept
+/// table's crossover (`--sizes 4k,8k,16k,32k,64k`).
+const SIZES: [(usize, u64); 6] = [
     (4 << 10, 20_000),
+    (8 << 10, 20_000),
     (16 << 10, 20_000),
     (32 << 10, 20_000),
     (64 << 10, 20_000),
@@ -38,7 +39,7 @@ pub struct Opts {
 }
 
 const USAGE: &str = "usage: bench_sendfile [--repeats R] [--scale F] [--only NAME[,NAME..]] \
-[--sizes 4k,16k,32k,64k,1m] [--json FILE] [--dir DIR] [--no-extras]";
+[--sizes 4k,8k,16k,32k,64k,1m] [--json FILE] [--dir DIR] [--no-extras]";
 
 fn parse_size(s: &str) -> Option<usize> {
     let s = s.trim().to_ascii_lowercase();
@@ -85,7 +86,9 @@ fn parse_args() -> Result<Opts, String> {
                 for s in v.split(',') {
                     let n = parse_size(s).ok_or_else(|| format!("--sizes: bad size {s}"))?;
                     if !SIZES.iter().any(|k| k.0 == n) {
-                        return Err(format!("--sizes: {s} is not one of 4k, 16k, 32k, 64k, 1m"));
+                        return Err(format!(
+                            "--sizes: {s} is not one of 4k, 8k, 16k, 32k, 64k, 1m"
+                        ));
                     }
                     sizes.push(n);
                 }

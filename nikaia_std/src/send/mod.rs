@@ -47,10 +47,11 @@ impl Vehicle {
 }
 
 /// Files at most this large may be kept as mappings (D8). On this machine
-/// a validated kept mapping beats `sendfile` of a file opened per request
-/// at 4 KiB, ties it at 16 KiB and loses from 32 KiB up (benches/sendfile,
-/// `docs/history/zero-copy-send.md`); the record saw it tie at 64 KiB.
-pub(crate) const KEEP_MAX: u64 = 16 << 10;
+/// a validated kept mapping costs less machine CPU than `sendfile` of a
+/// file opened per request at 4 and 8 KiB, as much or more at 16 KiB, and
+/// more from 32 KiB up (benches/sendfile, `docs/history/zero-copy-send.md`);
+/// the record saw it tie at 64 KiB.
+pub(crate) const KEEP_MAX: u64 = 8 << 10;
 
 /// Bytes read per `pread` on the read vehicle, and the size of a pooled buffer.
 pub(crate) const READ_BUF: usize = 64 << 10;
