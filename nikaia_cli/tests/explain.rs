@@ -3,11 +3,14 @@
 use nikaia_std::fs::Root;
 use nikaia_std::http::{File, Server};
 use nikaia_std::rt::{LogTarget, Runtime};
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::spawn_serve;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 fn get(addr: &str, target: &str) -> u16 {
@@ -63,26 +66,9 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nikaia"))
-        .arg("serve")
-        .arg(&site)
-        .arg("--runtime")
-        .arg(&runtime)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
+    let (mut child, addr) = spawn_serve(cmd);
 
     for _ in 0..3 {
         assert_eq!(get(&addr, "/a.txt"), 200);

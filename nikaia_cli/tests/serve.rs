@@ -1,8 +1,11 @@
 //! `nikaia serve` as a user runs it: the real binary, a real directory.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use common::spawn_serve;
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 struct Serving {
@@ -38,26 +41,12 @@ fn site() -> tempfile::TempDir {
 /// prints.
 fn serve(extra: &[&str]) -> Serving {
     let dir = site();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nikaia"))
-        .arg("serve")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve")
         .arg(dir.path())
         .args(["--listen", "127.0.0.1:0"])
-        .args(extra)
-        .env("NIKAIA_RUNTIME", "")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_owned();
+        .args(extra);
+    let (child, addr) = spawn_serve(cmd);
     Serving {
         child,
         addr,
@@ -181,29 +170,13 @@ fn cpu_jiffies(pid: u32) -> u64 {
 #[test]
 fn running_out_of_descriptors_backs_off_and_keeps_serving() {
     let dir = site();
-    let mut child = Command::new("prlimit")
-        .arg("--nofile=48")
+    let mut cmd = Command::new("prlimit");
+    cmd.arg("--nofile=48")
         .arg(env!("CARGO_BIN_EXE_nikaia"))
         .arg("serve")
         .arg(dir.path())
-        .args(["--listen", "127.0.0.1:0"])
-        .env("NIKAIA_RUNTIME", "")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+        .args(["--listen", "127.0.0.1:0"]);
+    let (child, addr) = spawn_serve(cmd);
     let s = Serving {
         child,
         addr,

@@ -17,7 +17,6 @@ use crate::send::FileSend;
 use bytes::Bytes;
 use std::io::{self, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 
 /// Sends files' bodies the way a nikaia_std server would.
 #[doc(hidden)]
@@ -100,21 +99,18 @@ impl AutoSender {
                 vehicle,
             } => {
                 let mut out = Out::default();
-                out.push_file(FileSend {
-                    file: file.clone(),
+                out.push_file(FileSend::new(
+                    file.clone(),
                     start,
-                    offset: start,
                     end,
                     vehicle,
-                    buf: None,
-                    warm_to: 0,
-                    waiting: false,
-                    name: Arc::from(r.req.path()),
-                });
+                    r.req.path(),
+                ));
                 loop {
                     let mut budget = usize::MAX;
                     let mut progress = false;
-                    match out.flush(sock, &mut budget, &mut progress, |_| {}) {
+                    let forever = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+                    match out.flush(sock, &mut budget, forever, &mut progress, |_| {}) {
                         Ok(Flushed::All) => return Ok(end - start),
                         Ok(Flushed::Cold { offset, len }) => {
                             let mut data = vec![0; len];

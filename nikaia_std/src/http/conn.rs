@@ -33,6 +33,9 @@ const BATCH_BYTES: usize = 64 << 10;
 /// Requests one connection may run in one loop turn before others go.
 const BATCH_REQUESTS: usize = 32;
 const READ_CHUNK: usize = 16 << 10;
+/// The longest one connection writes in one loop turn (besides the
+/// `send-file-max-chunk` byte bound) before the worker serves the others.
+const SLICE: Duration = Duration::from_micros(200);
 
 /// What the worker should do with the connection next.
 #[derive(Debug, PartialEq, Eq)]
@@ -121,6 +124,10 @@ pub(crate) struct Conn {
     close_after: bool,
     /// Close at once: a file body failed after its head went out.
     close_now: bool,
+    /// The last read returned less than it was offered: the socket had no
+    /// more. Edge-triggered epoll reports the next arrival, so no read is
+    /// tried (and no `EAGAIN` paid) until then.
+    drained: bool,
 }
 
 enum Read {
@@ -148,11 +155,17 @@ impl Conn {
             deadline: now + shared.rt.header_timeout,
             close_after: false,
             close_now: false,
+            drained: false,
         }
     }
 
     pub(crate) fn id(&self) -> u64 {
         self.id
+    }
+
+    /// epoll said the socket is readable (or closed): read again.
+    pub(crate) fn readable(&mut self) {
+        self.drained = false;
     }
 
     /// Idle: no request in progress and nothing to write.
@@ -163,13 +176,14 @@ impl Conn {
     /// Runs the connection as far as it can go without waiting.
     pub(crate) fn drive(&mut self, turn: &mut Turn<'_>) -> Next {
         let mut budget = turn.shared.rt.send_file_max_chunk as usize;
+        let slice_end = Instant::now() + SLICE;
         let mut requests = 0;
         loop {
             if self.close_now {
                 return Next::Close;
             }
             if !self.out.is_empty() {
-                match self.flush(turn, &mut budget) {
+                match self.flush(turn, &mut budget, slice_end) {
                     Ok(Flushed::All) => {}
                     Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
                     Ok(Flushed::Budget) => return Next::Yield,
@@ -222,18 +236,25 @@ impl Conn {
         now >= self.deadline
     }
 
-    fn flush(&mut self, turn: &mut Turn<'_>, budget: &mut usize) -> Result<Flushed, SendError> {
+    fn flush(
+        &mut self,
+        turn: &mut Turn<'_>,
+        budget: &mut usize,
+        slice_end: Instant,
+    ) -> Result<Flushed, SendError> {
         let mut progress = false;
         let access = &mut *turn.access;
         let log_on = turn.shared.logs.access.is_on();
         let stats = &turn.shared.stats;
         let peer = self.peer;
-        let r = self.out.flush(&self.fd, budget, &mut progress, |sent| {
-            stats.record(sent.vehicle, sent.bytes);
-            if log_on {
-                log_sent(access, peer, &sent, Instant::now());
-            }
-        });
+        let r = self
+            .out
+            .flush(&self.fd, budget, slice_end, &mut progress, |sent| {
+                stats.record(sent.vehicle, sent.bytes);
+                if log_on {
+                    log_sent(access, peer, &sent, Instant::now());
+                }
+            });
         if progress {
             self.deadline = turn.now + turn.shared.rt.send_timeout;
         }
@@ -603,17 +624,8 @@ impl Conn {
                 },
                 _,
             ) => {
-                self.out.push_file(FileSend {
-                    file,
-                    start,
-                    offset: start,
-                    end,
-                    vehicle,
-                    buf: None,
-                    warm_to: 0,
-                    waiting: false,
-                    name: Arc::from(req.path()),
-                });
+                self.out
+                    .push_file(FileSend::new(file, start, end, vehicle, req.path()));
                 (vehicle, end - start)
             }
             (true, Plan::None, Body::Bytes(b)) => {
@@ -686,22 +698,30 @@ impl Conn {
     }
 
     fn read(&mut self) -> Result<Read, Next> {
+        if self.drained {
+            return Ok(Read::Blocked);
+        }
         if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK / 4 {
             self.rbuf.reserve(READ_CHUNK);
         }
         loop {
             let spare = self.rbuf.spare_capacity_mut();
+            let offered = spare.len();
             match rustix::io::read(&self.fd, spare) {
                 Ok(([], _)) => return Ok(Read::Eof),
                 Ok((filled, _)) => {
                     let n = filled.len();
+                    self.drained = n < offered;
                     // SAFETY: the kernel initialised `n` bytes of the spare
                     // capacity that `read` was given.
                     unsafe { self.rbuf.set_len(self.rbuf.len() + n) };
                     return Ok(Read::Data);
                 }
                 Err(Errno::INTR) => continue,
-                Err(Errno::AGAIN) => return Ok(Read::Blocked),
+                Err(Errno::AGAIN) => {
+                    self.drained = true;
+                    return Ok(Read::Blocked);
+                }
                 Err(_) => return Err(Next::Close),
             }
         }

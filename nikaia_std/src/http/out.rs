@@ -75,6 +75,10 @@ pub(crate) struct Out {
 
 /// The most slices one `sendmsg` carries.
 const MAX_IOV: usize = 64;
+/// The most bytes one write or `sendfile` call is asked to move, so a
+/// connection's time slice is checked between calls (a single call on a
+/// loopback socket with a large buffer can otherwise copy megabytes).
+const SEND_STEP: usize = 256 << 10;
 /// Bytes read per io-pool read of cold pages.
 pub(crate) const COLD_READ: usize = 256 << 10;
 
@@ -135,15 +139,17 @@ impl Out {
         &mut self,
         sock: impl AsFd,
         budget: &mut usize,
+        slice_end: Instant,
         progress: &mut bool,
         mut done: impl FnMut(Box<Sent>),
     ) -> Result<Flushed, SendError> {
+        let mut wrote_any = false;
         loop {
             self.report_ended(&mut done);
             let Some(front) = self.chunks.front_mut() else {
                 return Ok(Flushed::All);
             };
-            if *budget == 0 {
+            if *budget == 0 || (wrote_any && Instant::now() >= slice_end) {
                 return Ok(Flushed::Budget);
             }
             let wrote = match front {
@@ -167,6 +173,7 @@ impl Out {
                 },
             };
             *progress |= wrote > 0;
+            wrote_any |= wrote > 0;
             *budget = budget.saturating_sub(wrote);
         }
     }
@@ -180,7 +187,7 @@ impl Out {
     ) -> Result<usize, Errno> {
         let mut iov = [IoSlice::new(&[]); MAX_IOV];
         let mut n_iov = 0;
-        let mut room = budget;
+        let mut room = budget.min(SEND_STEP);
         let mut more = false;
         for chunk in &self.chunks {
             match chunk {
@@ -278,6 +285,7 @@ fn send_file_step(
     }
     let left = f.end - f.offset;
     let window = left.min(budget as u64);
+    let step = window.min(SEND_STEP as u64);
     // D9: never wait for the disk on a worker. Probe the window once.
     if f.offset >= f.warm_to {
         let to = f.offset + window;
@@ -293,7 +301,7 @@ fn send_file_step(
     }
     match f.vehicle {
         Vehicle::Sendfile => {
-            let count = window.min(1 << 30) as usize;
+            let count = step as usize;
             match send::sendfile(sock, &f.file, &mut f.offset, count) {
                 Ok(0) => Err(short(f, None)),
                 Ok(n) => Ok(Step::Wrote(n)),

@@ -453,15 +453,28 @@ impl Worker {
             self.date.refresh();
             let now = Instant::now();
             let again = std::mem::take(&mut self.again);
-            for ev in &events {
-                match ev.data.u64() {
-                    LISTENER => self.accept(now),
-                    WAKER => self.wake(now),
-                    i => self.drive(i as usize, now),
+            self.dispatch(&events, now);
+            // Connections that used their share last turn go on, one at a
+            // time; between two of them, anything newly ready goes first, so
+            // a small request waits for at most one share of a large one.
+            for (n, i) in again.into_iter().enumerate() {
+                if n > 0 {
+                    events.clear();
+                    let zero = rustix::time::Timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    if epoll::wait(
+                        &self.epoll,
+                        rustix::buffer::spare_capacity(&mut events),
+                        Some(&zero),
+                    )
+                    .is_ok()
+                    {
+                        self.dispatch(&events, Instant::now());
+                    }
                 }
-            }
-            for i in again {
-                self.drive(i, now);
+                self.drive(i, Instant::now());
             }
             if now >= next_sweep {
                 self.sweep(now);
@@ -477,7 +490,39 @@ impl Worker {
         }
     }
 
+    fn dispatch(&mut self, events: &[epoll::Event], now: Instant) {
+        for ev in events {
+            match ev.data.u64() {
+                LISTENER => self.accept(now),
+                WAKER => self.wake(now),
+                i => {
+                    let i = i as usize;
+                    if let Some(Some(conn)) = self.conns.get_mut(i) {
+                        let flags = ev.flags;
+                        if flags.intersects(
+                            epoll::EventFlags::IN
+                                | epoll::EventFlags::RDHUP
+                                | epoll::EventFlags::HUP
+                                | epoll::EventFlags::ERR,
+                        ) {
+                            conn.readable();
+                        }
+                    }
+                    if !self.again.contains(&i) {
+                        self.drive(i, now);
+                    }
+                }
+            }
+        }
+    }
+
     fn drive(&mut self, i: usize, now: Instant) {
+        self.drive_with(i, now, None);
+    }
+
+    /// Runs connection `i`, first handing it an io-pool result if there is
+    /// one for it.
+    fn drive_with(&mut self, i: usize, now: Instant, done: Option<IoDone>) {
         let Some(Some(conn)) = self.conns.get_mut(i) else {
             return;
         };
@@ -490,6 +535,9 @@ impl Worker {
             mailbox: &self.mailbox,
             slot: i,
         };
+        if let Some(done) = done {
+            conn.io_done(&mut turn, done);
+        }
         match conn.drive(&mut turn) {
             Next::Wait => {}
             Next::Yield => self.again.push(i),
@@ -604,17 +652,7 @@ impl Worker {
             if conn.id() != id {
                 continue; // that connection closed; its slot was reused
             }
-            let mut turn = Turn {
-                shared: &self.shared,
-                date: self.date.get(),
-                access: &mut self.access,
-                now,
-                stopping: self.stopping,
-                mailbox: &self.mailbox,
-                slot,
-            };
-            conn.io_done(&mut turn, done);
-            self.drive(slot, now);
+            self.drive_with(slot, now, Some(done));
         }
         if self.shared.stop.load(Ordering::SeqCst) && !self.stopping {
             self.stopping = true;

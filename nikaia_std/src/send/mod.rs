@@ -96,6 +96,27 @@ pub(crate) struct Buffered {
 }
 
 impl FileSend {
+    /// Bytes `start..end` of `file`, by `vehicle`; `name` is for the log.
+    pub(crate) fn new(
+        file: Arc<File>,
+        start: u64,
+        end: u64,
+        vehicle: Vehicle,
+        name: &str,
+    ) -> FileSend {
+        FileSend {
+            file,
+            start,
+            offset: start,
+            end,
+            vehicle,
+            buf: None,
+            warm_to: 0,
+            waiting: false,
+            name: Arc::from(name),
+        }
+    }
+
     pub(crate) fn remaining(&self) -> u64 {
         self.end - self.offset
             + self
