@@ -18,7 +18,8 @@ def load(paths):
         for s in json.load(open(p))["samples"]:
             if s["size"] not in SIZES or not s.get("per_request"):
                 continue
-            key = (s["family"], s["size"], s["vehicle"])
+            family = "named" if s["family"] == "ours" else s["family"]
+            key = (family, s["size"], s["vehicle"])
             cells.setdefault(key, []).append(s["per_request"]["machine_us"])
     return cells
 

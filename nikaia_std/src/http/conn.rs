@@ -416,7 +416,7 @@ impl Conn {
             Found::Nothing => Response::status_page(404),
         };
         self.log_error(turn, &req, &resp);
-        let resp = if resp.log_error.is_some() && resp.status != 500 {
+        let mut resp = if resp.log_error.is_some() && resp.status != 500 {
             Response::status_page(500)
         } else {
             resp
@@ -429,24 +429,20 @@ impl Conn {
             && !asked_close
             && !turn.shared.rt.keepalive_timeout.is_zero();
         let close = !keep;
-        let mut resp = resp;
-        if let Body::File(_) = resp.body {
-            let Body::File(f) = std::mem::replace(&mut resp.body, Body::Empty) else {
-                unreachable!("matched above");
-            };
-            let step = file::begin(turn.shared, &req, &resp, &f);
-            self.file_step(
-                turn,
-                step,
-                Opening {
+        match std::mem::replace(&mut resp.body, Body::Empty) {
+            Body::File(f) => {
+                let step = file::begin(turn.shared, &req, &resp, &f);
+                let pending = Opening {
                     req,
                     user: resp,
                     file: *f,
                     close,
                     started,
-                },
-            );
-            return;
+                };
+                self.file_step(turn, step, pending);
+                return;
+            }
+            body => resp.body = body,
         }
         let length = resp.body.len();
         let prepared = Prepared {
