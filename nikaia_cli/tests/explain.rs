@@ -5,26 +5,11 @@ use nikaia_std::http::{File, Server};
 use nikaia_std::rt::{LogTarget, Runtime};
 mod common;
 
-use common::spawn_serve;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use common::{get, spawn_serve};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-
-fn get(addr: &str, target: &str) -> u16 {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    s.read_to_end(&mut all).unwrap();
-    String::from_utf8_lossy(&all[9..12]).parse().unwrap()
-}
 
 fn explain(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_nikaia"))
@@ -71,10 +56,10 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     let (mut child, addr) = spawn_serve(cmd);
 
     for _ in 0..3 {
-        assert_eq!(get(&addr, "/a.txt"), 200);
+        assert_eq!(get(&addr, "/a.txt").0, 200);
     }
-    assert_eq!(get(&addr, "/b.txt"), 200);
-    assert_eq!(get(&addr, "/missing"), 404);
+    assert_eq!(get(&addr, "/b.txt").0, 200);
+    assert_eq!(get(&addr, "/missing").0, 404);
 
     let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the stats socket is the owner's only");
@@ -141,8 +126,8 @@ fn anywhere_sites_seen_at_run_time_are_listed() {
         .start()
         .unwrap();
     let addr = server.local_addr().to_string();
-    assert_eq!(get(&addr, "/any"), 200);
-    assert_eq!(get(&addr, "/any"), 200);
+    assert_eq!(get(&addr, "/any").0, 200);
+    assert_eq!(get(&addr, "/any").0, 200);
     let out = explain(&["--socket", sock.to_str().unwrap()]);
     let text = String::from_utf8(out.stdout).unwrap();
     let line = text

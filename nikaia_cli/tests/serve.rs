@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::spawn_serve;
+use common::{get, spawn_serve};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command};
@@ -52,23 +52,6 @@ fn serve(extra: &[&str]) -> Serving {
         addr,
         _dir: dir,
     }
-}
-
-/// (status, headers, body) of one GET over a fresh connection.
-fn get(addr: &str, target: &str) -> (u16, String, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    s.read_to_end(&mut all).unwrap();
-    let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    let head = String::from_utf8_lossy(&all[..split]).into_owned();
-    let status = head[9..12].parse().unwrap();
-    (status, head, all[split..].to_vec())
 }
 
 fn location(head: &str) -> Option<&str> {

@@ -1,7 +1,10 @@
-//! What the CLI tests share: starting `nikaia serve` and finding its address.
+//! What the CLI tests share: starting `nikaia serve`, finding its address,
+//! and asking it for a page.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 /// Spawns `cmd` (a `nikaia serve …` already given its arguments), reads the
 /// `Serving DIR at http://ADDR/` line, and returns the child and ADDR.
@@ -23,4 +26,21 @@ pub fn spawn_serve(mut cmd: Command) -> (Child, String) {
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_owned();
     (child, addr)
+}
+
+/// (status, headers, body) of one GET over a fresh connection.
+pub fn get(addr: &str, target: &str) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&all[..split]).into_owned();
+    let status = head[9..12].parse().unwrap();
+    (status, head, all[split..].to_vec())
 }
