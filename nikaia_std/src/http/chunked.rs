@@ -13,10 +13,14 @@ enum Step {
         digits: usize,
         value: u64,
     },
-    /// After the size: skipping an extension up to LF.
+    /// After the size: skipping an extension up to CR.
     Ext {
         value: u64,
         seen: usize,
+    },
+    /// After the size line's CR: only LF may follow.
+    SizeLf {
+        value: u64,
     },
     /// Copying this many data bytes.
     Data(u64),
@@ -24,10 +28,12 @@ enum Step {
     DataEnd {
         cr: bool,
     },
-    /// Reading trailer lines; `line` bytes into the current one.
+    /// Reading trailer lines; `line` bytes into the current one, `cr` once
+    /// its CR was seen.
     Trailer {
         line: usize,
         total: usize,
+        cr: bool,
     },
     Done,
 }
@@ -74,19 +80,25 @@ impl Chunked {
                     },
                     Some(_) => return Err(bad("chunk size too long")),
                     None if digits == 0 => return Err(bad("chunk size missing")),
-                    None if b == b';' || b == b' ' || b == b'\t' || b == b'\r' => {
-                        Step::Ext { value, seen: 1 }
-                    }
-                    None if b == b'\n' => self.after_size(value)?,
-                    None => return Err(bad("bad chunk size")),
+                    None if b == b';' || b == b' ' || b == b'\t' => Step::Ext { value, seen: 1 },
+                    None if b == b'\r' => Step::SizeLf { value },
+                    None => return Err(bad("bad chunk size line")),
                 },
                 Step::Ext { value, seen } => match b {
-                    b'\n' => self.after_size(value)?,
+                    b'\r' => Step::SizeLf { value },
+                    b'\n' | 0 => return Err(bad("bad chunk extension")),
                     _ if seen > 4096 => return Err(bad("chunk extension too long")),
                     _ => Step::Ext {
                         value,
                         seen: seen + 1,
                     },
+                },
+                // Framing lines end in CRLF exactly: a bare LF or CR is
+                // refused, so no peer that splits lines differently can
+                // read a different body out of the same bytes.
+                Step::SizeLf { value } => match b {
+                    b'\n' => self.after_size(value)?,
+                    _ => return Err(bad("chunk size line not ended by CRLF")),
                 },
                 Step::Data(left) => {
                     let take = (left as usize).min(input.len() - i);
@@ -103,32 +115,38 @@ impl Chunked {
                 }
                 Step::DataEnd { cr } => match b {
                     b'\r' if !cr => Step::DataEnd { cr: true },
-                    b'\n' => Step::Size {
+                    b'\n' if cr => Step::Size {
                         digits: 0,
                         value: 0,
                     },
                     _ => return Err(bad("chunk data not followed by CRLF")),
                 },
-                Step::Trailer { line, total } => {
+                Step::Trailer { line, total, cr } => {
                     if total > self.trailer_limit {
                         return Err(Reject {
                             status: 431,
                             why: "chunked trailers too large",
                         });
                     }
-                    match b {
-                        b'\n' if line == 0 => Step::Done,
-                        b'\n' => Step::Trailer {
+                    match (b, cr) {
+                        (b'\n', true) if line == 0 => Step::Done,
+                        (b'\n', true) => Step::Trailer {
                             line: 0,
                             total: total + 1,
+                            cr: false,
                         },
-                        b'\r' => Step::Trailer {
+                        (b'\r', false) => Step::Trailer {
                             line,
                             total: total + 1,
+                            cr: true,
                         },
+                        (b'\r' | b'\n', _) | (_, true) => {
+                            return Err(bad("trailer line not ended by CRLF"))
+                        }
                         _ => Step::Trailer {
                             line: line + 1,
                             total: total + 1,
+                            cr: false,
                         },
                     }
                 }
@@ -142,7 +160,11 @@ impl Chunked {
 
     fn after_size(&mut self, size: u64) -> Result<Step, Reject> {
         if size == 0 {
-            return Ok(Step::Trailer { line: 0, total: 0 });
+            return Ok(Step::Trailer {
+                line: 0,
+                total: 0,
+                cr: false,
+            });
         }
         if self.body.len() as u64 + size > self.limit as u64 {
             return Err(Reject {
