@@ -1,15 +1,8 @@
 //! `nikaia check FILE`, run as the real binary.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn nikaia(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nikaia"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run nikaia")
-}
+use common::nikaia;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).expect("UTF-8")

@@ -1,19 +1,14 @@
 //! `nikaia --trust` over the fixture tree in `tests/fixtures/trust/`, run as
 //! the real binary with the fixture directory as working directory.
 
+mod common;
+
+use common::nikaia;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trust")
-}
-
-fn nikaia(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nikaia"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run nikaia")
 }
 
 fn stdout(output: &Output) -> String {

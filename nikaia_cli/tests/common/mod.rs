@@ -1,9 +1,12 @@
-//! What the CLI tests share: starting `nikaia serve`, finding its address,
-//! and asking it for a page.
+//! What the CLI tests share: running `nikaia`, starting `nikaia serve`,
+//! finding its address, and asking it for a page. Each test file is its own
+//! crate and uses part of this.
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// Spawns `cmd` (a `nikaia serve …` already given its arguments), reads the
@@ -43,4 +46,13 @@ pub fn get(addr: &str, target: &str) -> (u16, String, Vec<u8>) {
     let head = String::from_utf8_lossy(&all[..split]).into_owned();
     let status = head[9..12].parse().unwrap();
     (status, head, all[split..].to_vec())
+}
+
+/// Runs the `nikaia` binary with `args` in `dir` and waits for it.
+pub fn nikaia(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run nikaia")
 }
