@@ -156,6 +156,7 @@ impl<M: Clone> Cache<M> {
             return None;
         }
         let key: Name = (root_key, name.to_path_buf());
+        let file = (id.dev, id.ino);
         {
             let mut t = self.lock();
             if t.seen.remove(&key).is_none() {
@@ -165,21 +166,20 @@ impl<M: Clone> Cache<M> {
                 t.seen.insert(key, ());
                 return None;
             }
+            // Kept already under another name (a link, a symlink): one
+            // mapping serves every name that leads to the file.
+            if let Some(bytes) = t.adopt(&key, file, &id) {
+                return Some(bytes);
+            }
         }
         let mapped = fs::map_opened(opened).ok()?;
         let bytes = Bytes::from(mapped);
         let mut t = self.lock();
-        let file = (id.dev, id.ino);
-        if let Some(e) = t.entries.get_mut(&file) {
-            // Another name, or another worker, kept it first.
-            if e.id == id {
-                if !e.names.contains(&key) {
-                    e.names.push(key.clone());
-                }
-                t.link(key, file);
-                return Some(bytes);
-            }
-            t.remove(file);
+        // Another worker may have kept it meanwhile.
+        if let Some(kept) = t.adopt(&key, file, &id) {
+            return Some(kept);
+        }
+        if t.remove(file) {
             self.counters.invalidations.fetch_add(1, Ordering::Relaxed);
         }
         while t.entries.len() >= self.max_entries || t.bytes + id.size > self.max_bytes {
@@ -228,6 +228,18 @@ impl<M> Table<M> {
             }
         }
         true
+    }
+
+    /// If `file` is kept with identity `id`, makes `key` lead to it too and
+    /// returns its bytes.
+    fn adopt(&mut self, key: &Name, file: (u64, u64), id: &Identity) -> Option<Bytes> {
+        let e = self.entries.get_mut(&file).filter(|e| e.id == *id)?;
+        if !e.names.contains(key) {
+            e.names.push(key.clone());
+        }
+        let bytes = e.bytes.clone();
+        self.link(key.clone(), file);
+        Some(bytes)
     }
 
     fn link(&mut self, (root, name): Name, file: (u64, u64)) {

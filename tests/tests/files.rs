@@ -516,3 +516,21 @@ fn a_cold_file_streams_while_small_requests_are_answered() {
         "the cold pages were read on the io pool: {report:?}"
     );
 }
+
+/// Two names for one file (a hard link) share one kept mapping.
+#[test]
+fn names_of_one_file_share_its_kept_mapping() {
+    let s = site();
+    std::fs::write(s.root.join("one.txt"), b"shared bytes").unwrap();
+    std::fs::hard_link(s.root.join("one.txt"), s.root.join("two.txt")).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let server = file_server(rt_with(|rt| rt.send_file = SendFile::Never), &s.root);
+    let mut c = Client::connect(server.local_addr());
+    for name in ["one.txt", "one.txt", "two.txt", "two.txt", "two.txt"] {
+        assert_eq!(c.get(&format!("/f/{name}")).body, b"shared bytes");
+    }
+    let report = server.report();
+    assert_eq!(report.cache_entries, 1, "{report:?}");
+    assert_eq!(report.cache_bytes, 12, "{report:?}");
+    assert_eq!(report.cache_hits, 1, "two.txt's third request: {report:?}");
+}
