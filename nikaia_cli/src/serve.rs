@@ -21,6 +21,9 @@ pub struct ServeArgs {
     /// Also serve names with a component starting with `.` (`.git`, `.env`).
     #[arg(long)]
     hidden: bool,
+    /// List a directory that has no index.html (default: 404).
+    #[arg(long)]
+    list: bool,
 }
 
 /// Whether a decoded request name may be served: no component may start
@@ -52,13 +55,15 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    let hidden = args.hidden;
+    let (hidden, list) = (args.hidden, args.list);
     let server = Server::with_runtime(rt).route("/*path", move |req| {
         let name = req.param().unwrap_or("");
         if !hidden && !visible(name) {
             return Response::status_page_for(404);
         }
-        Response::new(200).body(File::new(name, &root).index("index.html"))
+        let file = File::new(name, &root).index("index.html");
+        let file = if list { file.list(hidden) } else { file };
+        Response::new(200).body(file)
     });
     let running = match server.start() {
         Ok(r) => r,

@@ -80,6 +80,36 @@ fn serves_index_files_and_redirects_directories_to_their_slash() {
 }
 
 #[test]
+fn list_shows_a_directory_without_an_index() {
+    let s = serve(&["--list"]);
+    std::fs::write(s._dir.path().join("docs/guide/<b>&x.txt"), "x").unwrap();
+    let (status, head, body) = get(&s.addr, "/docs/guide/");
+    let page = String::from_utf8(body).unwrap();
+    assert_eq!(status, 200);
+    assert!(head.contains("Content-Type: text/html; charset=utf-8"));
+    assert!(
+        page.contains("<a href=\"./a%20b.txt\">a b.txt</a>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("&lt;b&gt;&amp;x.txt"),
+        "names are escaped: {page}"
+    );
+    assert!(!page.contains("<b>"), "{page}");
+    // The root lists its directories with a slash and leaves dot-names out.
+    let root = String::from_utf8(get(&s.addr, "/empty/").2).unwrap();
+    assert!(root.contains("Index of /empty/"), "{root}");
+    let (_, _, top) = get(&s.addr, "/docs/");
+    assert_eq!(top, b"<h1>docs</h1>", "an index still wins");
+    std::fs::remove_file(s._dir.path().join("index.html")).unwrap();
+    let top = String::from_utf8(get(&s.addr, "/").2).unwrap();
+    assert!(top.contains("<a href=\"./docs/\">docs/</a>"), "{top}");
+    assert!(!top.contains(".git") && !top.contains(".env"), "{top}");
+    // Listing never leaves the root.
+    assert_eq!(get(&s.addr, "/%2e%2e/").0, 404);
+}
+
+#[test]
 fn a_redirect_never_leaves_the_host() {
     let s = serve(&[]);
     for target in ["//docs", "///docs", "/%2fdocs", "/docs%2f..%2fdocs"] {

@@ -184,3 +184,46 @@ fn anywhere_records_its_site_and_counts_opens() {
         .join("f");
     assert_eq!(fs::read(up, &root).unwrap(), b"anywhere");
 }
+
+/// `Root::list` is confined like an open, on both resolution paths.
+#[test]
+fn list_is_confined_on_both_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root_dir = tmp.path().join("root");
+    std::fs::create_dir_all(root_dir.join("sub/inner")).unwrap();
+    std::fs::write(root_dir.join("sub/b.txt"), b"b").unwrap();
+    std::fs::write(root_dir.join("sub/a.txt"), b"a").unwrap();
+    std::fs::write(tmp.path().join("outside.txt"), b"secret").unwrap();
+    std::os::unix::fs::symlink(tmp.path(), root_dir.join("out")).unwrap();
+    let root = nikaia_std::fs::Root::dir(&root_dir).unwrap();
+    for walk in [false, true] {
+        nikaia_std::fs::force_fallback_walk(walk);
+        let names: Vec<_> = root
+            .list("sub")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name.into_string().unwrap(), e.is_dir))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("a.txt".into(), false),
+                ("b.txt".into(), false),
+                ("inner".into(), true)
+            ],
+            "walk: {walk}"
+        );
+        assert_eq!(root.list(".").unwrap().len(), 2, "walk: {walk}");
+        for out in ["..", "out", "out/", "sub/../..", "/tmp"] {
+            assert!(
+                matches!(root.list(out), Err(nikaia_std::fs::Error::Outside(_))),
+                "{out} walk: {walk}"
+            );
+        }
+        assert!(matches!(
+            root.list("sub/a.txt"),
+            Err(nikaia_std::fs::Error::NotFound)
+        ));
+    }
+    nikaia_std::fs::force_fallback_walk(false);
+}

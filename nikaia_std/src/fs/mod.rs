@@ -22,5 +22,5 @@ pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened};
 #[doc(hidden)]
 pub use root::force_uncached_opens;
-pub use root::{anywhere_sites, AnywhereSite, Root};
+pub use root::{anywhere_sites, AnywhereSite, DirEntry, Root};
 pub use rw::{read, read_string, write};

@@ -43,6 +43,8 @@ pub(crate) enum Purpose {
     ReadCached,
     /// Create or truncate a regular file, then write it.
     Write,
+    /// Read a directory's entries.
+    List,
 }
 
 impl Purpose {
@@ -53,6 +55,7 @@ impl Purpose {
         match self {
             Purpose::Read | Purpose::ReadCached => OFlags::RDONLY | common,
             Purpose::Write => OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | common,
+            Purpose::List => OFlags::RDONLY | OFlags::DIRECTORY | common,
         }
     }
 

@@ -7,6 +7,7 @@ use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, CWD};
 use std::fmt;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::panic::Location;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,14 @@ static FORCE_UNCACHED: std::sync::atomic::AtomicBool = std::sync::atomic::Atomic
 #[doc(hidden)]
 pub fn force_uncached_opens(on: bool) {
     FORCE_UNCACHED.store(on, Ordering::Relaxed);
+}
+
+/// One entry of a directory listed with [`Root::list`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: std::ffi::OsString,
+    /// A directory itself (a symlink to one is not).
+    pub is_dir: bool,
 }
 
 /// Where a program called [`Root::anywhere`].
@@ -218,6 +227,38 @@ impl Root {
             Kind::Anywhere(_) => stat_at(CWD, name),
         };
         st.map_err(|e| open::from_errno(e, name))?
+    }
+
+    /// The entries of the directory `name` (`.` for the root itself), found
+    /// like a file (the same confinement and outcomes), sorted by name;
+    /// `.` and `..` are left out.
+    pub fn list(&self, name: impl AsRef<Path>) -> Result<Vec<DirEntry>, Error> {
+        let fd = self.open_fd(name.as_ref(), Purpose::List)?;
+        let mut dir = rustix::fs::Dir::read_from(&fd).map_err(|e| Error::Io(e.into()))?;
+        let mut entries = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(|e| Error::Io(e.into()))?;
+            let raw = entry.file_name().to_bytes();
+            if raw == b"." || raw == b".." {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                rustix::fs::FileType::Unknown => rustix::fs::statat(
+                    &fd,
+                    entry.file_name(),
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode as _))
+                .unwrap_or(rustix::fs::FileType::Unknown),
+                known => known,
+            };
+            entries.push(DirEntry {
+                name: std::ffi::OsStr::from_bytes(raw).to_os_string(),
+                is_dir: kind == rustix::fs::FileType::Directory,
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
     }
 
     /// Opens `name` for writing (create or truncate), confined like a read.

@@ -30,6 +30,8 @@ pub struct File {
     pub(crate) name: PathBuf,
     pub(crate) root: Root,
     pub(crate) index: Option<String>,
+    /// List a directory without an index; `Some(true)` shows dot-names too.
+    pub(crate) list: Option<bool>,
 }
 
 impl File {
@@ -40,6 +42,7 @@ impl File {
             name: name.as_ref().to_path_buf(),
             root: root.clone(),
             index: None,
+            list: None,
         }
     }
 
@@ -49,6 +52,29 @@ impl File {
     pub fn index(mut self, index: &str) -> File {
         self.index = Some(index.to_owned());
         self
+    }
+}
+
+impl File {
+    /// With [`File::index`]: a directory that has no index answers with a
+    /// listing of its entries (an HTML page; names starting with `.` are
+    /// left out unless `show_hidden`). Without this, such a directory is 404.
+    pub fn list(mut self, show_hidden: bool) -> File {
+        self.list = Some(show_hidden);
+        self
+    }
+
+    /// The directory whose listing answers when `name` (its index) is
+    /// missing, if listing is on.
+    fn listed_dir(&self, name: &Path) -> Option<PathBuf> {
+        let index = self.index.as_deref()?;
+        self.list?;
+        let dir = if self.name.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            self.name.clone()
+        };
+        (name == dir.join(index) || name == self.name.join(index)).then_some(dir)
     }
 }
 
@@ -162,6 +188,10 @@ pub(crate) fn opened(
             }
         }
         Err(fs::Error::WouldBlock) => Step::Open(name),
+        Err(fs::Error::NotFound) if file.listed_dir(&name).is_some() => {
+            let dir = file.listed_dir(&name).unwrap_or_default();
+            Step::Ready(status_only(listing(req, file, &dir)))
+        }
         Err(fs::Error::Outside(_) | fs::Error::NotFound | fs::Error::NotAFile { .. }) => {
             Step::Ready(status_only(Response::status_page(404)))
         }
@@ -290,6 +320,66 @@ fn with_charset(t: &'static str) -> &'static str {
 
 fn ends_with_slash(p: &Path) -> bool {
     p.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
+/// An HTML page listing the directory `dir` under the file's root. Names are
+/// escaped for HTML and percent-encoded in links; the listing reads the
+/// directory on the worker (a rare request, and the one exception to D9).
+fn listing(req: &Request, file: &File, dir: &Path) -> Response {
+    let entries = match file.root.list(dir) {
+        Ok(e) => e,
+        Err(fs::Error::Io(e)) => {
+            return Response::internal_error(format!("cannot list {dir:?}: {e}"))
+        }
+        Err(_) => return Response::status_page(404),
+    };
+    let show_hidden = file.list.unwrap_or(false);
+    let title = html_escape(req.path());
+    let mut page = format!(
+        "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Index of {title}</title>\n<h1>Index of {title}</h1>\n<ul>\n<li><a href=\"../\">../</a></li>\n"
+    );
+    for e in entries {
+        let name = e.name.to_string_lossy();
+        if name.starts_with('.') && !show_hidden {
+            continue;
+        }
+        let slash = if e.is_dir { "/" } else { "" };
+        page.push_str(&format!(
+            "<li><a href=\"./{}{slash}\">{}{slash}</a></li>\n",
+            percent_encode(&name),
+            html_escape(&name)
+        ));
+    }
+    page.push_str("</ul>\n");
+    Response::new(200).body(crate::html::Raw::from(page))
+}
+
+fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encodes everything but unreserved characters and `/`.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// 301 to the request's path with a slash added. The Location is built from
