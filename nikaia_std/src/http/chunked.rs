@@ -4,7 +4,7 @@
 //! time costs linear work, and it bounds everything a client controls: the
 //! decoded size, the size line, extensions and trailers.
 
-use super::parse::Reject;
+use super::parse::{hex, Reject};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
@@ -174,10 +174,6 @@ impl Chunked {
         }
         Ok(Step::Data(size))
     }
-}
-
-fn hex(c: u8) -> Option<u8> {
-    (c as char).to_digit(16).map(|d| d as u8)
 }
 
 #[cfg(test)]

@@ -346,7 +346,7 @@ fn listing(req: &Request, file: &File, dir: &Path) -> Response {
         let slash = if e.is_dir { "/" } else { "" };
         page.push_str(&format!(
             "<li><a href=\"./{}{slash}\">{}{slash}</a></li>\n",
-            percent_encode(&name),
+            percent_encode(&name, b"-._~/"),
             html_escape(&name)
         ));
     }
@@ -369,11 +369,11 @@ fn html_escape(s: &str) -> String {
     out
 }
 
-/// Percent-encodes everything but unreserved characters and `/`.
-fn percent_encode(s: &str) -> String {
+/// Percent-encodes every byte but ASCII letters, digits and `keep`.
+fn percent_encode(s: &str, keep: &[u8]) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+        if b.is_ascii_alphanumeric() || keep.contains(&b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -386,15 +386,8 @@ fn percent_encode(s: &str) -> String {
 /// the decoded path, re-encoded, with its leading slashes collapsed to one,
 /// so `//evil.example` can never become a redirect to another host.
 fn redirect_to_slash(req: &Request) -> Response {
-    let mut location = String::from("/");
-    for b in req.path().trim_start_matches('/').bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
-            location.push(b as char);
-        } else {
-            location.push_str(&format!("%{b:02X}"));
-        }
-    }
-    location.push('/');
+    let path = req.path().trim_start_matches('/');
+    let mut location = format!("/{}/", percent_encode(path, b"-._~/!$&'()*+,;=:@"));
     if let Some(q) = req.query() {
         location.push('?');
         location.push_str(q);
