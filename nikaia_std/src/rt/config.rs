@@ -217,6 +217,39 @@ impl Runtime {
     }
 }
 
+/// Something about the machine, not the file's text, that a server started
+/// with a runtime would run into: found by [`Runtime::preflight`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The key whose value leads to it.
+    pub key: &'static str,
+    /// What is wrong, one line.
+    pub message: String,
+    /// `false`: a server would refuse to start. `true`: it would start, but
+    /// the operator should know (`nikaia check` exits 0).
+    pub warning: bool,
+}
+
+impl Runtime {
+    /// Looks at what the settings name on this machine, as a server starting
+    /// with them would: what `nikaia check` reports beyond the file's text.
+    pub fn preflight(&self) -> Vec<Finding> {
+        let mut found = Vec::new();
+        if let Some(path) = &self.stats_socket {
+            if let Err(e) = super::stats_socket::inspect(path) {
+                found.push(Finding {
+                    key: "stats-socket",
+                    message: e.to_string(),
+                    // A live server on the socket is likely the one this file
+                    // configures: starting a second would fail, checking not.
+                    warning: e.kind() == std::io::ErrorKind::AddrInUse,
+                });
+            }
+        }
+        found
+    }
+}
+
 /// `FILE:LINE:COL: error: key `KEY`: MESSAGE`, one line; the position is left
 /// out when there is none (line 0), the key when there is none.
 impl fmt::Display for ConfigError {

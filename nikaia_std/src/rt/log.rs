@@ -24,10 +24,7 @@ impl Sink {
         match target {
             LogTarget::Stderr => Ok(Sink::Stderr),
             LogTarget::Off => Ok(Sink::Off),
-            LogTarget::File(p) => OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
+            LogTarget::File(p) => open_log(p)
                 .map(|f| Sink::File(Mutex::new(f)))
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
         }
@@ -51,6 +48,23 @@ impl Sink {
             Sink::Off => {}
         }
     }
+}
+
+/// Opens a log file to append to, creating it (mode 0644 less the umask) if
+/// it is missing: never truncated, never removed, never renamed (the rule in
+/// `spec/runtime-file.md`). Opened nonblocking so a FIFO nobody reads fails
+/// at once (ENXIO) instead of stalling the start; writes then block as usual.
+fn open_log(path: &std::path::Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o644)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
+    Ok(file)
 }
 
 /// The two logs of a server.
@@ -133,6 +147,43 @@ pub(crate) fn timestamp() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn a_log_file_is_appended_to_never_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("access.log");
+        std::fs::write(&path, "yesterday's line\n").unwrap();
+        let sink = Sink::open(&LogTarget::File(path.clone())).unwrap();
+        sink.write(b"today's line\n");
+        drop(sink);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "yesterday's line\ntoday's line\n"
+        );
+    }
+
+    #[test]
+    fn a_fifo_nobody_reads_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let Err(e) = Sink::open(&LogTarget::File(path.clone())) else {
+            panic!("opened a FIFO without a reader");
+        };
+        assert!(e.to_string().contains("log.fifo"), "{e}");
+        assert!(std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+    }
 
     #[test]
     fn access_lines_escape_what_a_client_sent() {

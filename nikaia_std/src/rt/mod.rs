@@ -8,6 +8,7 @@ pub(crate) mod stats;
 pub(crate) mod stats_socket;
 
 pub use config::{
-    format_duration, format_size, ConfigError, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
+    format_duration, format_size, ConfigError, Finding, LogTarget, Runtime, SendFile, KEYS,
+    RUNTIME_ENV,
 };
 pub use stats::Report;
