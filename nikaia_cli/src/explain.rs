@@ -87,15 +87,7 @@ fn n(v: &Value) -> u64 {
 pub fn render(socket: &Path, r: &Value) -> String {
     let mut out = format!("nikaia explain — {}\n", socket.display());
     out += &format!("uptime        {}\n\n", duration(n(&r["uptime_ms"])));
-    out += &format!("{:<14}{:>12}{:>14}\n", "vehicle", "requests", "bytes");
-    for v in r["vehicles"].as_array().into_iter().flatten() {
-        out += &format!(
-            "{:<14}{:>12}{:>14}\n",
-            v["vehicle"].as_str().unwrap_or("?"),
-            n(&v["requests"]),
-            size(n(&v["bytes"]))
-        );
-    }
+    out += &vehicles(&r["vehicles"]);
     let c = &r["cache"];
     let (hits, misses) = (n(&c["hits"]), n(&c["misses"]));
     let rate = if hits + misses == 0 {
@@ -116,6 +108,19 @@ pub fn render(socket: &Path, r: &Value) -> String {
         n(&r["cold_reads"]),
         n(&r["truncated"]),
     );
+    let tls = &r["tls"];
+    if tls.is_object() {
+        out += &format!(
+            "\nTLS           {} connections open; handshakes: {} full, {} resumed, {} failed\n              {} plain HTTP requests refused on the TLS port\n",
+            n(&tls["connections"]),
+            n(&tls["handshakes_full"]),
+            n(&tls["handshakes_resumed"]),
+            n(&tls["failures"]),
+            n(&tls["plain_http"]),
+        );
+        out += "through TLS:\n";
+        out += &vehicles(&tls["vehicles"]);
+    }
     let sites = r["anywhere"].as_array().cloned().unwrap_or_default();
     if sites.is_empty() {
         out += "\nAnywhere      no site has made a root in this process\n";
@@ -128,6 +133,20 @@ pub fn render(socket: &Path, r: &Value) -> String {
                 n(&s["opens"])
             );
         }
+    }
+    out
+}
+
+/// The vehicles table: requests and bytes by the way bodies travelled.
+fn vehicles(list: &Value) -> String {
+    let mut out = format!("{:<14}{:>12}{:>14}\n", "vehicle", "requests", "bytes");
+    for v in list.as_array().into_iter().flatten() {
+        out += &format!(
+            "{:<14}{:>12}{:>14}\n",
+            v["vehicle"].as_str().unwrap_or("?"),
+            n(&v["requests"]),
+            size(n(&v["bytes"]))
+        );
     }
     out
 }

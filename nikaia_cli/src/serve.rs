@@ -77,8 +77,9 @@ pub fn run(args: ServeArgs) -> u8 {
         return 1;
     }
     println!(
-        "Serving {} at http://{}/ (Ctrl-C to stop)",
+        "Serving {} at {}://{}/ (Ctrl-C to stop)",
         dir.display(),
+        running.scheme(),
         running.local_addr()
     );
     running.wait();

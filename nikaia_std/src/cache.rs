@@ -70,17 +70,29 @@ pub(crate) struct Occupancy {
     pub bytes: u64,
 }
 
+/// How the table holds a kept file's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// A read-only mapping, written by the kernel (`sendmsg`): plain HTTP.
+    Mappings,
+    /// A copy read once: TLS, where rustls reads the bytes in user mode and
+    /// a mapping of a file someone truncates would raise SIGBUS.
+    Copies,
+}
+
 pub(crate) struct Cache<M> {
     table: Mutex<Table<M>>,
+    keep: Keep,
     max_entries: usize,
     max_bytes: u64,
     pub(crate) counters: CacheCounters,
 }
 
 impl<M: Clone> Cache<M> {
-    pub(crate) fn new(max_entries: usize, max_bytes: u64) -> Cache<M> {
+    pub(crate) fn new(max_entries: usize, max_bytes: u64, keep: Keep) -> Cache<M> {
         Cache {
             table: Mutex::new(Table::default()),
+            keep,
             max_entries,
             max_bytes,
             counters: CacheCounters::default(),
@@ -172,8 +184,10 @@ impl<M: Clone> Cache<M> {
                 return Some(bytes);
             }
         }
-        let mapped = fs::map_opened(opened).ok()?;
-        let bytes = Bytes::from(mapped);
+        let bytes = match self.keep {
+            Keep::Mappings => Bytes::from(fs::map_opened(opened).ok()?),
+            Keep::Copies => copy_opened(opened)?,
+        };
         let mut t = self.lock();
         // Another worker may have kept it meanwhile.
         if let Some(kept) = t.adopt(&key, file, &id) {
@@ -245,6 +259,22 @@ impl<M> Table<M> {
     fn link(&mut self, (root, name): Name, file: (u64, u64)) {
         self.by_name.entry(root).or_default().insert(name, file);
     }
+}
+
+/// The whole file read by `pread` (the descriptor's offset is left for the
+/// send), kept only if an `fstat` after the read shows the same identity:
+/// a file changed while it was read is not kept.
+fn copy_opened(opened: &Opened) -> Option<Bytes> {
+    let mut data = vec![0u8; usize::try_from(opened.id.size).ok()?];
+    let mut got = 0;
+    while got < data.len() {
+        match crate::send::pread(&opened.file, &mut data[got..], got as u64) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => got += n,
+        }
+    }
+    let after = rustix::fs::fstat(&opened.file).ok()?;
+    (fs::identity_of(&after) == opened.id).then(|| Bytes::from(data))
 }
 
 fn recently_changed(id: &Identity) -> bool {

@@ -17,5 +17,6 @@ pub mod html;
 pub mod http;
 pub mod rt;
 pub(crate) mod send;
+pub(crate) mod tls;
 
 pub use bytes::Bytes;

@@ -6,6 +6,7 @@ use nikaia_std::http::{Running, Server};
 use nikaia_std::rt::{LogTarget, Runtime};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A runtime for tests: loopback, port 0, two workers, quiet logs.
@@ -78,44 +79,7 @@ impl Client {
 
     /// Reads one response; `head_only` for a reply to HEAD.
     pub fn read_reply(&mut self, head_only: bool) -> io::Result<Reply> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        let status: u16 = line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| io::Error::other(format!("bad status line {line:?}")))?;
-        let mut headers = Vec::new();
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line)?;
-            let l = line.trim_end_matches(['\r', '\n']);
-            if l.is_empty() {
-                break;
-            }
-            let (n, v) = l
-                .split_once(':')
-                .ok_or_else(|| io::Error::other("bad header"))?;
-            headers.push((n.to_owned(), v.trim().to_owned()));
-        }
-        let mut reply = Reply {
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        let bodiless = head_only || status == 304 || status == 204 || status < 200;
-        if !bodiless {
-            if let Some(len) = reply.header("content-length") {
-                let len: usize = len.parse().map_err(io::Error::other)?;
-                reply.body = vec![0; len];
-                self.reader.read_exact(&mut reply.body)?;
-            } else {
-                self.reader.read_to_end(&mut reply.body)?;
-            }
-        }
-        Ok(reply)
+        read_reply(&mut self.reader, head_only)
     }
 
     pub fn reply(&mut self) -> io::Result<Reply> {
@@ -125,18 +89,219 @@ impl Client {
     /// True when the server closed the connection (EOF or reset) within the
     /// read timeout, with nothing more sent.
     pub fn is_closed(&mut self) -> bool {
-        let mut b = [0u8; 1];
-        match self.reader.read(&mut b) {
-            Ok(0) => true,
-            Ok(_) => false,
-            Err(e) => !matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ),
-        }
+        is_closed(&mut self.reader)
     }
 
     pub fn set_read_timeout(&self, t: Duration) {
         self.stream().set_read_timeout(Some(t)).unwrap();
+    }
+}
+
+/// True when the peer closed (EOF or reset) within the read timeout, with
+/// nothing more sent.
+fn is_closed(reader: &mut impl Read) -> bool {
+    let mut b = [0u8; 1];
+    match reader.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+/// Reads one HTTP/1.1 response off `reader`; `head_only` for a reply to HEAD.
+pub fn read_reply(reader: &mut impl BufRead, head_only: bool) -> io::Result<Reply> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    let status: u16 = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| io::Error::other(format!("bad status line {line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            break;
+        }
+        let (n, v) = l
+            .split_once(':')
+            .ok_or_else(|| io::Error::other("bad header"))?;
+        headers.push((n.to_owned(), v.trim().to_owned()));
+    }
+    let mut reply = Reply {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    let bodiless = head_only || status == 304 || status == 204 || status < 200;
+    if !bodiless {
+        if let Some(len) = reply.header("content-length") {
+            let len: usize = len.parse().map_err(io::Error::other)?;
+            reply.body = vec![0; len];
+            reader.read_exact(&mut reply.body)?;
+        } else {
+            reader.read_to_end(&mut reply.body)?;
+        }
+    }
+    Ok(reply)
+}
+
+/// A certificate authority and a server certificate for `localhost` and
+/// 127.0.0.1 that it signed, made fresh for a test, with the PEM files a
+/// runtime file names.
+pub struct TestPki {
+    pub dir: tempfile::TempDir,
+    pub ca_pem: std::path::PathBuf,
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+    ca: rcgen::Issuer<'static, rcgen::KeyPair>,
+    ca_der: rustls::pki_types::CertificateDer<'static>,
+}
+
+impl TestPki {
+    pub fn new() -> TestPki {
+        let dir = tempfile::tempdir().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "nikaia test CA");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ca_cert = params.self_signed(&key).unwrap();
+        let ca_pem = dir.path().join("ca.pem");
+        std::fs::write(&ca_pem, ca_cert.pem()).unwrap();
+        let mut pki = TestPki {
+            cert: dir.path().join("cert.pem"),
+            key: dir.path().join("key.pem"),
+            ca_pem,
+            ca_der: ca_cert.der().clone(),
+            ca: rcgen::Issuer::new(params, key),
+            dir,
+        };
+        pki.issue("server one");
+        pki
+    }
+
+    /// Writes a new server certificate (and key) signed by the CA, with
+    /// `name` as its common name, over `cert` and `key`.
+    pub fn issue(&mut self, name: &str) {
+        let (cert, key) = self.make(name, 2100);
+        std::fs::write(&self.cert, cert).unwrap();
+        std::fs::write(&self.key, key).unwrap();
+    }
+
+    /// (certificate PEM, key PEM) of a server certificate valid until the
+    /// first day of `until_year`.
+    pub fn make(&self, name: &str, until_year: i32) -> (String, String) {
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+                .unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(until_year, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.ca).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// A runtime serving HTTPS with this certificate (loopback, port 0, two
+    /// workers, quiet logs).
+    pub fn runtime(&self) -> Runtime {
+        Runtime {
+            tls_cert: Some(self.cert.clone()),
+            tls_key: Some(self.key.clone()),
+            ..test_runtime()
+        }
+    }
+
+    /// A client configuration trusting the test CA, offering `http/1.1`.
+    pub fn client_config(&self) -> Arc<rustls::ClientConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.ca_der.clone()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Arc::new(config)
+    }
+}
+
+impl Default for TestPki {
+    fn default() -> Self {
+        TestPki::new()
+    }
+}
+
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// One HTTPS client connection (rustls), reading exactly what the server
+/// sent.
+pub struct TlsClient {
+    reader: BufReader<TlsStream>,
+}
+
+impl TlsClient {
+    /// Connects and completes the handshake.
+    pub fn connect(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> TlsClient {
+        TlsClient::over(TcpStream::connect(addr).expect("connect"), config)
+    }
+
+    /// Completes a handshake over a socket already connected.
+    pub fn over(tcp: TcpStream, config: Arc<rustls::ClientConfig>) -> TlsClient {
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(config, name).unwrap();
+        let mut stream = rustls::StreamOwned::new(conn, tcp);
+        while stream.conn.is_handshaking() {
+            stream
+                .conn
+                .complete_io(&mut stream.sock)
+                .expect("TLS handshake");
+        }
+        TlsClient {
+            reader: BufReader::new(stream),
+        }
+    }
+
+    pub fn session(&self) -> &rustls::ClientConnection {
+        &self.reader.get_ref().conn
+    }
+
+    pub fn send(&mut self, bytes: impl AsRef<[u8]>) {
+        let s = self.reader.get_mut();
+        s.write_all(bytes.as_ref()).expect("send");
+        s.flush().expect("flush");
+    }
+
+    /// Sends a GET with Host and returns the reply.
+    pub fn get(&mut self, path: &str) -> Reply {
+        self.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
+        self.reply().expect("a reply")
+    }
+
+    pub fn read_reply(&mut self, head_only: bool) -> io::Result<Reply> {
+        read_reply(&mut self.reader, head_only)
+    }
+
+    pub fn reply(&mut self) -> io::Result<Reply> {
+        self.read_reply(false)
+    }
+
+    /// True when the server closed within the read timeout.
+    pub fn is_closed(&mut self) -> bool {
+        is_closed(&mut self.reader)
     }
 }

@@ -10,7 +10,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// Spawns `cmd` (a `nikaia serve …` already given its arguments), reads the
-/// `Serving DIR at http://ADDR/` line, and returns the child and ADDR.
+/// `Serving DIR at http://ADDR/` (or `https://`) line, and returns the
+/// child and ADDR.
 pub fn spawn_serve(mut cmd: Command) -> (Child, String) {
     let mut child = cmd
         .env("NIKAIA_RUNTIME", "")
@@ -23,7 +24,7 @@ pub fn spawn_serve(mut cmd: Command) -> (Child, String) {
         .read_line(&mut line)
         .unwrap();
     let addr = line
-        .split("http://")
+        .split("://")
         .nth(1)
         .and_then(|rest| rest.split('/').next())
         .unwrap_or_else(|| panic!("no URL in {line:?}"))

@@ -17,6 +17,7 @@ mod linux;
 pub use error::{Error, Outside};
 pub(crate) use map::map_opened;
 pub use map::{map, Mapped};
+pub(crate) use open::identity as identity_of;
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened};

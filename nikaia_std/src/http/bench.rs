@@ -4,7 +4,7 @@
 //! choice, validators, the residency probe), not a copy of it.
 
 use super::file::{self, Plan, Step};
-use super::out::{Flushed, Out};
+use super::out::{Flushed, Out, PlainWire};
 use super::parse::parse_head;
 use super::request::Request;
 use super::response::Response;
@@ -110,7 +110,8 @@ impl AutoSender {
                     let mut budget = usize::MAX;
                     let mut progress = false;
                     let forever = std::time::Instant::now() + std::time::Duration::from_secs(3600);
-                    match out.flush(sock, &mut budget, forever, &mut progress, |_| {}) {
+                    let mut wire = PlainWire(std::os::fd::AsFd::as_fd(sock));
+                    match out.flush(&mut wire, &mut budget, forever, &mut progress, |_| {}) {
                         Ok(Flushed::All) => return Ok(end - start),
                         Ok(Flushed::Cold { offset, len }) => {
                             let mut data = vec![0; len];

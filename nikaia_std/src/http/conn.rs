@@ -4,7 +4,7 @@
 
 use super::chunked::Chunked;
 use super::file::{self, File, Plan, Prepared, Step};
-use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
+use super::out::{Flushed, Out, PlainWire, SendError, Sent, COLD_READ};
 use super::parse::{parse_head, Framing, Head, Reject};
 use super::request::{Request, Version};
 use super::response::{write_head, Body, Response};
@@ -14,10 +14,11 @@ use crate::fs::{self as nfs, Opened};
 use crate::rt::log::AccessEntry;
 use crate::rt::pool::Mailbox;
 use crate::send::{FileSend, Vehicle};
+use crate::tls::{Input, Session, TlsWire};
 use bytes::{Bytes, BytesMut};
 use rustix::io::Errno;
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -115,6 +116,10 @@ pub(crate) struct Conn {
     /// was reused are recognised and dropped.
     id: u64,
     fd: OwnedFd,
+    /// The TLS session in front of the socket, on an HTTPS listener.
+    tls: Option<Box<Session>>,
+    /// No request has been answered yet.
+    fresh: bool,
     peer: SocketAddr,
     rbuf: BytesMut,
     out: Out,
@@ -140,6 +145,7 @@ impl Conn {
     pub(crate) fn new(
         id: u64,
         fd: OwnedFd,
+        tls: Option<Box<Session>>,
         peer: SocketAddr,
         now: Instant,
         shared: &Shared,
@@ -147,6 +153,8 @@ impl Conn {
         Conn {
             id,
             fd,
+            tls,
+            fresh: true,
             peer,
             rbuf: BytesMut::new(),
             out: Out::default(),
@@ -170,7 +178,16 @@ impl Conn {
 
     /// Idle: no request in progress and nothing to write.
     pub(crate) fn is_idle(&self) -> bool {
-        matches!(self.state, State::Idle) && self.out.is_empty() && self.rbuf.is_empty()
+        matches!(self.state, State::Idle)
+            && self.out.is_empty()
+            && self.rbuf.is_empty()
+            && !self.tls.as_ref().is_some_and(|t| t.pending())
+    }
+
+    /// Whether this connection came through the TLS listener and still
+    /// speaks TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     /// Runs the connection as far as it can go without waiting.
@@ -197,7 +214,23 @@ impl Conn {
                     }
                 }
             }
+            // Records the session still holds go out before anything else.
+            if let Some(tls) = &mut self.tls {
+                match tls.push(self.fd.as_fd()) {
+                    Ok(true) => {}
+                    Ok(false) => return Next::Wait,
+                    Err(_) => return Next::Close,
+                }
+            }
             if self.close_after && !matches!(self.state, State::Lingering) {
+                if let Some(tls) = &mut self.tls {
+                    tls.close_notify();
+                    match tls.push(self.fd.as_fd()) {
+                        Ok(true) => {}
+                        Ok(false) => return Next::Wait,
+                        Err(_) => return Next::Close,
+                    }
+                }
                 let _ = rustix::net::shutdown(&self.fd, rustix::net::Shutdown::Write);
                 self.state = State::Lingering;
                 self.deadline = turn.now + LINGER;
@@ -247,14 +280,24 @@ impl Conn {
         let log_on = turn.shared.logs.access.is_on();
         let stats = &turn.shared.stats;
         let peer = self.peer;
-        let r = self
-            .out
-            .flush(&self.fd, budget, slice_end, &mut progress, |sent| {
-                stats.record(sent.vehicle, sent.bytes);
-                if log_on {
-                    log_sent(access, peer, &sent, Instant::now());
-                }
-            });
+        let tls = self.tls.is_some();
+        let done = |sent: Box<Sent>| {
+            stats.record(sent.vehicle, sent.bytes, tls);
+            if log_on {
+                log_sent(access, peer, &sent, Instant::now());
+            }
+        };
+        let fd = self.fd.as_fd();
+        let r = match &mut self.tls {
+            Some(session) => {
+                let mut wire = TlsWire { fd, session };
+                self.out
+                    .flush(&mut wire, budget, slice_end, &mut progress, done)
+            }
+            None => self
+                .out
+                .flush(&mut PlainWire(fd), budget, slice_end, &mut progress, done),
+        };
         if progress {
             self.deadline = turn.now + turn.shared.rt.send_timeout;
         }
@@ -294,6 +337,11 @@ impl Conn {
         let rt = &turn.shared.rt;
         if let State::Body(..) = self.state {
             return self.advance_body(turn);
+        }
+        if self.fresh && !self.is_tls() && self.rbuf.first() == Some(&TLS_HANDSHAKE) {
+            // A TLS client on a plain port: it would not understand an
+            // HTTP answer, so none is sent.
+            return Err(Next::Close);
         }
         match parse_head(&self.rbuf, rt.max_header_bytes) {
             Err(reject) => {
@@ -442,6 +490,20 @@ impl Conn {
                 self.file_step(turn, step, pending);
                 return;
             }
+            // Under TLS rustls reads the body in user mode: a program's
+            // mapping is copied by the kernel first, where a file cut short
+            // is an error and not SIGBUS.
+            Body::Mapped(b) if self.tls.is_some() => match crate::send::guarded_copy(&b) {
+                Ok(copy) => resp.body = Body::Bytes(Bytes::from(copy)),
+                Err(e) => {
+                    let failed = Response::internal_error(format!(
+                        "the mapped body could not be read ({}); did its file shrink?",
+                        std::io::Error::from(e)
+                    ));
+                    self.log_error(turn, &req, &failed);
+                    resp = Response::status_page(500);
+                }
+            },
             body => resp.body = body,
         }
         let length = resp.body.len();
@@ -624,13 +686,14 @@ impl Conn {
                     .push_file(FileSend::new(file, start, end, vehicle, req.path()));
                 (vehicle, end - start)
             }
-            (true, Plan::None, Body::Bytes(b)) => {
+            (true, Plan::None, Body::Bytes(b) | Body::Mapped(b)) => {
                 let n = b.len() as u64;
                 self.out.push(b);
                 (Vehicle::Memory, n)
             }
             (true, Plan::None, _) => (Vehicle::Memory, 0),
         };
+        self.fresh = false;
         self.out.end(Sent {
             head: req.head.clone(),
             method: req.method.clone(),
@@ -651,8 +714,13 @@ impl Conn {
 
     /// Answers a request that cannot be served with its status, then closes.
     fn refuse(&mut self, turn: &mut Turn<'_>, reject: Reject) {
+        let page = Response::status_page(reject.status);
+        self.refuse_with(turn, reject, page);
+    }
+
+    /// [`Conn::refuse`] with a page of its own.
+    fn refuse_with(&mut self, turn: &mut Turn<'_>, reject: Reject, resp: Response) {
         let mut head = Vec::with_capacity(160);
-        let resp = Response::status_page(reject.status);
         write_head(&mut head, &resp, resp.body.len(), turn.date, true, false);
         self.out.push(Bytes::from(head));
         if let Body::Bytes(b) = resp.body {
@@ -678,8 +746,8 @@ impl Conn {
 
     /// Reads what the socket has. `Err(Wait)` when it has nothing yet,
     /// `Err(Close)` at EOF or on an error.
-    fn read_more(&mut self, turn: &Turn<'_>) -> Result<(), Next> {
-        match self.read()? {
+    fn read_more(&mut self, turn: &mut Turn<'_>) -> Result<(), Next> {
+        match self.read(turn)? {
             Read::Data => {
                 if let State::Idle = self.state {
                     // The next request has begun: its head has header-timeout.
@@ -693,7 +761,10 @@ impl Conn {
         }
     }
 
-    fn read(&mut self) -> Result<Read, Next> {
+    fn read(&mut self, turn: &mut Turn<'_>) -> Result<Read, Next> {
+        if self.tls.is_some() {
+            return self.read_tls(turn);
+        }
         if self.drained {
             return Ok(Read::Blocked);
         }
@@ -719,6 +790,64 @@ impl Conn {
                     return Ok(Read::Blocked);
                 }
                 Err(_) => return Err(Next::Close),
+            }
+        }
+    }
+}
+
+/// The first byte of a TLS handshake record.
+const TLS_HANDSHAKE: u8 = 0x16;
+
+impl Conn {
+    /// Reads through the TLS session: ciphertext until the socket is empty,
+    /// plaintext into `rbuf`.
+    fn read_tls(&mut self, turn: &mut Turn<'_>) -> Result<Read, Next> {
+        let Some(session) = &mut self.tls else {
+            return Ok(Read::Blocked);
+        };
+        let input = session.read(self.fd.as_fd(), &mut self.rbuf, &mut self.drained);
+        if let (Some(kind), Some(tls)) = (session.established(), &turn.shared.tls) {
+            let counter = match kind {
+                rustls::HandshakeKind::Resumed => &tls.counters.resumed,
+                _ => &tls.counters.full,
+            };
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        match input {
+            Input::Data => Ok(Read::Data),
+            Input::Blocked => Ok(Read::Blocked),
+            Input::Eof | Input::Broken => Err(Next::Close),
+            Input::Failed { error, handshake } => {
+                // The alert rustls queued goes out if the socket takes it.
+                let _ = session.push(self.fd.as_fd());
+                if let Some(tls) = &turn.shared.tls {
+                    let stage = if handshake { "handshake" } else { "session" };
+                    if let Some(unlogged) = tls.failure_to_log() {
+                        turn.shared.logs.error(format_args!(
+                            "{}: TLS {stage} failed: {error} ({unlogged} more failures not logged since the last line)",
+                            self.peer
+                        ));
+                    }
+                }
+                Err(Next::Close)
+            }
+            Input::PlainHttp => {
+                self.tls = None;
+                if let Some(tls) = &turn.shared.tls {
+                    tls.counters
+                        .plain_http
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                self.refuse_with(
+                    turn,
+                    Reject {
+                        status: 400,
+                        why: "plain HTTP on the TLS port",
+                    },
+                    Response::plain_http_on_tls_port(),
+                );
+                // The refusal is queued: go round to write it, then close.
+                Ok(Read::Data)
             }
         }
     }

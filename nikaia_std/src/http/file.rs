@@ -287,7 +287,7 @@ fn plan(
                 file: Arc::new(file),
                 start,
                 end,
-                vehicle: send::choose(shared.rt.send_file, length),
+                vehicle: send::choose(shared.rt.send_file, length, shared.tls.is_some()),
             },
         }
     };

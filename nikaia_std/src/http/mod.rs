@@ -9,7 +9,7 @@ mod conditional;
 mod conn;
 pub(crate) mod date;
 mod file;
-mod out;
+pub(crate) mod out;
 mod parse;
 mod request;
 mod response;

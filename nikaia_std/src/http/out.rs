@@ -10,7 +10,6 @@ use rustix::io::Errno;
 use rustix::net::{SendAncillaryBuffer, SendFlags};
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::os::fd::AsFd;
 use std::time::Instant;
 
 /// What follows a response's last byte in the queue: what to log and count
@@ -63,6 +62,50 @@ pub(crate) enum SendError {
         promised: u64,
         cause: Option<Errno>,
     },
+}
+
+/// Where a connection's queue writes: the socket itself, or a TLS session
+/// in front of it (`tls::TlsWire`).
+pub(crate) trait Wire {
+    /// Writes a prefix of `iov`, returning its length; `EAGAIN` when
+    /// nothing could be taken. `more`: a file body follows at once.
+    fn send(&mut self, iov: &[IoSlice<'_>], more: bool) -> Result<usize, Errno>;
+    /// `sendfile` from `file` at `offset` (advanced); only a plain socket.
+    fn sendfile(
+        &mut self,
+        file: &std::fs::File,
+        offset: &mut u64,
+        count: usize,
+    ) -> Result<usize, Errno>;
+}
+
+/// A plain TCP socket.
+pub(crate) struct PlainWire<'a>(pub std::os::fd::BorrowedFd<'a>);
+
+impl Wire for PlainWire<'_> {
+    fn send(&mut self, iov: &[IoSlice<'_>], more: bool) -> Result<usize, Errno> {
+        let flags = if more {
+            SendFlags::NOSIGNAL | SendFlags::MORE
+        } else {
+            SendFlags::NOSIGNAL
+        };
+        let mut control = SendAncillaryBuffer::default();
+        loop {
+            match rustix::net::sendmsg(self.0, iov, &mut control, flags) {
+                Err(Errno::INTR) => continue,
+                other => return other,
+            }
+        }
+    }
+
+    fn sendfile(
+        &mut self,
+        file: &std::fs::File,
+        offset: &mut u64,
+        count: usize,
+    ) -> Result<usize, Errno> {
+        send::sendfile(self.0, file, offset, count)
+    }
 }
 
 #[derive(Default, Debug)]
@@ -137,7 +180,7 @@ impl Out {
     /// set when any byte moved.
     pub(crate) fn flush(
         &mut self,
-        sock: impl AsFd,
+        wire: &mut impl Wire,
         budget: &mut usize,
         slice_end: Instant,
         progress: &mut bool,
@@ -153,7 +196,7 @@ impl Out {
                 return Ok(Flushed::Budget);
             }
             let wrote = match front {
-                Chunk::File(f) => match send_file_step(&sock, f, *budget, &mut self.spare)? {
+                Chunk::File(f) => match send_file_step(wire, f, *budget, &mut self.spare)? {
                     Step::Wrote(n) => {
                         if f.remaining() == 0 {
                             if let Some(Chunk::File(f)) = self.chunks.pop_front() {
@@ -166,7 +209,7 @@ impl Out {
                     }
                     Step::Flushed(state) => return Ok(state),
                 },
-                _ => match self.send_mem(&sock, *budget, &mut done) {
+                _ => match self.send_mem(wire, *budget, &mut done) {
                     Ok(n) => n,
                     Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
                     Err(_) => return Err(SendError::Peer),
@@ -181,7 +224,7 @@ impl Out {
     /// Sends the in-memory chunks at the front in one `sendmsg`.
     fn send_mem(
         &mut self,
-        sock: &impl AsFd,
+        wire: &mut impl Wire,
         budget: usize,
         done: &mut impl FnMut(Box<Sent>),
     ) -> Result<usize, Errno> {
@@ -205,18 +248,7 @@ impl Out {
                 _ => break,
             }
         }
-        let flags = if more {
-            SendFlags::NOSIGNAL | SendFlags::MORE
-        } else {
-            SendFlags::NOSIGNAL
-        };
-        let mut control = SendAncillaryBuffer::default();
-        let wrote = loop {
-            match rustix::net::sendmsg(sock, &iov[..n_iov], &mut control, flags) {
-                Err(Errno::INTR) => continue,
-                other => break other?,
-            }
-        };
+        let wrote = wire.send(&iov[..n_iov], more)?;
         self.queued -= wrote;
         let mut n = wrote;
         while n > 0 {
@@ -258,7 +290,7 @@ enum Step {
 
 /// One step of a file body: write what was read, or probe and send more.
 fn send_file_step(
-    sock: &impl AsFd,
+    wire: &mut impl Wire,
     f: &mut FileSend,
     budget: usize,
     spare: &mut Option<Vec<u8>>,
@@ -269,13 +301,10 @@ fn send_file_step(
     // Bytes already read (here, or on the io pool) go first.
     if let Some(b) = &mut f.buf {
         let end = b.data.len().min(b.pos + budget);
-        let wrote = loop {
-            match rustix::net::send(sock, &b.data[b.pos..end], SendFlags::NOSIGNAL) {
-                Err(Errno::INTR) => continue,
-                Err(Errno::AGAIN) => return Ok(Step::Flushed(Flushed::Blocked)),
-                Err(_) => return Err(SendError::Peer),
-                Ok(n) => break n,
-            }
+        let wrote = match wire.send(&[IoSlice::new(&b.data[b.pos..end])], false) {
+            Err(Errno::AGAIN) => return Ok(Step::Flushed(Flushed::Blocked)),
+            Err(_) => return Err(SendError::Peer),
+            Ok(n) => n,
         };
         b.pos += wrote;
         if b.pos == b.data.len() {
@@ -302,7 +331,7 @@ fn send_file_step(
     match f.vehicle {
         Vehicle::Sendfile => {
             let count = step as usize;
-            match send::sendfile(sock, &f.file, &mut f.offset, count) {
+            match wire.sendfile(&f.file, &mut f.offset, count) {
                 Ok(0) => Err(short(f, None)),
                 Ok(n) => Ok(Step::Wrote(n)),
                 Err(Errno::AGAIN) => Ok(Step::Flushed(Flushed::Blocked)),

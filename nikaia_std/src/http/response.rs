@@ -10,6 +10,10 @@ use std::fmt::Display;
 pub(crate) enum Body {
     Empty,
     Bytes(Bytes),
+    /// Bytes of a program's `fs::Mapped`: a mapping of a file someone may
+    /// truncate, so never read in user mode (under TLS they are copied by
+    /// the kernel first: `send::guarded_copy`).
+    Mapped(Bytes),
     /// Resolved after the handler returns (`http::File`).
     File(Box<super::file::File>),
 }
@@ -20,7 +24,7 @@ impl Body {
     pub(crate) fn len(&self) -> u64 {
         match self {
             Body::Empty | Body::File(_) => 0,
-            Body::Bytes(b) => b.len() as u64,
+            Body::Bytes(b) | Body::Mapped(b) => b.len() as u64,
         }
     }
 }
@@ -119,6 +123,19 @@ impl Response {
         r
     }
 
+    /// The answer to a plain HTTP request on the TLS port, in plain HTTP,
+    /// with nginx's words so clients and people recognise it.
+    pub(crate) fn plain_http_on_tls_port() -> Response {
+        let mut r = Response::new(400);
+        r.body = Body::Bytes(Bytes::from_static(
+            b"<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n\
+              <body>\r\n<center><h1>400 Bad Request</h1></center>\r\n\
+              <center>The plain HTTP request was sent to HTTPS port</center>\r\n</body>\r\n</html>\r\n",
+        ));
+        r.default_type = Some("text/html; charset=utf-8");
+        r
+    }
+
     /// The 500 that hides an error from the client and logs it.
     pub(crate) fn internal_error(logged: String) -> Response {
         let mut r = Response::status_page(500);
@@ -186,7 +203,9 @@ impl IntoResponse for Bytes {
 
 impl IntoResponse for crate::fs::Mapped {
     fn into_response(self) -> Response {
-        row(Bytes::from(self), OCTETS)
+        let mut r = row(Bytes::new(), OCTETS);
+        r.body = Body::Mapped(Bytes::from(self));
+        r
     }
 }
 

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) cache: Cache<super::file::Meta>,
     pub(crate) stats: Stats,
     pub(crate) pool: IoPool,
+    /// The HTTPS side, when the runtime names a certificate and key.
+    pub(crate) tls: Option<crate::tls::Tls>,
     stop: AtomicBool,
     connections: AtomicUsize,
     /// `max-connections`, lowered if the descriptor limit cannot hold it.
@@ -197,6 +199,15 @@ impl Running {
         self.addr
     }
 
+    /// `https` when the runtime named a TLS certificate and key, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.control.shared.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
     /// The server's counters, for `nikaia explain` and tests (see
     /// [`Report`](crate::rt::Report)).
     #[doc(hidden)]
@@ -224,16 +235,21 @@ impl Running {
     }
 
     /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
-    /// exits at once.
+    /// exits at once. SIGHUP reloads what can be reloaded without a restart:
+    /// the TLS certificate and key.
     pub fn stop_on_signals(&self) -> io::Result<()> {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
         let control = self.control.clone();
         std::thread::Builder::new()
             .name("nikaia-signals".into())
             .spawn(move || {
                 let mut seen = 0;
-                for _ in signals.forever() {
+                for signal in signals.forever() {
+                    if signal == SIGHUP {
+                        control.shared.reload();
+                        continue;
+                    }
                     seen += 1;
                     if seen == 1 {
                         control.shutdown();
@@ -243,6 +259,13 @@ impl Running {
                 }
             })?;
         Ok(())
+    }
+
+    /// What SIGHUP does: reloads the TLS certificate and key. New
+    /// connections use the new pair; open ones keep their sessions; a pair
+    /// that does not load is logged and the old one stays.
+    pub fn reload(&self) {
+        self.control.shared.reload();
     }
 }
 
@@ -255,10 +278,22 @@ impl Drop for Running {
 
 impl Shared {
     pub(crate) fn new(router: Router, rt: Runtime) -> io::Result<Shared> {
+        let tls = match (&rt.tls_cert, &rt.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::tls::Tls::new(cert, key)?),
+            _ => None,
+        };
+        // Under TLS the kept table holds copies: rustls reads the bytes in
+        // user mode, where a mapping of a file cut short would be SIGBUS.
+        let keep = if tls.is_some() {
+            crate::cache::Keep::Copies
+        } else {
+            crate::cache::Keep::Mappings
+        };
         Ok(Shared {
             started: Instant::now(),
             router,
-            cache: Cache::new(rt.static_cache, rt.static_cache_bytes),
+            tls,
+            cache: Cache::new(rt.static_cache, rt.static_cache_bytes, keep),
             stats: Stats::default(),
             pool: IoPool::new(rt.io_threads)?,
             logs: Logs {
@@ -278,7 +313,7 @@ impl Shared {
         let c = &self.cache.counters;
         crate::rt::Report {
             uptime_ms: self.started.elapsed().as_millis() as u64,
-            vehicles: self.stats.per_vehicle(),
+            vehicles: self.stats.per_vehicle(false),
             cache_entries: occupancy.entries,
             cache_bytes: occupancy.bytes,
             cache_hits: c.hits.load(Relaxed),
@@ -292,6 +327,31 @@ impl Shared {
                 .into_iter()
                 .map(|(site, n)| (site.to_string(), n))
                 .collect(),
+            tls: self.tls.as_ref().map(|t| crate::rt::TlsReport {
+                connections: self.connections.load(Relaxed) as u64,
+                handshakes_full: t.counters.full.load(Relaxed),
+                handshakes_resumed: t.counters.resumed.load(Relaxed),
+                failures: t.counters.failed.load(Relaxed),
+                plain_http: t.counters.plain_http.load(Relaxed),
+                vehicles: self.stats.per_vehicle(true),
+            }),
+        }
+    }
+
+    fn reload(&self) {
+        let Some(tls) = &self.tls else {
+            self.logs.error(format_args!(
+                "SIGHUP: no TLS certificate to reload; nothing done"
+            ));
+            return;
+        };
+        match tls.reload() {
+            Ok(()) => self.logs.error(format_args!(
+                "SIGHUP: TLS certificate and key reloaded; new connections use them"
+            )),
+            Err(e) => self.logs.error(format_args!(
+                "SIGHUP: TLS certificate and key not reloaded, the old pair stays: {e}"
+            )),
         }
     }
 }
@@ -590,6 +650,16 @@ impl Worker {
             let peer = peer
                 .and_then(|a| SocketAddr::try_from(a).ok())
                 .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+            let tls = match &self.shared.tls {
+                Some(tls) => match tls.session() {
+                    Ok(session) => Some(Box::new(session)),
+                    Err(e) => {
+                        self.shared.logs.error(format_args!("TLS session: {e}"));
+                        continue;
+                    }
+                },
+                None => None,
+            };
             let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
             self.shared.connections.fetch_add(1, Ordering::Relaxed);
             let slot = self.free.pop().unwrap_or_else(|| {
@@ -606,7 +676,7 @@ impl Worker {
                     | epoll::EventFlags::ET,
             );
             self.next_id += 1;
-            self.conns[slot] = Some(Conn::new(self.next_id, fd, peer, now, &self.shared));
+            self.conns[slot] = Some(Conn::new(self.next_id, fd, tls, peer, now, &self.shared));
             self.live += 1;
             if registered.is_err() {
                 self.close(slot);

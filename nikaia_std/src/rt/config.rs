@@ -246,6 +246,33 @@ impl Runtime {
                 });
             }
         }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            match crate::tls::Pair::load(cert, key) {
+                Err((key, message)) => found.push(Finding {
+                    key,
+                    message,
+                    warning: false,
+                }),
+                Ok(pair) => {
+                    if let Some(end) = pair.not_after() {
+                        if end <= std::time::SystemTime::now() {
+                            let date = end
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| d.as_secs());
+                            found.push(Finding {
+                                key: "tls-cert",
+                                message: format!(
+                                    "{}: the certificate expired on {} (clients will refuse it)",
+                                    cert.display(),
+                                    String::from_utf8_lossy(&crate::http::date::imf_fixdate(date))
+                                ),
+                                warning: true,
+                            });
+                        }
+                    }
+                }
+            }
+        }
         found
     }
 }

@@ -11,4 +11,4 @@ pub use config::{
     format_duration, format_size, ConfigError, Finding, LogTarget, Runtime, SendFile, KEYS,
     RUNTIME_ENV,
 };
-pub use stats::Report;
+pub use stats::{Report, TlsReport};

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Default)]
 pub(crate) struct Stats {
-    requests: [AtomicU64; 4],
-    bytes: [AtomicU64; 4],
+    /// Per vehicle: [plain, through TLS].
+    requests: [[AtomicU64; 4]; 2],
+    bytes: [[AtomicU64; 4]; 2],
     /// Sends whose pages were not in the page cache, read on the io pool.
     pub cold_reads: AtomicU64,
     /// Opens that could not complete from the kernel's caches.
@@ -17,20 +18,30 @@ pub(crate) struct Stats {
 }
 
 impl Stats {
-    pub(crate) fn record(&self, v: Vehicle, bytes: u64) {
-        self.requests[v.index()].fetch_add(1, Ordering::Relaxed);
-        self.bytes[v.index()].fetch_add(bytes, Ordering::Relaxed);
+    /// Counts one response's body: `tls` when it went through a session.
+    pub(crate) fn record(&self, v: Vehicle, bytes: u64, tls: bool) {
+        let t = usize::from(tls);
+        self.requests[t][v.index()].fetch_add(1, Ordering::Relaxed);
+        self.bytes[t][v.index()].fetch_add(bytes, Ordering::Relaxed);
     }
 
-    /// (vehicle, requests, bytes) for each vehicle.
-    pub(crate) fn per_vehicle(&self) -> Vec<(String, u64, u64)> {
+    /// (vehicle, requests, bytes) for each vehicle, plain or through TLS.
+    /// Under TLS the kept table holds copies, not mappings (`spec/tls.md`);
+    /// sendfile never carries a TLS body.
+    pub(crate) fn per_vehicle(&self, tls: bool) -> Vec<(String, u64, u64)> {
+        let t = usize::from(tls);
         Vehicle::ALL
             .iter()
+            .filter(|&&v| !(tls && v == Vehicle::Sendfile))
             .map(|&v| {
+                let name = match v {
+                    Vehicle::Kept if tls => "kept copy",
+                    v => v.name(),
+                };
                 (
-                    v.name().to_owned(),
-                    self.requests[v.index()].load(Ordering::Relaxed),
-                    self.bytes[v.index()].load(Ordering::Relaxed),
+                    name.to_owned(),
+                    self.requests[t][v.index()].load(Ordering::Relaxed),
+                    self.bytes[t][v.index()].load(Ordering::Relaxed),
                 )
             })
             .collect()
@@ -61,27 +72,36 @@ pub struct Report {
     pub truncated: u64,
     /// Each `Root::anywhere()` site seen in this process, with its opens.
     pub anywhere: Vec<(String, u64)>,
+    /// The HTTPS side, when the server listens with TLS.
+    pub tls: Option<TlsReport>,
+}
+
+/// What a TLS listener did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsReport {
+    /// Connections open now.
+    pub connections: u64,
+    /// Handshakes completed without resumption.
+    pub handshakes_full: u64,
+    /// Handshakes that resumed an earlier session (ticket or session ID).
+    pub handshakes_resumed: u64,
+    /// Connections ended by a protocol error (most during the handshake).
+    pub failures: u64,
+    /// Plain HTTP requests answered 400 on the TLS port.
+    pub plain_http: u64,
+    /// (vehicle, requests, body bytes) through TLS: kept copy, read,
+    /// in-memory.
+    pub vehicles: Vec<(String, u64, u64)>,
 }
 
 impl Report {
     /// The report as one JSON object (what the stats socket sends).
     pub fn to_json(&self) -> String {
         let mut s = String::with_capacity(512);
+        s.push_str(&format!("{{\"uptime_ms\":{},\"vehicles\":", self.uptime_ms));
+        vehicles_json(&mut s, &self.vehicles);
         s.push_str(&format!(
-            "{{\"uptime_ms\":{},\"vehicles\":[",
-            self.uptime_ms
-        ));
-        for (i, (name, requests, bytes)) in self.vehicles.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            s.push_str(&format!(
-                "{{\"vehicle\":{},\"requests\":{requests},\"bytes\":{bytes}}}",
-                json_string(name)
-            ));
-        }
-        s.push_str(&format!(
-            "],\"cache\":{{\"entries\":{},\"bytes\":{},\"hits\":{},\"misses\":{},\"evictions\":{},\"invalidations\":{}}}",
+            ",\"cache\":{{\"entries\":{},\"bytes\":{},\"hits\":{},\"misses\":{},\"evictions\":{},\"invalidations\":{}}}",
             self.cache_entries,
             self.cache_bytes,
             self.cache_hits,
@@ -102,9 +122,32 @@ impl Report {
                 json_string(site)
             ));
         }
-        s.push_str("]}");
+        s.push(']');
+        if let Some(t) = &self.tls {
+            s.push_str(&format!(
+                ",\"tls\":{{\"connections\":{},\"handshakes_full\":{},\"handshakes_resumed\":{},\"failures\":{},\"plain_http\":{},\"vehicles\":",
+                t.connections, t.handshakes_full, t.handshakes_resumed, t.failures, t.plain_http
+            ));
+            vehicles_json(&mut s, &t.vehicles);
+            s.push('}');
+        }
+        s.push('}');
         s
     }
+}
+
+fn vehicles_json(s: &mut String, vehicles: &[(String, u64, u64)]) {
+    s.push('[');
+    for (i, (name, requests, bytes)) in vehicles.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            "{{\"vehicle\":{},\"requests\":{requests},\"bytes\":{bytes}}}",
+            json_string(name)
+        ));
+    }
+    s.push(']');
 }
 
 fn json_string(v: &str) -> String {

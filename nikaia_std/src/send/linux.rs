@@ -69,3 +69,93 @@ pub(crate) fn residency(file: &File, offsets: impl IntoIterator<Item = u64>) -> 
     }
     Residency::Warm
 }
+
+/// Copies `src` into a new buffer through the kernel, for bytes that may be
+/// a mapping of a file another process can truncate (a program's
+/// `fs::Mapped`, sent through TLS). Reading such a page in user mode past
+/// the file's new end raises SIGBUS and ends the process; the kernel reading
+/// it on our behalf fails with `EFAULT` instead, and that is an error the
+/// caller answers. `process_vm_readv` on this process does it in one call;
+/// where a sandbox refuses that call, a pipe does it in two per 64 KiB.
+pub(crate) fn guarded_copy(src: &[u8]) -> Result<Vec<u8>, Errno> {
+    let mut dst: Vec<u8> = Vec::with_capacity(src.len());
+    let mut done = 0;
+    while done < src.len() {
+        let left = src.len() - done;
+        let local = libc::iovec {
+            iov_base: dst.spare_capacity_mut()[done..].as_mut_ptr().cast(),
+            iov_len: left,
+        };
+        let remote = libc::iovec {
+            iov_base: src[done..].as_ptr() as *mut libc::c_void,
+            iov_len: left,
+        };
+        // SAFETY: `local` is `left` bytes of `dst`'s spare capacity, which
+        // this function owns; `remote` names `left` bytes of `src` in this
+        // same process, only read (by the kernel, which reports a fault as
+        // EFAULT rather than a signal). Both iovec arrays have one element.
+        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            let e = Errno::from_raw_os_error(
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+            );
+            return match e {
+                Errno::INTR => continue,
+                Errno::NOSYS | Errno::PERM => guarded_copy_by_pipe(src, dst, done),
+                e => Err(e),
+            };
+        }
+        if n == 0 {
+            return Err(Errno::FAULT);
+        }
+        done += n as usize;
+        // SAFETY: the kernel wrote `n` more bytes into the spare capacity,
+        // right after the `done - n` already counted.
+        unsafe { dst.set_len(done) };
+    }
+    Ok(dst)
+}
+
+/// [`guarded_copy`] where `process_vm_readv` is refused: `write` into a
+/// pipe (the kernel reads `src`), then `read` back.
+fn guarded_copy_by_pipe(src: &[u8], mut dst: Vec<u8>, mut done: usize) -> Result<Vec<u8>, Errno> {
+    const STEP: usize = 64 << 10;
+    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    dst.resize(src.len(), 0);
+    while done < src.len() {
+        let end = src.len().min(done + STEP);
+        let wrote = rustix::io::write(&wr, &src[done..end])?;
+        let mut got = 0;
+        while got < wrote {
+            got += rustix::io::read(&rd, &mut dst[done + got..done + wrote])?;
+        }
+        done += wrote;
+    }
+    Ok(dst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn guarded_copy_copies_and_a_truncated_mapping_is_efault_not_sigbus() {
+        let mut f = tempfile::tempfile().unwrap();
+        let data: Vec<u8> = (0..3 * 4096u32).map(|i| (i % 251) as u8).collect();
+        f.write_all(&data).unwrap();
+        // SAFETY: a private temporary file only this test writes.
+        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        assert_eq!(guarded_copy(&map).unwrap(), data);
+        f.set_len(4096).unwrap();
+        // The first page is still there; the rest is past the end now.
+        assert_eq!(guarded_copy(&map[..4096]).unwrap(), &data[..4096]);
+        assert_eq!(guarded_copy(&map), Err(Errno::FAULT));
+        let empty = Vec::new();
+        assert_eq!(
+            guarded_copy_by_pipe(&map[..10], empty, 0).unwrap(),
+            &data[..10]
+        );
+        assert_eq!(guarded_copy_by_pipe(&map, Vec::new(), 0), Err(Errno::FAULT));
+    }
+}

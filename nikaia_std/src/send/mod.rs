@@ -5,7 +5,7 @@
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{pread, residency, sendfile, Residency};
+pub(crate) use linux::{guarded_copy, pread, residency, sendfile, Residency};
 
 use crate::rt::SendFile;
 use std::fs::File;
@@ -57,8 +57,13 @@ pub(crate) const KEEP_MAX: u64 = 8 << 10;
 pub(crate) const READ_BUF: usize = 64 << 10;
 
 /// The vehicle for a body of `len` bytes that is not kept, under the
-/// runtime file's `send-file`.
-pub(crate) fn choose(policy: SendFile, len: u64) -> Vehicle {
+/// runtime file's `send-file`. Through TLS the bytes must pass through the
+/// session, so they are read (kTLS, which would let `sendfile` encrypt in
+/// the kernel, is not built: `spec/tls.md`).
+pub(crate) fn choose(policy: SendFile, len: u64, tls: bool) -> Vehicle {
+    if tls {
+        return Vehicle::Read;
+    }
     match policy {
         // sendfile was never worse than reading, at any size, in either
         // family, in every run of the record and of benches/sendfile here.

@@ -1,0 +1,267 @@
+//! One TLS connection's session, driven from an edge-triggered loop: read
+//! ciphertext until the socket is empty, decrypt, hand the plaintext to the
+//! connection's buffer before waiting again; encrypt what the connection
+//! writes and push the records out, arming EPOLLOUT (by returning `EAGAIN`)
+//! when the socket is full.
+
+use crate::http::out::Wire;
+use bytes::BytesMut;
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
+use rustls::{HandshakeKind, ServerConfig, ServerConnection};
+use std::fs::File;
+use std::io::{self, BufRead, IoSlice, Write as _};
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+
+/// A connection's TLS state.
+pub(crate) struct Session {
+    conn: ServerConnection,
+    /// The first byte was looked at (a plain HTTP request is told apart).
+    sniffed: bool,
+    /// The handshake's end was reported.
+    established: bool,
+    /// `close_notify` is queued.
+    notified: bool,
+}
+
+/// What one [`Session::read`] found.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// Plaintext was appended to the buffer.
+    Data,
+    /// The peer closed (with or without `close_notify`).
+    Eof,
+    /// Nothing more until epoll reports the socket readable.
+    Blocked,
+    /// The first bytes are a plain HTTP request, not a TLS handshake.
+    PlainHttp,
+    /// A protocol error; an alert is queued. `handshake`: it happened
+    /// before the handshake finished.
+    Failed {
+        error: rustls::Error,
+        handshake: bool,
+    },
+    /// The socket failed.
+    Broken,
+}
+
+impl Session {
+    pub(crate) fn new(config: Arc<ServerConfig>) -> Result<Session, rustls::Error> {
+        Ok(Session {
+            conn: ServerConnection::new(config)?,
+            sniffed: false,
+            established: false,
+            notified: false,
+        })
+    }
+
+    /// Moves what the socket has through the session into `rbuf`. `drained`
+    /// is the connection's "the socket is empty until the next EPOLLIN".
+    pub(crate) fn read(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        rbuf: &mut BytesMut,
+        drained: &mut bool,
+    ) -> Input {
+        loop {
+            // Plaintext decrypted earlier goes first.
+            match self.drain_plaintext(rbuf) {
+                Ok(true) => return Input::Data,
+                Ok(false) => {}
+                Err(()) => return Input::Eof,
+            }
+            if *drained {
+                return Input::Blocked;
+            }
+            if !self.sniffed {
+                match sniff(fd) {
+                    Sniff::Tls => self.sniffed = true,
+                    Sniff::PlainHttp => return Input::PlainHttp,
+                    Sniff::Empty => {
+                        *drained = true;
+                        return Input::Blocked;
+                    }
+                    Sniff::Eof => return Input::Eof,
+                    Sniff::Broken => return Input::Broken,
+                }
+            }
+            let mut src = FdRead { fd, short: false };
+            match self.conn.read_tls(&mut src) {
+                Ok(_) => *drained = src.short,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    *drained = true;
+                    return Input::Blocked;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return Input::Broken,
+            }
+            if let Err(error) = self.conn.process_new_packets() {
+                return Input::Failed {
+                    error,
+                    handshake: self.conn.is_handshaking(),
+                };
+            }
+            // Handshake messages (or a key update's) to send back.
+            if self.push(fd).is_err() {
+                return Input::Broken;
+            }
+        }
+    }
+
+    /// Appends decrypted plaintext to `rbuf`. `Ok(true)`: some was there.
+    /// `Err(())`: the peer closed and nothing is left.
+    fn drain_plaintext(&mut self, rbuf: &mut BytesMut) -> Result<bool, ()> {
+        let mut got = false;
+        let mut reader = self.conn.reader();
+        loop {
+            let n = match reader.fill_buf() {
+                Ok([]) if got => return Ok(true),
+                Ok([]) => return Err(()),
+                Ok(chunk) => {
+                    rbuf.extend_from_slice(chunk);
+                    chunk.len()
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(got),
+                Err(_) if got => return Ok(true),
+                Err(_) => return Err(()),
+            };
+            reader.consume(n);
+            got = true;
+        }
+    }
+
+    /// Writes queued records to the socket. `Ok(true)`: none remain;
+    /// `Ok(false)`: the socket is full.
+    pub(crate) fn push(&mut self, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(&mut FdWrite { fd }) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(e
+                        .raw_os_error()
+                        .map_or(Errno::PIPE, Errno::from_raw_os_error))
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether records wait to be written.
+    pub(crate) fn pending(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    /// Queues `close_notify` once; [`Session::push`] sends it.
+    pub(crate) fn close_notify(&mut self) {
+        if !self.notified {
+            self.notified = true;
+            self.conn.send_close_notify();
+        }
+    }
+
+    /// The kind of handshake, once, when it has just finished.
+    pub(crate) fn established(&mut self) -> Option<HandshakeKind> {
+        if self.established || self.conn.is_handshaking() {
+            return None;
+        }
+        self.established = true;
+        self.conn.handshake_kind()
+    }
+}
+
+enum Sniff {
+    Tls,
+    PlainHttp,
+    Empty,
+    Eof,
+    Broken,
+}
+
+/// Looks at the first byte without taking it: a TLS handshake record starts
+/// with 0x16; an HTTP request with a method's capital letter.
+fn sniff(fd: BorrowedFd<'_>) -> Sniff {
+    let mut byte = [0u8; 1];
+    loop {
+        return match rustix::net::recv(fd, &mut byte, RecvFlags::PEEK) {
+            Ok((_, 0)) => Sniff::Eof,
+            Ok(_) if byte[0].is_ascii_uppercase() => Sniff::PlainHttp,
+            Ok(_) => Sniff::Tls,
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => Sniff::Empty,
+            Err(_) => Sniff::Broken,
+        };
+    }
+}
+
+/// The socket as rustls reads it; notes a short read (the socket is empty).
+struct FdRead<'a> {
+    fd: BorrowedFd<'a>,
+    short: bool,
+}
+
+impl io::Read for FdRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = rustix::io::read(self.fd, &mut *buf)?;
+        self.short = n < buf.len();
+        Ok(n)
+    }
+}
+
+/// The socket as rustls writes records to it.
+struct FdWrite<'a> {
+    fd: BorrowedFd<'a>,
+}
+
+impl io::Write for FdWrite<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(rustix::net::send(self.fd, buf, SendFlags::NOSIGNAL)?)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut control = SendAncillaryBuffer::default();
+        Ok(rustix::net::sendmsg(
+            self.fd,
+            bufs,
+            &mut control,
+            SendFlags::NOSIGNAL,
+        )?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The socket under a session, as a connection's queue writes to it:
+/// plaintext goes into the session (up to its buffer limit) and the records
+/// out to the socket. Never `sendfile` (kTLS is not built: `spec/tls.md`).
+pub(crate) struct TlsWire<'a> {
+    pub fd: BorrowedFd<'a>,
+    pub session: &'a mut Session,
+}
+
+impl Wire for TlsWire<'_> {
+    fn send(&mut self, iov: &[IoSlice<'_>], _more: bool) -> Result<usize, Errno> {
+        self.session.push(self.fd)?;
+        let n = self
+            .session
+            .conn
+            .writer()
+            .write_vectored(iov)
+            .map_err(|_| Errno::PIPE)?;
+        self.session.push(self.fd)?;
+        if n == 0 {
+            Err(Errno::AGAIN)
+        } else {
+            Ok(n)
+        }
+    }
+
+    fn sendfile(&mut self, _: &File, _: &mut u64, _: usize) -> Result<usize, Errno> {
+        // The vehicle is never chosen under TLS (`send::choose`).
+        Err(Errno::NOTSUP)
+    }
+}
