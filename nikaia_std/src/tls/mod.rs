@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-/// The crypto provider: ring (`spec/tls.md` says why).
+/// The crypto provider: aws-lc-rs (`spec/tls.md` says why).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 /// Sessions remembered for resumption by session ID (TLS 1.2) and for
@@ -122,7 +122,7 @@ impl Tls {
             .with_cert_resolver(current.clone());
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
-        config.ticketer = rustls::crypto::ring::Ticketer::new().map_err(std::io::Error::other)?;
+        config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(std::io::Error::other)?;
         Ok(Tls {
             cert: cert.to_path_buf(),
             key: key.to_path_buf(),
