@@ -3,7 +3,7 @@
 //! travels.
 
 use nikaia_std::fs::Root;
-use nikaia_std::http::{File, Response, Server};
+use nikaia_std::http::{dir_handler, Server};
 use nikaia_std::rt::Runtime;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -24,14 +24,6 @@ pub struct ServeArgs {
     /// List a directory that has no index.html (default: 404).
     #[arg(long)]
     list: bool,
-}
-
-/// Whether a decoded request name may be served: no component may start
-/// with `.`, except a first component `.well-known` (RFC 8615).
-pub fn visible(name: &str) -> bool {
-    name.split('/')
-        .enumerate()
-        .all(|(i, c)| !c.starts_with('.') || (i == 0 && c == ".well-known"))
 }
 
 pub fn run(args: ServeArgs) -> u8 {
@@ -55,16 +47,8 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    let (hidden, list) = (args.hidden, args.list);
-    let server = Server::with_runtime(rt).route("/*path", move |req| {
-        let name = req.param().unwrap_or("");
-        if !hidden && !visible(name) {
-            return Response::status_page_for(404);
-        }
-        let file = File::new(name, &root).index("index.html");
-        let file = if list { file.list(hidden) } else { file };
-        Response::new(200).body(file)
-    });
+    let server =
+        Server::with_runtime(rt).route("/*path", dir_handler(root, args.hidden, args.list));
     let running = match server.start() {
         Ok(r) => r,
         Err(e) => {
@@ -84,27 +68,4 @@ pub fn run(args: ServeArgs) -> u8 {
     );
     running.wait();
     0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::visible;
-
-    #[test]
-    fn hidden_names() {
-        for ok in ["", "a", "a/b.txt", ".well-known/acme", "a/b.c/", "a..b"] {
-            assert!(visible(ok), "{ok}");
-        }
-        for hidden in [
-            ".git",
-            ".git/config",
-            "a/.env",
-            ".well-known/.x",
-            "x/.well-known/y",
-            "a/./b",
-            "a/../b",
-        ] {
-            assert!(!visible(hidden), "{hidden}");
-        }
-    }
 }

@@ -11,12 +11,14 @@
 //! How a file travels to the socket (sendfile, a kept mapping, or read+write)
 //! is decided inside this crate at run time; programs never choose it.
 
+#[cfg(target_os = "linux")]
 pub(crate) mod cache;
 pub mod fs;
 pub mod html;
 pub mod http;
 pub mod rt;
 pub(crate) mod send;
+#[cfg(target_os = "linux")]
 pub(crate) mod tls;
 
 pub use bytes::Bytes;

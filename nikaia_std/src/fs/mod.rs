@@ -21,6 +21,8 @@ pub(crate) use open::identity as identity_of;
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened};
+/// The open file an [`Opened`] holds: a descriptor on Linux.
+pub(crate) type OpenFile = std::fs::File;
 #[doc(hidden)]
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, DirEntry, Root};

@@ -8,7 +8,6 @@ use super::out::{Flushed, Out, PlainWire, SendError, Sent, COLD_READ};
 use super::parse::{parse_head, Framing, Head, Reject};
 use super::request::{Request, Version};
 use super::response::{write_head, Body, Response};
-use super::router::Found;
 use super::server::Shared;
 use crate::fs::{self as nfs, Opened};
 use crate::rt::log::AccessEntry;
@@ -19,7 +18,6 @@ use bytes::{Bytes, BytesMut};
 use rustix::io::Errno;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -449,26 +447,9 @@ impl Conn {
             body,
             peer: self.peer,
         };
-        let resp = match turn.shared.router.find(req.method(), &req.path) {
-            Found::Handler(handler, param) => {
-                req.param = param;
-                catch_unwind(AssertUnwindSafe(|| handler(&req))).unwrap_or_else(|_| {
-                    Response::internal_error(format!(
-                        "handler panicked on {} {}",
-                        req.method(),
-                        req.target()
-                    ))
-                })
-            }
-            Found::WrongMethod(allow) => Response::status_page(405).header("Allow", allow),
-            Found::Nothing => Response::status_page(404),
-        };
+        let resp = super::app::route(&turn.shared.router, &mut req);
         self.log_error(turn, &req, &resp);
-        let mut resp = if resp.log_error.is_some() && resp.status != 500 {
-            Response::status_page(500)
-        } else {
-            resp
-        };
+        let mut resp = super::app::hide_error(resp);
         let asked_close = resp
             .get_header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
@@ -479,7 +460,7 @@ impl Conn {
         let close = !keep;
         match std::mem::replace(&mut resp.body, Body::Empty) {
             Body::File(f) => {
-                let step = file::begin(turn.shared, &req, &resp, &f);
+                let step = file::begin(&**turn.shared, &req, &resp, &f);
                 let pending = Opening {
                     req,
                     user: resp,
@@ -555,7 +536,7 @@ impl Conn {
                     return;
                 };
                 let step = file::opened(
-                    turn.shared,
+                    &**turn.shared,
                     &pending.req,
                     &pending.user,
                     &pending.file,

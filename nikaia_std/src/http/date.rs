@@ -1,6 +1,19 @@
 //! The `Date` header, formatted once per second per worker, never per request.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+/// Seconds since the Unix epoch, now: the system clock on Linux; on wasm32
+/// (where `SystemTime::now` panics) the time the host passed with the
+/// request being answered.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn unix_seconds() -> u64 {
+    super::wasm::host_now_seconds()
+}
 
 /// A worker's copy of the current `Date` value (IMF-fixdate, RFC 9110 §5.6.7).
 pub(crate) struct DateCache {
@@ -20,9 +33,7 @@ impl DateCache {
 
     /// Re-formats the value if the second changed since the last call.
     pub(crate) fn refresh(&mut self) {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = unix_seconds();
         if now != self.second {
             self.second = now;
             self.text = imf_fixdate(now);

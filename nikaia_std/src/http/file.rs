@@ -6,9 +6,8 @@
 use super::conditional::{preconditions, span, Precondition, Span, Validators};
 use super::request::Request;
 use super::response::{Body, Response};
-use super::server::Shared;
 use crate::fs::{self, Identity, Opened, Root};
-use crate::send::{self, Vehicle};
+use crate::send::Vehicle;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -86,6 +85,21 @@ impl super::IntoResponse for File {
     }
 }
 
+/// What resolving a file asks of the backend that will send it: the kept
+/// table, an open that does not wait for the disk, and the vehicle. The
+/// Linux server answers from its kept table and io pool; the wasm32 host
+/// has neither.
+pub(crate) trait Files {
+    /// A kept file's bytes, identity and header material, revalidated.
+    fn kept(&self, root: &Root, name: &Path) -> Option<(Bytes, Identity, Meta)>;
+    /// Offers a file just opened for keeping: its kept bytes if kept now.
+    fn offer(&self, root: &Root, name: &Path, opened: &Opened, meta: &Meta) -> Option<Bytes>;
+    /// Opens `name`; [`fs::Error::WouldBlock`] hands the open to the io pool.
+    fn open_now(&self, root: &Root, name: &Path) -> Result<Opened, fs::Error>;
+    /// How `len` bytes of a file that is not kept travel.
+    fn vehicle(&self, len: u64) -> Vehicle;
+}
+
 /// A file response, decided: its head, and how its body travels.
 pub(crate) struct Prepared {
     pub resp: Response,
@@ -101,7 +115,7 @@ pub(crate) enum Plan {
     Kept(Bytes),
     /// A range of an opened file, by `sendfile` or by `pread`.
     File {
-        file: Arc<std::fs::File>,
+        file: Arc<fs::OpenFile>,
         start: u64,
         end: u64,
         vehicle: Vehicle,
@@ -118,7 +132,7 @@ pub(crate) enum Step {
 
 /// Starts resolving `file` for `req`: the kept table first, then an open
 /// that may only use the kernel's caches.
-pub(crate) fn begin(shared: &Shared, req: &Request, user: &Response, file: &File) -> Step {
+pub(crate) fn begin(shared: &impl Files, req: &Request, user: &Response, file: &File) -> Step {
     let name = match &file.index {
         Some(index) if file.name.as_os_str().is_empty() || ends_with_slash(&file.name) => {
             file.name.join(index)
@@ -145,11 +159,17 @@ impl Meta {
     }
 }
 
-fn resolve(shared: &Shared, req: &Request, user: &Response, file: &File, name: PathBuf) -> Step {
-    if let Some((bytes, id, meta)) = shared.cache.lookup(&file.root, &name) {
+fn resolve(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    name: PathBuf,
+) -> Step {
+    if let Some((bytes, id, meta)) = shared.kept(&file.root, &name) {
         return Step::Ready(build(shared, req, user, &meta, id, Source::Kept(bytes)));
     }
-    match file.root.open_cached(&name) {
+    match shared.open_now(&file.root, &name) {
         Err(fs::Error::WouldBlock) => Step::Open(name),
         result => opened(shared, req, user, file, name, result),
     }
@@ -158,7 +178,7 @@ fn resolve(shared: &Shared, req: &Request, user: &Response, file: &File, name: P
 /// Continues with the result of opening `name` (on the worker, or on the
 /// io pool).
 pub(crate) fn opened(
-    shared: &Shared,
+    shared: &impl Files,
     req: &Request,
     user: &Response,
     file: &File,
@@ -168,10 +188,7 @@ pub(crate) fn opened(
     match result {
         Ok(opened) => {
             let meta = Meta::of(&name, &opened.id);
-            let source = match shared
-                .cache
-                .offer(&file.root, &name, &opened, || meta.clone())
-            {
+            let source = match shared.offer(&file.root, &name, &opened, &meta) {
                 Some(bytes) => Source::Kept(bytes),
                 None => Source::Open(opened.file),
             };
@@ -204,7 +221,7 @@ pub(crate) fn opened(
 
 enum Source {
     Kept(Bytes),
-    Open(std::fs::File),
+    Open(fs::OpenFile),
 }
 
 fn status_only(resp: Response) -> Prepared {
@@ -218,7 +235,7 @@ fn status_only(resp: Response) -> Prepared {
 
 /// Status, headers and body plan for a file whose identity is `id`.
 fn build(
-    shared: &Shared,
+    shared: &impl Files,
     req: &Request,
     user: &Response,
     meta: &Meta,
@@ -270,7 +287,7 @@ fn build(
 }
 
 fn plan(
-    shared: &Shared,
+    shared: &impl Files,
     req: &Request,
     resp: Response,
     source: Source,
@@ -287,7 +304,7 @@ fn plan(
                 file: Arc::new(file),
                 start,
                 end,
-                vehicle: send::choose(shared.rt.send_file, length, shared.tls.is_some()),
+                vehicle: shared.vehicle(length),
             },
         }
     };

@@ -2,21 +2,34 @@
 //!
 //! Normative text: `spec/http.md`.
 
+mod app;
+#[cfg(target_os = "linux")]
 #[doc(hidden)]
 pub mod bench;
 mod chunked;
 mod conditional;
+#[cfg(target_os = "linux")]
 mod conn;
 pub(crate) mod date;
 mod file;
+#[cfg(target_os = "linux")]
 pub(crate) mod out;
 mod parse;
 mod request;
 mod response;
 mod router;
+mod serve;
+#[cfg(target_os = "linux")]
 mod server;
+#[cfg(target_arch = "wasm32")]
+mod wasm;
 
+pub use app::Server;
 pub use file::File;
 pub use request::{Request, Version};
 pub use response::{IntoResponse, Response};
-pub use server::{Running, Server, SHUTDOWN_GRACE};
+pub use serve::{dir_handler, visible};
+#[cfg(target_os = "linux")]
+pub use server::{Running, SHUTDOWN_GRACE};
+#[cfg(target_arch = "wasm32")]
+pub use wasm::{handle, Answer};

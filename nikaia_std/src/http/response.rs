@@ -12,7 +12,8 @@ pub(crate) enum Body {
     Bytes(Bytes),
     /// Bytes of a program's `fs::Mapped`: a mapping of a file someone may
     /// truncate, so never read in user mode (under TLS they are copied by
-    /// the kernel first: `send::guarded_copy`).
+    /// the kernel first: `send::guarded_copy`). Linux only.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Mapped(Bytes),
     /// Resolved after the handler returns (`http::File`).
     File(Box<super::file::File>),
@@ -201,6 +202,7 @@ impl IntoResponse for Bytes {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl IntoResponse for crate::fs::Mapped {
     fn into_response(self) -> Response {
         let mut r = row(Bytes::new(), OCTETS);
@@ -273,34 +275,41 @@ pub(crate) fn write_head(
     out.extend_from_slice(reason(resp.status).as_bytes());
     out.extend_from_slice(b"\r\nDate: ");
     out.extend_from_slice(date);
-    out.extend_from_slice(b"\r\nServer: nikaia\r\n");
-    if let Some(ct) = resp.content_type() {
-        if resp.get_header("content-type").is_none() {
-            out.extend_from_slice(b"Content-Type: ");
-            out.extend_from_slice(ct.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    for (n, v) in &resp.headers {
-        if n.eq_ignore_ascii_case("connection") {
-            continue;
-        }
-        out.extend_from_slice(n.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    each_field(resp, length, |name, value| {
+        out.extend_from_slice(name);
         out.extend_from_slice(b": ");
-        out.extend_from_slice(v);
+        out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
-    }
-    if !bodiless(resp.status) {
-        out.extend_from_slice(b"Content-Length: ");
-        out.extend_from_slice(fmt_u64(&mut itoa, length));
-        out.extend_from_slice(b"\r\n");
-    }
+    });
     if close {
         out.extend_from_slice(b"Connection: close\r\n");
     } else if keep_alive_10 {
         out.extend_from_slice(b"Connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// The header fields every backend sends after `Date`, in order: `Server`,
+/// the row's `Content-Type` unless a header overrides it, the response's
+/// own headers (but `Connection`, which is the connection's), and
+/// `Content-Length` for a status that has a body.
+pub(crate) fn each_field(resp: &Response, length: u64, mut field: impl FnMut(&[u8], &[u8])) {
+    field(b"Server", b"nikaia");
+    if let Some(ct) = resp.content_type() {
+        if resp.get_header("content-type").is_none() {
+            field(b"Content-Type", ct.as_bytes());
+        }
+    }
+    for (n, v) in &resp.headers {
+        if !n.eq_ignore_ascii_case("connection") {
+            field(n.as_bytes(), v);
+        }
+    }
+    if !bodiless(resp.status) {
+        let mut itoa = itoa_buf();
+        field(b"Content-Length", fmt_u64(&mut itoa, length));
+    }
 }
 
 fn itoa_buf() -> [u8; 20] {

@@ -1,10 +1,9 @@
 //! The server: worker threads, each with its own epoll and its own
 //! `SO_REUSEPORT` listener; no hand-off between threads per request.
 
+use super::app::Server;
 use super::conn::{Conn, IoDone, Next, Turn};
 use super::date::DateCache;
-use super::request::Request;
-use super::response::IntoResponse;
 use super::router::Router;
 use crate::cache::Cache;
 use crate::rt::log::{Logs, Sink};
@@ -50,72 +49,7 @@ pub(crate) struct Shared {
     max_connections: usize,
 }
 
-/// An HTTP/1.1 server: routes, then [`Server::run`] (or [`Server::start`]).
-///
-/// ```no_run
-/// use nikaia_std::http::Server;
-/// Server::new().route("/", |_req| "hello").run().unwrap();
-/// ```
-pub struct Server {
-    router: Router,
-    rt: Runtime,
-}
-
-impl Default for Server {
-    fn default() -> Self {
-        Server::new()
-    }
-}
-
 impl Server {
-    /// A server configured by the runtime file `NIKAIA_RUNTIME` names, or by
-    /// the defaults. A bad runtime file is reported and the process exits 2;
-    /// use [`Server::with_runtime`] to handle it yourself.
-    pub fn new() -> Server {
-        match Runtime::from_args(None) {
-            Ok(rt) => Server::with_runtime(rt),
-            Err(errors) => {
-                for e in errors {
-                    eprintln!("{e}");
-                }
-                std::process::exit(2);
-            }
-        }
-    }
-
-    /// A server with this runtime configuration.
-    pub fn with_runtime(rt: Runtime) -> Server {
-        Server {
-            router: Router::default(),
-            rt,
-        }
-    }
-
-    /// Answers GET (and HEAD, from the same handler) at `path`. A path ending
-    /// in `/*name` matches every path under it; the rest is
-    /// [`Request::param`], percent-decoded once.
-    pub fn route<R, F>(self, path: &str, handler: F) -> Server
-    where
-        F: Fn(&Request) -> R + Send + Sync + 'static,
-        R: IntoResponse,
-    {
-        self.method("GET", path, handler)
-    }
-
-    /// Answers `method` at `path`.
-    pub fn method<R, F>(mut self, method: &str, path: &str, handler: F) -> Server
-    where
-        F: Fn(&Request) -> R + Send + Sync + 'static,
-        R: IntoResponse,
-    {
-        self.router.add(
-            method,
-            path,
-            Box::new(move |req| handler(req).into_response()),
-        );
-        self
-    }
-
     /// Binds, starts the workers, and returns at once.
     pub fn start(self) -> io::Result<Running> {
         let workers = self.rt.workers.max(1);
@@ -273,6 +207,40 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.shutdown();
         self.wait();
+    }
+}
+
+/// The Linux server's side of resolving a file: its kept table, an open
+/// that only uses the kernel's caches, and `send-file`.
+impl super::file::Files for Shared {
+    fn kept(
+        &self,
+        root: &crate::fs::Root,
+        name: &std::path::Path,
+    ) -> Option<(bytes::Bytes, crate::fs::Identity, super::file::Meta)> {
+        self.cache.lookup(root, name)
+    }
+
+    fn offer(
+        &self,
+        root: &crate::fs::Root,
+        name: &std::path::Path,
+        opened: &crate::fs::Opened,
+        meta: &super::file::Meta,
+    ) -> Option<bytes::Bytes> {
+        self.cache.offer(root, name, opened, || meta.clone())
+    }
+
+    fn open_now(
+        &self,
+        root: &crate::fs::Root,
+        name: &std::path::Path,
+    ) -> Result<crate::fs::Opened, crate::fs::Error> {
+        root.open_cached(name)
+    }
+
+    fn vehicle(&self, len: u64) -> crate::send::Vehicle {
+        crate::send::choose(self.rt.send_file, len, self.tls.is_some())
     }
 }
 

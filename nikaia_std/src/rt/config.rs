@@ -234,7 +234,9 @@ impl Runtime {
     /// Looks at what the settings name on this machine, as a server starting
     /// with them would: what `nikaia check` reports beyond the file's text.
     pub fn preflight(&self) -> Vec<Finding> {
+        #[allow(unused_mut)]
         let mut found = Vec::new();
+        #[cfg(target_os = "linux")]
         if let Some(path) = &self.stats_socket {
             if let Err(e) = super::stats_socket::inspect(path) {
                 found.push(Finding {
@@ -246,6 +248,7 @@ impl Runtime {
                 });
             }
         }
+        #[cfg(target_os = "linux")]
         if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
             match crate::tls::Pair::load(cert, key) {
                 Err((key, message)) => found.push(Finding {

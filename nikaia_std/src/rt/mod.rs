@@ -2,9 +2,12 @@
 //! counters `nikaia explain` reads.
 
 mod config;
+#[cfg(target_os = "linux")]
 pub(crate) mod log;
+#[cfg(target_os = "linux")]
 pub(crate) mod pool;
 pub(crate) mod stats;
+#[cfg(target_os = "linux")]
 pub(crate) mod stats_socket;
 
 pub use config::{

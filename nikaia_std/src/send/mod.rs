@@ -7,8 +7,11 @@ mod linux;
 #[cfg(target_os = "linux")]
 pub(crate) use linux::{guarded_copy, pread, residency, sendfile, Residency};
 
+#[cfg(target_os = "linux")]
 use crate::rt::SendFile;
+#[cfg(target_os = "linux")]
 use std::fs::File;
+#[cfg(target_os = "linux")]
 use std::sync::Arc;
 
 /// The ways a body reaches the socket; also the rows of `nikaia explain`.
@@ -46,6 +49,7 @@ impl Vehicle {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Files at most this large may be kept as mappings (D8). On this machine
 /// a validated kept mapping costs less machine CPU than `sendfile` of a
 /// file opened per request at 4 and 8 KiB, as much or more at 16 KiB, and
@@ -53,9 +57,11 @@ impl Vehicle {
 /// the record saw it tie at 64 KiB.
 pub(crate) const KEEP_MAX: u64 = 8 << 10;
 
+#[cfg(target_os = "linux")]
 /// Bytes read per `pread` on the read vehicle, and the size of a pooled buffer.
 pub(crate) const READ_BUF: usize = 64 << 10;
 
+#[cfg(target_os = "linux")]
 /// The vehicle for a body of `len` bytes that is not kept, under the
 /// runtime file's `send-file`. Through TLS the bytes must pass through the
 /// session, so they are read (kTLS, which would let `sendfile` encrypt in
@@ -74,6 +80,7 @@ pub(crate) fn choose(policy: SendFile, len: u64, tls: bool) -> Vehicle {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// A file body in a connection's queue: the descriptor opened for this
 /// response and the part of it still to send.
 #[derive(Debug)]
@@ -94,12 +101,14 @@ pub(crate) struct FileSend {
     pub name: Arc<str>,
 }
 
+#[cfg(target_os = "linux")]
 #[derive(Debug)]
 pub(crate) struct Buffered {
     pub data: Vec<u8>,
     pub pos: usize,
 }
 
+#[cfg(target_os = "linux")]
 impl FileSend {
     /// Bytes `start..end` of `file`, by `vehicle`; `name` is for the log.
     pub(crate) fn new(
@@ -131,6 +140,7 @@ impl FileSend {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// The offsets probed before sending `[from, to)`: its first and last byte
 /// and one in each 256 KiB between, so a window evicted in part is caught.
 pub(crate) fn probe_points(from: u64, to: u64) -> impl Iterator<Item = u64> {

@@ -122,7 +122,8 @@ impl Tls {
             .with_cert_resolver(current.clone());
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
-        config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(std::io::Error::other)?;
+        config.ticketer =
+            rustls::crypto::aws_lc_rs::Ticketer::new().map_err(std::io::Error::other)?;
         Ok(Tls {
             cert: cert.to_path_buf(),
             key: key.to_path_buf(),

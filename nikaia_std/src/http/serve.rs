@@ -1,0 +1,60 @@
+//! What `nikaia serve DIR` answers, as a handler any program (and the wasm32
+//! host) can route: every name under one `Dir` root, `index.html` for a
+//! directory, a redirect to the slash, dot-names hidden.
+
+use super::file::File;
+use super::request::Request;
+use super::response::Response;
+use crate::fs::Root;
+
+/// Whether a decoded request name may be served when dot-names are hidden:
+/// no component may start with `.`, except a first component `.well-known`
+/// (RFC 8615).
+pub fn visible(name: &str) -> bool {
+    name.split('/')
+        .enumerate()
+        .all(|(i, c)| !c.starts_with('.') || (i == 0 && c == ".well-known"))
+}
+
+/// The handler of `nikaia serve`, for a route ending in `/*path`: the file
+/// the tail names under `root`, with `index.html` for directories (and a
+/// listing of a directory without one when `list`), dot-names answered 404
+/// unless `hidden`.
+pub fn dir_handler(
+    root: Root,
+    hidden: bool,
+    list: bool,
+) -> impl Fn(&Request) -> Response + Send + Sync + 'static {
+    move |req| {
+        let name = req.param().unwrap_or("");
+        if !hidden && !visible(name) {
+            return Response::status_page_for(404);
+        }
+        let file = File::new(name, &root).index("index.html");
+        let file = if list { file.list(hidden) } else { file };
+        Response::new(200).body(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visible;
+
+    #[test]
+    fn hidden_names() {
+        for ok in ["", "a", "a/b.txt", ".well-known/acme", "a/b.c/", "a..b"] {
+            assert!(visible(ok), "{ok}");
+        }
+        for hidden in [
+            ".git",
+            ".git/config",
+            "a/.env",
+            ".well-known/.x",
+            "x/.well-known/y",
+            "a/./b",
+            "a/../b",
+        ] {
+            assert!(!visible(hidden), "{hidden}");
+        }
+    }
+}
