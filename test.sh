@@ -6,6 +6,7 @@ cd "$(dirname "$0")"
 need=()
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -15,5 +16,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cargo fmt --all -- --check
+# The wasm32 target, the wasm-bindgen CLI at Cargo.lock's version (built only
+# when missing), and the module the Node host test serves.
+nikaia_std/wasm/build.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p nikaia_std -p nikaia_wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+    cargo test -p nikaia_std --target wasm32-unknown-unknown --locked --lib --tests

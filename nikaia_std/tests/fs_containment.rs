@@ -1,6 +1,7 @@
 //! Containment of names under `fs::Root::dir`: a hostile corpus run through
 //! both resolution paths (openat2 and the per-component walk), with real
 //! files and symlinks in a temporary directory.
+#![cfg(target_os = "linux")]
 
 use nikaia_std::fs::{self, Error, Root};
 use std::io::Read;

@@ -1,4 +1,5 @@
 //! Mappings, whole-file reads and writes, identities, and roots themselves.
+#![cfg(target_os = "linux")]
 
 use nikaia_std::fs::{self, Error, Root};
 use nikaia_std::Bytes;

@@ -1,6 +1,7 @@
 //! The operator's runtime file (`spec/runtime-file.md`): defaults, every key,
 //! every error an operator can meet, and the effective configuration that
 //! `nikaia check` prints.
+#![cfg(target_os = "linux")]
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
