@@ -22,6 +22,11 @@ mod linux;
 #[cfg(target_os = "linux")]
 mod map;
 
+#[cfg(target_arch = "wasm32")]
+mod host_node;
+#[cfg(not(target_os = "linux"))]
+mod no_map;
+
 pub use error::{Error, Outside};
 #[cfg(target_os = "linux")]
 pub(crate) use fd::identity as identity_of;
@@ -32,6 +37,8 @@ pub(crate) use map::map_opened;
 pub use map::{map, Mapped};
 #[doc(hidden)]
 pub use mem_host::MemHost;
+#[cfg(not(target_os = "linux"))]
+pub use no_map::{map, MapOnWasm32, Mapped};
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened};
