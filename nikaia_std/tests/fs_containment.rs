@@ -522,3 +522,233 @@ fn writes_agree_on_both_paths() {
     }
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
+
+// ---------------------------------------------------------------------
+// The same walk over a host adapter (the wasm32 path), run natively on an
+// in-memory copy of the fixture: every name must come to what it comes to
+// on disk.
+
+use fs::MemHost;
+use std::sync::Arc;
+
+/// Copies the fixture's whole directory (the root and the secret beside it)
+/// into a `MemHost`, at the same absolute paths, symlink targets as they are.
+fn mirror(fx: &Fixture) -> Arc<MemHost> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
+    fn copy(host: &MemHost, dir: &Path) {
+        host.dir(dir.as_os_str().as_bytes());
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let bytes = path.as_os_str().as_bytes();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                host.symlink(bytes, target.as_os_str().as_bytes());
+            } else if kind.is_dir() {
+                copy(host, &path);
+            } else if kind.is_file() {
+                host.file(bytes, std::fs::read(&path).unwrap());
+            } else {
+                assert!(kind.is_fifo());
+                host.other(bytes);
+            }
+        }
+    }
+    let host = MemHost::new();
+    copy(&host, fx.root_path.parent().unwrap());
+    Arc::new(host)
+}
+
+/// What an open on a host came to, as [`outcome`] does for descriptors.
+fn host_outcome(r: Result<(fs::HostFile, fs::Identity), Error>) -> Outcome {
+    match r {
+        Ok((file, id)) => {
+            let mut bytes = vec![0; id.size as usize + 1];
+            let mut got = 0;
+            loop {
+                let n = file.read_at(&mut bytes[got..], got as u64).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            bytes.truncate(got);
+            assert_ne!(bytes, SECRET, "the secret came back");
+            Outcome::Ok(bytes)
+        }
+        Err(e) => outcome(Err(e)),
+    }
+}
+
+#[test]
+fn corpus_on_a_host() {
+    let _guard = lock();
+    let fx = fixture();
+    let host = mirror(&fx);
+    let root = Root::on_host(&fx.root_path, host.clone()).unwrap();
+    let disk = Root::dir(&fx.root_path).unwrap();
+    let mut failures = Vec::new();
+    for (name, expected) in corpus(&fx) {
+        let got = host_outcome(root.open_host(path_of(&name)));
+        if got != expected {
+            failures.push(format!(
+                "host {:?}: expected {expected:?}, got {got:?}",
+                String::from_utf8_lossy(&name)
+            ));
+        }
+    }
+    // Names built from pieces: the host agrees with the walk on disk.
+    let pieces: [&[u8]; 9] = [
+        b"..",
+        b".",
+        b"sub",
+        b"link_in_dir",
+        b"link_out_dir",
+        b"sub/link_dotdot",
+        b"index.html",
+        b"chain1",
+        b"",
+    ];
+    for a in pieces {
+        for b in pieces {
+            for c in [&b"index.html"[..], b"secret.txt", b"file.txt", b"", b".."] {
+                let name = [a, b, c].join(&b'/');
+                let walked = with_walk(true, || outcome(disk.open(path_of(&name))));
+                let hosted = host_outcome(root.open_host(path_of(&name)));
+                if walked != hosted {
+                    failures.push(format!(
+                        "{:?}: walk {walked:?}, host {hosted:?}",
+                        String::from_utf8_lossy(&name)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(host.open_handles(), 0, "a host handle was not closed");
+}
+
+#[test]
+fn host_read_stat_and_list() {
+    let fx = fixture();
+    let host = mirror(&fx);
+    let root = Root::on_host(&fx.root_path, host).unwrap();
+    let disk = Root::dir(&fx.root_path).unwrap();
+    assert!(root.is_dir());
+    assert_eq!(root.path(), Some(fx.root_path.as_path()));
+    assert_eq!(fs::read("sub/file.txt", &root).unwrap(), b"inside");
+    assert_eq!(fs::read_string("link_in", &root).unwrap(), "inside");
+    assert!(matches!(
+        fs::read("link_out_rel", &root),
+        Err(Error::Outside(_))
+    ));
+    // stat: the identity the open saw; `..` and lexical refusals.
+    let (_, id) = root.open_host("chain1").unwrap();
+    assert_eq!(root.stat("chain1").unwrap(), id);
+    assert_eq!(root.stat("sub/file.txt").unwrap(), id);
+    assert!(matches!(
+        root.stat("sub/../index.html"),
+        Err(Error::Outside(_))
+    ));
+    assert!(matches!(root.stat("/etc/passwd"), Err(Error::Outside(_))));
+    assert!(matches!(root.stat("missing"), Err(Error::NotFound)));
+    assert!(matches!(
+        root.stat("sub"),
+        Err(Error::NotAFile { directory: true })
+    ));
+    // list: the same entries as on disk, for every kind of name.
+    let kind = |r: Result<Vec<fs::DirEntry>, Error>| match r {
+        Ok(entries) => Ok(entries),
+        Err(e) => Err(format!("{:?}", outcome(Err(e)))),
+    };
+    for name in [
+        ".",
+        "./",
+        "sub",
+        "sub/",
+        "link_in_dir",
+        "sub/link_dotdot",
+        "index.html",
+        "missing",
+        "..",
+        "link_out_dir",
+        "loop1",
+        "fifo",
+    ] {
+        let on_disk = with_walk(true, || kind(disk.list(name)));
+        assert_eq!(kind(root.list(name)), on_disk, "{name:?}");
+    }
+    let top = root.list(".").unwrap();
+    assert!(top.iter().any(|e| e.name == "sub" && e.is_dir));
+    assert!(top.iter().any(|e| e.name == "link_in_dir" && !e.is_dir));
+}
+
+/// A file replaced between the walk's `lstat` and the open (another inode
+/// at the same path) is refused as `Outside`; so is one replaced by a
+/// symlink that leads out (the walk reads and follows it, confined), and a
+/// directory the walk entered that is replaced by a symlink out before the
+/// final `lstat` (the file there is not the one below the root).
+#[test]
+fn host_swap_between_lstat_and_open() {
+    let host = Arc::new(MemHost::new());
+    host.file("/srv/site/page.html", b"first")
+        .file("/srv/site/other.html", b"other")
+        .file("/srv/site/d/page.html", b"in d")
+        .file("/srv/out/page.html", SECRET)
+        .file("/srv/secret.txt", SECRET);
+    host.before(|h, op, path| match (op, path) {
+        ("open", b"/srv/site/page.html") => {
+            h.file("/srv/site/page.html", b"swapped in");
+        }
+        ("open", b"/srv/site/other.html") => {
+            h.symlink("/srv/site/other.html", "../secret.txt");
+        }
+        ("lstat", b"/srv/site/d/page.html") => {
+            h.remove("/srv/site/d").symlink("/srv/site/d", "/srv/out");
+        }
+        _ => {}
+    });
+    let root = Root::on_host("/srv/site", host.clone()).unwrap();
+    for name in ["page.html", "other.html", "d/page.html"] {
+        assert_eq!(
+            host_outcome(root.open_host(name)),
+            Outcome::Outside,
+            "{name}"
+        );
+    }
+    assert_eq!(host.open_handles(), 0);
+}
+
+#[test]
+fn host_roots_are_read_only() {
+    let host = Arc::new(MemHost::new());
+    host.file("/srv/site/page.html", b"page");
+    let root = Root::on_host("/srv/site", host.clone()).unwrap();
+    for name in ["page.html", "new.html", "../x"] {
+        match fs::write(name, &root, b"x") {
+            Err(Error::Io(e)) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::ReadOnlyFilesystem);
+                assert!(e.to_string().contains("read-only"), "{e}");
+                assert!(e.to_string().contains("wasm32"), "{e}");
+            }
+            other => panic!("{name}: expected the read-only error, got {other:?}"),
+        }
+    }
+    assert_eq!(fs::read("page.html", &root).unwrap(), b"page");
+    // A host root is not a descriptor: Root::open says so.
+    assert!(matches!(root.open("page.html"), Err(Error::Io(_))));
+    // The root's own path: final symlinks followed, must be a directory.
+    host.symlink("/srv/link", "site");
+    let linked = Root::on_host("/srv/link", host.clone()).unwrap();
+    assert_eq!(fs::read("page.html", &linked).unwrap(), b"page");
+    assert!(Root::on_host("/srv/missing", host.clone()).is_err());
+    assert!(Root::on_host("/srv/site/page.html", host.clone()).is_err());
+    let names: Vec<_> = root
+        .list(".")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, ["page.html"]);
+}

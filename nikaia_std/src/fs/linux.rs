@@ -1,7 +1,8 @@
 //! Linux: resolution with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`,
 //! where the kernel itself refuses every escape.
 
-use super::open::{from_errno, Purpose};
+use super::fd::from_errno;
+use super::open::Purpose;
 use super::Error;
 use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, ResolveFlags};

@@ -3,21 +3,42 @@
 //! Every function that takes a name also takes the [`Root`] it may not leave.
 //! A name that would leave it is refused with [`Outside`]; it is never
 //! rewritten into a different name. See `spec/fs-root.md`.
+//!
+//! On Linux a root is a directory descriptor; on wasm32 it is a path on a
+//! read-only [`Host`] (Node's `fs` by default), resolved by the same walk.
 
 mod error;
-mod map;
+mod host;
+mod mem_host;
 mod open;
 mod root;
 mod rw;
 mod walk;
 
 #[cfg(target_os = "linux")]
+mod fd;
+#[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod map;
+
+#[cfg(target_arch = "wasm32")]
+mod host_node;
+#[cfg(not(target_os = "linux"))]
+mod no_map;
 
 pub use error::{Error, Outside};
+#[cfg(target_os = "linux")]
+pub(crate) use fd::identity as identity_of;
+pub use host::{set_host, Host, HostError, HostFile, HostKind, HostStat};
+#[cfg(target_os = "linux")]
 pub(crate) use map::map_opened;
+#[cfg(target_os = "linux")]
 pub use map::{map, Mapped};
-pub(crate) use open::identity as identity_of;
+#[doc(hidden)]
+pub use mem_host::MemHost;
+#[cfg(not(target_os = "linux"))]
+pub use no_map::{map, MapOnWasm32, Mapped};
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened};

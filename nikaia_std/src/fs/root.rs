@@ -1,13 +1,16 @@
 //! `Root`: the directory a name may not leave (`Dir`), or the audited
 //! `Anywhere`, whose every call site is recorded for `nikaia --trust`.
 
-use super::open::{self, check_name, Purpose};
+use super::host::{self, Host, HostFile, HostHit, HostRoot};
+use super::open::{check_name, Purpose};
 use super::{Error, Identity, Opened};
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{Mode, OFlags, CWD};
+#[cfg(target_os = "linux")]
+use rustix::{
+    fd::{AsFd, OwnedFd},
+    fs::{Mode, OFlags, CWD},
+};
 use std::fmt;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::panic::Location;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,10 +98,15 @@ pub struct Root {
 
 #[derive(Clone)]
 enum Kind {
+    /// A directory descriptor (Linux).
+    #[cfg(target_os = "linux")]
     Dir(Arc<DirRoot>),
+    /// A directory on a host adapter, by path (wasm32; tests everywhere).
+    Host(Arc<HostDirRoot>),
     Anywhere(&'static Site),
 }
 
+#[cfg(target_os = "linux")]
 struct DirRoot {
     fd: OwnedFd,
     path: PathBuf,
@@ -106,10 +114,18 @@ struct DirRoot {
     key: (u64, u64),
 }
 
+struct HostDirRoot {
+    root: HostRoot,
+    /// As given, for logs.
+    path: PathBuf,
+}
+
 impl fmt::Debug for Root {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
+            #[cfg(target_os = "linux")]
             Kind::Dir(d) => f.debug_tuple("Root::Dir").field(&d.path).finish(),
+            Kind::Host(d) => f.debug_tuple("Root::Dir").field(&d.path).finish(),
             Kind::Anywhere(s) => f
                 .debug_tuple("Root::Anywhere")
                 .field(&format_args!("{}", s.site))
@@ -119,20 +135,72 @@ impl fmt::Debug for Root {
 }
 
 /// How the root directory itself is held: only as a place to look up names.
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(target_os = "linux")]
 const ROOT_FLAGS: OFlags = OFlags::PATH.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC);
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-const ROOT_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::CLOEXEC);
+
+/// The error of an operation that a root of the other kind has.
+#[cfg(target_os = "linux")]
+fn unsupported(what: &str) -> Error {
+    Error::Io(io::Error::new(io::ErrorKind::Unsupported, what.to_string()))
+}
+
+/// A directory entry's name from its bytes.
+fn os_string(name: Vec<u8>) -> std::ffi::OsString {
+    #[cfg(unix)]
+    {
+        std::os::unix::ffi::OsStringExt::from_vec(name)
+    }
+    #[cfg(not(unix))]
+    {
+        String::from_utf8_lossy(&name).into_owned().into()
+    }
+}
+
+/// The lexical checks of `Root::stat`: those of every name, and no `..`.
+fn check_stat_name(name: &Path) -> Result<(), Error> {
+    check_name(name)?;
+    if name.components().any(|c| c == Component::ParentDir) {
+        return Err(super::Outside::new(name).into());
+    }
+    Ok(())
+}
 
 impl Root {
     /// Opens the directory `path` once and keeps it: later renaming or
     /// replacing `path` does not change the root. A path that cannot be opened
     /// as a directory is an error here (there is no fallback to the current
     /// directory).
+    ///
+    /// On wasm32 the root is a path on the process's host adapter
+    /// ([`set_host`](super::set_host); Node's `fs` by default), resolved once
+    /// here (final symlinks followed) and then by path: see `spec/fs-root.md`.
     pub fn dir(path: impl AsRef<Path>) -> io::Result<Root> {
+        #[cfg(not(target_os = "linux"))]
+        {
+            Root::on_host(path, host::host()?)
+        }
+        #[cfg(target_os = "linux")]
+        Root::dir_fd(path.as_ref())
+    }
+
+    /// A `Dir` root on `host`: `path` is resolved once (final symlinks
+    /// followed) and must be a directory; every name is then resolved below
+    /// it by the walk over the host, as on wasm32. For tests of that path on
+    /// every target (with a `MemHost`); on Linux, its files are opened with
+    /// [`Root::open_host`] (`Root::open` gives `std::fs::File`s).
+    #[doc(hidden)]
+    pub fn on_host(path: impl AsRef<Path>, host: Arc<dyn Host>) -> io::Result<Root> {
         let path = path.as_ref();
+        Ok(Root {
+            kind: Kind::Host(Arc::new(HostDirRoot {
+                root: HostRoot::new(path, host)?,
+                path: path.to_path_buf(),
+            })),
+        })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn dir_fd(path: &Path) -> io::Result<Root> {
         let fd = rustix::fs::openat(CWD, path, ROOT_FLAGS, Mode::empty())?;
         let st = rustix::fs::fstat(&fd)?;
         Ok(Root {
@@ -160,16 +228,32 @@ impl Root {
         }
     }
 
+    /// True for a root on a host adapter (every root on wasm32).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn on_a_host(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            matches!(self.kind, Kind::Host(_))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            true
+        }
+    }
+
     /// True for a `Dir` root (only those may be kept in a cache).
     pub fn is_dir(&self) -> bool {
-        matches!(self.kind, Kind::Dir(_))
+        !matches!(self.kind, Kind::Anywhere(_))
     }
 
     /// (dev, ino) of a `Dir` root's directory; `None` for `Anywhere`, whose
     /// files are never kept.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the cache is Linux's
     pub(crate) fn cache_key(&self) -> Option<(u64, u64)> {
         match &self.kind {
+            #[cfg(target_os = "linux")]
             Kind::Dir(d) => Some(d.key),
+            Kind::Host(d) => Some(d.root.dir.id),
             Kind::Anywhere(_) => None,
         }
     }
@@ -178,7 +262,9 @@ impl Root {
     /// logs; it is never opened again). `None` for `Anywhere`.
     pub fn path(&self) -> Option<&Path> {
         match &self.kind {
+            #[cfg(target_os = "linux")]
             Kind::Dir(d) => Some(&d.path),
+            Kind::Host(d) => Some(&d.path),
             Kind::Anywhere(_) => None,
         }
     }
@@ -186,15 +272,34 @@ impl Root {
     /// Where an `Anywhere` root was made; `None` for `Dir`.
     pub fn anywhere_site(&self) -> Option<AnywhereSite> {
         match &self.kind {
-            Kind::Dir(_) => None,
             Kind::Anywhere(s) => Some(s.site),
+            _ => None,
         }
     }
 
     /// Opens a regular file for reading and takes its identity from the same
     /// descriptor. See `spec/fs-root.md` for every outcome.
     pub fn open(&self, name: impl AsRef<Path>) -> Result<Opened, Error> {
-        open::regular(self.open_fd(name.as_ref(), Purpose::Read)?)
+        #[cfg(target_os = "linux")]
+        {
+            super::fd::regular(self.open_fd(name.as_ref(), Purpose::Read)?)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let (file, id) = self.open_host(name)?;
+            Ok(Opened { file, id })
+        }
+    }
+
+    /// Opens a regular file under a root on a host adapter (any root on
+    /// wasm32; [`Root::on_host`] elsewhere): the handle, checked to be the
+    /// file the walk's last `lstat` saw, and its identity from that handle.
+    #[doc(hidden)]
+    pub fn open_host(&self, name: impl AsRef<Path>) -> Result<(HostFile, Identity), Error> {
+        match self.open_on_host(name.as_ref(), Purpose::Read)? {
+            HostHit::File(file, id) => Ok((file, id)),
+            HostHit::Dir(_) => Err(Error::NotAFile { directory: true }),
+        }
     }
 
     /// Like [`Root::open`], but the lookup may only use what the kernel
@@ -205,7 +310,14 @@ impl Root {
         if FORCE_UNCACHED.load(Ordering::Relaxed) {
             return Err(Error::WouldBlock);
         }
-        open::regular(self.open_fd(name.as_ref(), Purpose::ReadCached)?)
+        #[cfg(target_os = "linux")]
+        {
+            super::fd::regular(self.open_fd(name.as_ref(), Purpose::ReadCached)?)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.open(name)
+        }
     }
 
     /// The identity `name` has now, from one `statx` relative to the root,
@@ -216,68 +328,135 @@ impl Root {
     /// different identity, never the stored one.
     pub fn stat(&self, name: impl AsRef<Path>) -> Result<Identity, Error> {
         let name = name.as_ref();
-        let st = match &self.kind {
+        match &self.kind {
+            #[cfg(target_os = "linux")]
             Kind::Dir(d) => {
-                check_name(name)?;
-                if name.components().any(|c| c == Component::ParentDir) {
-                    return Err(super::Outside::new(name).into());
-                }
-                stat_at(d.fd.as_fd(), name)
+                check_stat_name(name)?;
+                stat_at(d.fd.as_fd(), name).map_err(|e| super::fd::from_errno(e, name))?
             }
-            Kind::Anywhere(_) => stat_at(CWD, name),
-        };
-        st.map_err(|e| open::from_errno(e, name))?
+            Kind::Host(d) => {
+                check_stat_name(name)?;
+                d.root.stat(name)
+            }
+            #[cfg(target_os = "linux")]
+            Kind::Anywhere(_) => stat_at(CWD, name).map_err(|e| super::fd::from_errno(e, name))?,
+            #[cfg(not(target_os = "linux"))]
+            Kind::Anywhere(_) => {
+                let host = host::host().map_err(Error::Io)?;
+                host::stat_path(&*host, name.as_os_str().as_encoded_bytes(), name)
+            }
+        }
     }
 
     /// The entries of the directory `name` (`.` for the root itself), found
     /// like a file (the same confinement and outcomes), sorted by name;
     /// `.` and `..` are left out.
     pub fn list(&self, name: impl AsRef<Path>) -> Result<Vec<DirEntry>, Error> {
-        let fd = self.open_fd(name.as_ref(), Purpose::List)?;
-        let mut dir = rustix::fs::Dir::read_from(&fd).map_err(|e| Error::Io(e.into()))?;
-        let mut entries = Vec::new();
-        while let Some(entry) = dir.read() {
-            let entry = entry.map_err(|e| Error::Io(e.into()))?;
-            let raw = entry.file_name().to_bytes();
-            if raw == b"." || raw == b".." {
-                continue;
+        let name = name.as_ref();
+        let mut entries = match &self.kind {
+            Kind::Host(d) => self.list_host(&*d.root.host, name)?,
+            #[cfg(not(target_os = "linux"))]
+            Kind::Anywhere(_) => {
+                let host = host::host().map_err(Error::Io)?;
+                self.list_host(&*host, name)?
             }
-            let kind = match entry.file_type() {
-                rustix::fs::FileType::Unknown => rustix::fs::statat(
-                    &fd,
-                    entry.file_name(),
-                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                )
-                .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode as _))
-                .unwrap_or(rustix::fs::FileType::Unknown),
-                known => known,
-            };
-            entries.push(DirEntry {
-                name: std::ffi::OsStr::from_bytes(raw).to_os_string(),
-                is_dir: kind == rustix::fs::FileType::Directory,
-            });
-        }
+            #[cfg(target_os = "linux")]
+            _ => list_fd(self.open_fd(name, Purpose::List)?)?,
+        };
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)
     }
 
+    fn list_host(&self, host: &dyn Host, name: &Path) -> Result<Vec<DirEntry>, Error> {
+        let HostHit::Dir(path) = self.open_on_host(name, Purpose::List)? else {
+            return Err(Error::NotFound);
+        };
+        Ok(host::list(host, &path)?
+            .into_iter()
+            .map(|(name, is_dir)| DirEntry {
+                name: os_string(name),
+                is_dir,
+            })
+            .collect())
+    }
+
     /// Opens `name` for writing (create or truncate), confined like a read.
+    /// Files under a host root are read-only.
+    #[cfg(target_os = "linux")]
     pub(crate) fn open_write(&self, name: &Path) -> Result<Opened, Error> {
-        open::regular(self.open_fd(name, Purpose::Write)?)
+        if let Kind::Host(_) = self.kind {
+            return Err(host::read_only());
+        }
+        super::fd::regular(self.open_fd(name, Purpose::Write)?)
+    }
+
+    /// The one place a name becomes a host file or directory.
+    fn open_on_host(&self, name: &Path, purpose: Purpose) -> Result<HostHit, Error> {
+        match &self.kind {
+            Kind::Host(d) => {
+                check_name(name)?;
+                d.root.open(name, purpose)
+            }
+            #[cfg(not(target_os = "linux"))]
+            Kind::Anywhere(site) => {
+                let host = host::host().map_err(Error::Io)?;
+                let hit = host::open_anywhere(&host, name, purpose)?;
+                site.opens.fetch_add(1, Ordering::Relaxed);
+                Ok(hit)
+            }
+            #[cfg(target_os = "linux")]
+            _ => Err(unsupported(
+                "a root on descriptors has no host: open it with Root::open",
+            )),
+        }
     }
 
     /// The one place a name becomes a descriptor.
+    #[cfg(target_os = "linux")]
     fn open_fd(&self, name: &Path, purpose: Purpose) -> Result<OwnedFd, Error> {
         match &self.kind {
-            Kind::Dir(d) => open::open_beneath(d.fd.as_fd(), name, purpose),
+            Kind::Dir(d) => super::fd::open_beneath(d.fd.as_fd(), name, purpose),
+            Kind::Host(_) => Err(unsupported(
+                "a root on a host adapter has no descriptors: open it with Root::open_host",
+            )),
             Kind::Anywhere(site) => {
                 let fd = rustix::fs::openat(CWD, name, purpose.flags(), purpose.mode())
-                    .map_err(|e| open::from_errno(e, name))?;
+                    .map_err(|e| super::fd::from_errno(e, name))?;
                 site.opens.fetch_add(1, Ordering::Relaxed);
                 Ok(fd)
             }
         }
     }
+}
+
+/// The entries of a directory open at `fd`, unsorted.
+#[cfg(target_os = "linux")]
+fn list_fd(fd: OwnedFd) -> Result<Vec<DirEntry>, Error> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut dir = rustix::fs::Dir::read_from(&fd).map_err(|e| Error::Io(e.into()))?;
+    let mut entries = Vec::new();
+    while let Some(entry) = dir.read() {
+        let entry = entry.map_err(|e| Error::Io(e.into()))?;
+        let raw = entry.file_name().to_bytes();
+        if raw == b"." || raw == b".." {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            rustix::fs::FileType::Unknown => rustix::fs::statat(
+                &fd,
+                entry.file_name(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode as _))
+            .unwrap_or(rustix::fs::FileType::Unknown),
+            known => known,
+        };
+        entries.push(DirEntry {
+            name: std::ffi::OsStr::from_bytes(raw).to_os_string(),
+            is_dir: kind == rustix::fs::FileType::Directory,
+        });
+    }
+    Ok(entries)
 }
 
 /// One `statx` (Linux) of `name` relative to `dir`.
@@ -305,14 +484,4 @@ fn stat_at(
         FileType::Directory => Err(Error::NotAFile { directory: true }),
         _ => Err(Error::NotAFile { directory: false }),
     })
-}
-
-/// One `fstatat` of `name` relative to `dir`.
-#[cfg(not(target_os = "linux"))]
-fn stat_at(
-    dir: rustix::fd::BorrowedFd<'_>,
-    name: &Path,
-) -> rustix::io::Result<Result<Identity, Error>> {
-    let st = rustix::fs::statat(dir, name, rustix::fs::AtFlags::empty())?;
-    Ok(open::check_regular(&st).map(|()| open::identity(&st)))
 }

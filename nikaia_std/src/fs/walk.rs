@@ -1,17 +1,14 @@
-//! The fallback resolution: one component at a time, relative to descriptors
-//! this code opened itself, for kernels without openat2 (or with it filtered).
+//! The per-component resolution, written once for every target: the Linux
+//! fallback runs it over descriptors it opened itself (`fd.rs`), wasm32 runs
+//! it over a host adapter's paths (`host.rs`).
 //!
-//! No path string is ever built: each component is opened relative to the
-//! directory reached so far, symlinks are read and their targets' components
-//! spliced in front of the remaining ones, and `..` pops a stack of the
-//! directories entered, so it can never rise above the root.
+//! No name is ever handed whole to what is below: each component is looked
+//! up relative to the directory reached so far, symlinks are read and their
+//! targets' components spliced in front of the remaining ones, and `..` pops
+//! a stack of the directories entered, so it can never rise above the root.
 
-use super::open::{from_errno, Purpose, PATH_MAX};
+use super::open::{Purpose, PATH_MAX};
 use super::{Error, Outside};
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{Mode, OFlags};
-use rustix::io::Errno;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// Stands for a trailing `/` among the pending components (a real component
@@ -20,34 +17,78 @@ use std::path::Path;
 const TRAILING: &[u8] = b"/";
 
 /// The kernel's limit on symlinks followed in one lookup (`MAXSYMLINKS`).
-const MAX_LINKS: usize = 40;
+pub(crate) const MAX_LINKS: usize = 40;
 
-/// How an intermediate directory is opened: only to look up names in it.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const DIR_FLAGS: OFlags = OFlags::PATH
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
+/// Why one step of a [`Lookup`] did not give what was asked.
+#[derive(Debug)]
+pub(crate) enum Miss {
+    /// The component was refused because it is a symlink (opened without
+    /// following it: `ELOOP`). The walk reads it; if it turns out not to be
+    /// one after all, this is `Outside` (as the kernel's `ELOOP`).
+    Symlink,
+    /// The component is not a directory, or may be a symlink that was
+    /// refused as one (`ENOTDIR` from `O_DIRECTORY`). The walk reads it; if
+    /// it is not a symlink, this is `NotFound`.
+    NotDir,
+    /// From [`Lookup::readlink`] only: the component is not a symlink.
+    NotALink,
+    /// No such component.
+    NotFound,
+    /// The lookup refuses to go there (a procfs directory on Linux; a file
+    /// swapped between two looks on a host).
+    Outside,
+    /// Any other outcome, already decided.
+    Other(Error),
+}
 
-/// Opens `name` (already checked lexically) beneath `root`, refusing what
-/// openat2 with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` refuses.
-pub(crate) fn open_beneath(
-    root: BorrowedFd<'_>,
+/// What the walk needs from below: directories entered one component at a
+/// time, a final open that never follows a symlink, and `readlink`.
+///
+/// `component` never contains `/`, and is never `..`; it is `.` only for the
+/// final open (the directory reached itself).
+pub(crate) trait Lookup {
+    /// A directory entered below the root (or the root itself).
+    type Dir;
+    /// What the final open gives.
+    type File;
+    /// The root: the bottom of the stack, never popped.
+    fn root(&self) -> Self::Dir;
+    /// Enters the directory `component` of `at`, without following a symlink.
+    fn open_dir(&self, at: &Self::Dir, component: &[u8]) -> Result<Self::Dir, Miss>;
+    /// The final open of `component` in `at` for `purpose`, without
+    /// following a symlink.
+    fn open_file(
+        &self,
+        at: &Self::Dir,
+        component: &[u8],
+        purpose: Purpose,
+    ) -> Result<Self::File, Miss>;
+    /// The target of the symlink `component` in `at`.
+    fn readlink(&self, at: &Self::Dir, component: &[u8]) -> Result<Vec<u8>, Miss>;
+}
+
+/// Opens `name` (already checked lexically) beneath the lookup's root,
+/// refusing what openat2 with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`
+/// refuses.
+pub(crate) fn open_beneath<L: Lookup>(
+    lookup: &L,
     name: &Path,
     purpose: Purpose,
-) -> Result<OwnedFd, Error> {
-    let bytes = name.as_os_str().as_bytes();
+) -> Result<L::File, Error> {
+    let bytes = name.as_os_str().as_encoded_bytes();
     if bytes.len() >= PATH_MAX {
-        return Err(from_errno(Errno::NAMETOOLONG, name));
+        // ENAMETOOLONG.
+        return Err(Error::NotFound);
     }
     let outside = || Error::Outside(Outside::new(name));
+    let fail = |miss: Miss| match miss {
+        Miss::Symlink | Miss::Outside => outside(),
+        Miss::NotDir | Miss::NotALink | Miss::NotFound => Error::NotFound,
+        Miss::Other(e) => e,
+    };
+    let root = lookup.root();
     // The directories entered below the root; the last one is current.
-    let mut entered: Vec<OwnedFd> = Vec::new();
+    let mut entered: Vec<L::Dir> = Vec::new();
     // The components still to resolve, the next one last.
     let mut pending: Vec<Vec<u8>> = Vec::new();
     splice(&mut pending, bytes);
@@ -74,47 +115,43 @@ pub(crate) fn open_beneath(
         } else if purpose.creates() && component != b"." && pending == [TRAILING] {
             // Like the kernel: creating a name with a trailing `/` is EISDIR,
             // decided before the name is looked up.
-            return Err(from_errno(Errno::ISDIR, name));
+            return Err(Error::NotAFile { directory: true });
         }
-        let dir = entered.last().map_or(root, |fd| fd.as_fd());
+        let dir = entered.last().unwrap_or(&root);
 
-        let opened = if last {
-            rustix::fs::openat(
-                dir,
-                component.as_slice(),
-                purpose.flags() | OFlags::NOFOLLOW,
-                purpose.mode(),
-            )
+        let miss = if last {
+            match lookup.open_file(dir, &component, purpose) {
+                Ok(file) => return Ok(file),
+                Err(miss) => miss,
+            }
         } else {
-            rustix::fs::openat(dir, component.as_slice(), DIR_FLAGS, Mode::empty())
+            match lookup.open_dir(dir, &component) {
+                Ok(next) => {
+                    entered.push(next);
+                    continue;
+                }
+                Err(miss) => miss,
+            }
         };
-        match opened {
-            Ok(fd) if last => return Ok(fd),
-            Ok(fd) => {
-                refuse_procfs(&fd, name)?;
-                entered.push(fd);
-            }
-            // The component may be a symlink: O_NOFOLLOW refused it (ELOOP;
-            // EMLINK on the BSDs), or O_DIRECTORY did (ENOTDIR).
-            Err(e @ (Errno::LOOP | Errno::MLINK | Errno::NOTDIR)) => {
-                let target = match rustix::fs::readlinkat(dir, component.as_slice(), Vec::new()) {
-                    Ok(target) => target,
-                    // Not a symlink: the first error stands.
-                    Err(Errno::INVAL) => return Err(from_errno(e, name)),
-                    Err(other) => return Err(from_errno(other, name)),
-                };
-                links += 1;
-                if links > MAX_LINKS {
-                    return Err(from_errno(Errno::LOOP, name));
-                }
-                let target = target.as_bytes();
-                match target.first() {
-                    None => return Err(from_errno(Errno::NOENT, name)),
-                    Some(b'/') => return Err(outside()),
-                    Some(_) => splice(&mut pending, target),
-                }
-            }
-            Err(e) => return Err(from_errno(e, name)),
+        // The component may be a symlink: read it.
+        if !matches!(miss, Miss::Symlink | Miss::NotDir) {
+            return Err(fail(miss));
+        }
+        let target = match lookup.readlink(dir, &component) {
+            Ok(target) => target,
+            // Not a symlink: the first answer stands.
+            Err(Miss::NotALink) => return Err(fail(miss)),
+            Err(other) => return Err(fail(other)),
+        };
+        links += 1;
+        if links > MAX_LINKS {
+            // ELOOP.
+            return Err(outside());
+        }
+        match target.first() {
+            None => return Err(Error::NotFound),
+            Some(b'/') => return Err(outside()),
+            Some(_) => splice(&mut pending, &target),
         }
     }
     // A name that is not empty and not absolute always has a last
@@ -132,21 +169,4 @@ fn splice(pending: &mut Vec<Vec<u8>>, path: &[u8]) {
     let at = pending.len();
     pending.extend(parts.map(<[u8]>::to_vec));
     pending[at..].reverse();
-}
-
-/// A directory on procfs holds magic links, which openat2 refuses with
-/// `RESOLVE_NO_MAGICLINKS` and readlink cannot tell apart: the walk refuses
-/// to enter procfs at all.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn refuse_procfs(dir: &OwnedFd, name: &Path) -> Result<(), Error> {
-    let fs = rustix::fs::fstatfs(dir).map_err(|e| Error::Io(e.into()))?;
-    if fs.f_type == rustix::fs::PROC_SUPER_MAGIC {
-        return Err(Error::Outside(Outside::new(name)));
-    }
-    Ok(())
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn refuse_procfs(_dir: &OwnedFd, _name: &Path) -> Result<(), Error> {
-    Ok(())
 }
