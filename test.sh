@@ -20,7 +20,7 @@ cargo fmt --all -- --check
 # when missing), and the module the Node host test serves.
 nikaia_std/wasm/build.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo clippy -p nikaia_std -p nikaia_wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+cargo clippy -p nikaia_std -p nikaia_wasm --target wasm32-unknown-unknown --lib --tests --locked -- -D warnings
 cargo test --workspace --locked
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
     cargo test -p nikaia_std --target wasm32-unknown-unknown --locked --lib --tests

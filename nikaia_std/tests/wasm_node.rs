@@ -58,7 +58,9 @@ fn app(root: &str) {
         .route("/response", |_| {
             Response::new(201).header("X-Made", "by hand").body("made")
         })
-        .route("/fails", |_| -> Result<&'static str, String> { Err("detail".into()) })
+        .route("/fails", |_| -> Result<&'static str, String> {
+            Err("detail".into())
+        })
         .route("/f/*name", move |req| {
             File::new(req.param().unwrap_or(""), &site).index("index.html")
         })
@@ -103,14 +105,27 @@ fn every_row_and_file_answer_under_node() {
     app(&root);
 
     let (s, h, b) = get("/html", &[]);
-    assert_eq!((s, header(&h, "content-type"), &b[..]), (200, Some("text/html; charset=utf-8"), &b"<b>raw</b>"[..]));
-    assert_eq!(header(&h, "date"), Some("Mon, 01 Dec 2025 00:00:00 GMT"), "the host's clock");
+    assert_eq!(
+        (s, header(&h, "content-type"), &b[..]),
+        (200, Some("text/html; charset=utf-8"), &b"<b>raw</b>"[..])
+    );
+    assert_eq!(
+        header(&h, "date"),
+        Some("Mon, 01 Dec 2025 00:00:00 GMT"),
+        "the host's clock"
+    );
     assert_eq!(get("/text", &[]).2, b"plain text");
     assert_eq!(get("/string?q=1", &[]).2, b"path /string");
     let (s, h, b) = get("/bytes", &[]);
-    assert_eq!((s, header(&h, "content-type"), b), (200, Some("application/octet-stream"), vec![0, 1]));
+    assert_eq!(
+        (s, header(&h, "content-type"), b),
+        (200, Some("application/octet-stream"), vec![0, 1])
+    );
     let (s, h, b) = get("/response", &[]);
-    assert_eq!((s, header(&h, "x-made"), &b[..]), (201, Some("by hand"), &b"made"[..]));
+    assert_eq!(
+        (s, header(&h, "x-made"), &b[..]),
+        (201, Some("by hand"), &b"made"[..])
+    );
     let (s, _, b) = get("/fails", &[]);
     assert_eq!(s, 500);
     assert!(!String::from_utf8_lossy(&b).contains("detail"));
@@ -118,12 +133,18 @@ fn every_row_and_file_answer_under_node() {
 
     let (s, h, b) = get("/f/a.txt", &[]);
     assert_eq!((s, &b[..]), (200, &b"hello from node:fs\n"[..]));
-    assert_eq!(header(&h, "content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(
+        header(&h, "content-type"),
+        Some("text/plain; charset=utf-8")
+    );
     assert_eq!(header(&h, "content-length"), Some("19"));
     let etag = header(&h, "etag").unwrap().to_owned();
     assert_eq!(get("/f/a.txt", &[("If-None-Match", &etag)]).0, 304);
     let (s, h, b) = get("/f/a.txt", &[("Range", "bytes=6-9")]);
-    assert_eq!((s, header(&h, "content-range"), &b[..]), (206, Some("bytes 6-9/19"), &b"from"[..]));
+    assert_eq!(
+        (s, header(&h, "content-range"), &b[..]),
+        (206, Some("bytes 6-9/19"), &b"from"[..])
+    );
     assert_eq!(get("/f/a.txt", &[("Range", "bytes=99-")]).0, 416);
     // A body larger than one part comes whole, in parts.
     let (s, _, b) = get("/f/big.bin", &[]);
@@ -132,7 +153,12 @@ fn every_row_and_file_answer_under_node() {
     assert_eq!(get("/f/sub", &[]).0, 301);
     assert_eq!(get("/f/missing", &[]).0, 404);
     // Outside the root, through a symlink or `..`, and a loop: 404.
-    for name in ["/f/out", "/f/..%2fsecret", "/f/sub/..%2f..%2fsecret", "/f/loop1"] {
+    for name in [
+        "/f/out",
+        "/f/..%2fsecret",
+        "/f/sub/..%2f..%2fsecret",
+        "/f/loop1",
+    ] {
         let (s, _, b) = get(name, &[]);
         assert_eq!(s, 404, "{name}");
         assert!(!String::from_utf8_lossy(&b).contains("SECRET"), "{name}");

@@ -43,7 +43,11 @@ pub use no_map::{map, MapOnWasm32, Mapped};
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened};
 /// The open file an [`Opened`] holds: a descriptor on Linux.
+#[cfg(target_os = "linux")]
 pub(crate) type OpenFile = std::fs::File;
+/// The open file an [`Opened`] holds: the host's handle elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub(crate) type OpenFile = HostFile;
 #[doc(hidden)]
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, DirEntry, Root};

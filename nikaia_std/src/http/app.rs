@@ -19,6 +19,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// ```
 pub struct Server {
     pub(crate) router: Router,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) rt: Runtime,
 }
 

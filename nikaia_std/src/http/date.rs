@@ -1,26 +1,23 @@
 //! The `Date` header, formatted once per second per worker, never per request.
 
-/// Seconds since the Unix epoch, now: the system clock on Linux; on wasm32
-/// (where `SystemTime::now` panics) the time the host passed with the
-/// request being answered.
-#[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn unix_seconds() -> u64 {
+/// Seconds since the Unix epoch, now, by the system clock (on wasm32, where
+/// `SystemTime::now` panics, the host passes its clock with each request:
+/// `http/wasm.rs`).
+#[cfg(target_os = "linux")]
+fn unix_seconds() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
-#[cfg(target_arch = "wasm32")]
-pub(crate) fn unix_seconds() -> u64 {
-    super::wasm::host_now_seconds()
-}
-
 /// A worker's copy of the current `Date` value (IMF-fixdate, RFC 9110 §5.6.7).
+#[cfg(target_os = "linux")]
 pub(crate) struct DateCache {
     second: u64,
     text: [u8; 29],
 }
 
+#[cfg(target_os = "linux")]
 impl DateCache {
     pub(crate) fn new() -> DateCache {
         let mut cache = DateCache {

@@ -118,6 +118,7 @@ pub(crate) enum Plan {
         file: Arc<fs::OpenFile>,
         start: u64,
         end: u64,
+        #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
         vehicle: Vehicle,
     },
 }

@@ -6,6 +6,7 @@ mod app;
 #[cfg(target_os = "linux")]
 #[doc(hidden)]
 pub mod bench;
+#[cfg(target_os = "linux")]
 mod chunked;
 mod conditional;
 #[cfg(target_os = "linux")]

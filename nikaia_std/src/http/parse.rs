@@ -17,6 +17,7 @@ pub(crate) enum Framing {
 
 /// A complete, accepted request head.
 #[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct Head {
     pub len: usize,
     pub method: Range<usize>,

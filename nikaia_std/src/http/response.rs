@@ -126,6 +126,7 @@ impl Response {
 
     /// The answer to a plain HTTP request on the TLS port, in plain HTTP,
     /// with nginx's words so clients and people recognise it.
+    #[cfg(target_os = "linux")]
     pub(crate) fn plain_http_on_tls_port() -> Response {
         let mut r = Response::new(400);
         r.body = Body::Bytes(Bytes::from_static(
@@ -260,6 +261,7 @@ pub(crate) fn bodiless(status: u16) -> bool {
 /// Writes the status line and headers. `length` is the body's length (also
 /// for HEAD, which sends no body); `close` adds `Connection: close`, and
 /// `keep_alive_10` answers an HTTP/1.0 keep-alive request.
+#[cfg(target_os = "linux")]
 pub(crate) fn write_head(
     out: &mut Vec<u8>,
     resp: &Response,

@@ -1,9 +1,12 @@
 //! What a running server counts for its operator (`nikaia explain`):
 //! requests and bytes per vehicle. The kept table counts its own hits.
 
+#[cfg(target_os = "linux")]
 use crate::send::Vehicle;
+#[cfg(target_os = "linux")]
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(target_os = "linux")]
 #[derive(Default)]
 pub(crate) struct Stats {
     /// Per vehicle: [plain, through TLS].
@@ -17,6 +20,7 @@ pub(crate) struct Stats {
     pub truncated: AtomicU64,
 }
 
+#[cfg(target_os = "linux")]
 impl Stats {
     /// Counts one response's body: `tls` when it went through a session.
     pub(crate) fn record(&self, v: Vehicle, bytes: u64, tls: bool) {
