@@ -66,7 +66,7 @@ fn serve_speaks_https_and_sighup_reloads_the_pair() {
     let dir = setup(&pki, "error-log = \"error.log\"\n");
     let (child, addr) = serve(dir.path());
     let config = pki.client_config();
-    let mut before = TlsClient::connect(addr, config.clone());
+    let mut before = TlsClient::connect_tls(addr, config.clone());
     assert_eq!(before.get("/").text(), "<h1>home</h1>");
     assert!(subject_has(&before, "server one"));
 
@@ -84,7 +84,7 @@ fn serve_speaks_https_and_sighup_reloads_the_pair() {
     }
     // A new client (a resumed session would show the certificate of the
     // session it resumed).
-    let mut after = TlsClient::connect(addr, pki.client_config());
+    let mut after = TlsClient::connect_tls(addr, pki.client_config());
     assert!(subject_has(&after, "server two"));
     assert_eq!(after.get("/").status, 200);
     // The connection made before the reload is still served.
@@ -119,7 +119,7 @@ fn slow_https_readers_hold_bounded_memory_and_stall_no_one() {
     // Twenty clients ask for 64 MiB each and read nothing.
     let stalled: Vec<TlsClient> = (0..20)
         .map(|_| {
-            let mut c = TlsClient::connect(addr, config.clone());
+            let mut c = TlsClient::connect_tls(addr, config.clone());
             c.send("GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n");
             c
         })
@@ -127,7 +127,7 @@ fn slow_https_readers_hold_bounded_memory_and_stall_no_one() {
     std::thread::sleep(Duration::from_millis(500));
     // The one worker still answers everyone else.
     for _ in 0..20 {
-        let mut c = TlsClient::connect(addr, config.clone());
+        let mut c = TlsClient::connect_tls(addr, config.clone());
         assert_eq!(c.get("/").text(), "<h1>home</h1>");
     }
     let grown = rss_kib(child.id()).saturating_sub(before);
@@ -202,7 +202,7 @@ fn explain_shows_handshakes_and_tls_vehicles() {
     let (child, addr) = serve(dir.path());
     let config = pki.client_config();
     for _ in 0..2 {
-        let mut c = TlsClient::connect(addr, config.clone());
+        let mut c = TlsClient::connect_tls(addr, config.clone());
         for _ in 0..3 {
             assert_eq!(c.get("/").status, 200);
         }

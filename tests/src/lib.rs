@@ -45,30 +45,26 @@ impl Reply {
     }
 }
 
-/// One client connection speaking raw bytes.
-pub struct Client {
-    reader: BufReader<TcpStream>,
+/// One client connection speaking raw bytes over a stream (plain TCP for
+/// [`Client`], rustls for [`TlsClient`]), reading exactly what the server
+/// sent.
+pub struct Conn<S: Read + Write> {
+    reader: BufReader<S>,
 }
 
-impl Client {
-    pub fn connect(addr: SocketAddr) -> Client {
-        let s = TcpStream::connect(addr).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.set_nodelay(true).unwrap();
-        Client {
-            reader: BufReader::new(s),
-        }
-    }
+/// A plain HTTP client connection.
+pub type Client = Conn<TcpStream>;
 
-    pub fn stream(&self) -> &TcpStream {
-        self.reader.get_ref()
-    }
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
 
+/// An HTTPS client connection (rustls).
+pub type TlsClient = Conn<TlsStream>;
+
+impl<S: Read + Write> Conn<S> {
     pub fn send(&mut self, bytes: impl AsRef<[u8]>) {
-        self.reader
-            .get_mut()
-            .write_all(bytes.as_ref())
-            .expect("send");
+        let s = self.reader.get_mut();
+        s.write_all(bytes.as_ref()).expect("send");
+        s.flush().expect("flush");
     }
 
     /// Sends a GET with Host and returns the reply.
@@ -91,9 +87,53 @@ impl Client {
     pub fn is_closed(&mut self) -> bool {
         is_closed(&mut self.reader)
     }
+}
+
+impl Conn<TcpStream> {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.set_nodelay(true).unwrap();
+        Conn {
+            reader: BufReader::new(s),
+        }
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        self.reader.get_ref()
+    }
 
     pub fn set_read_timeout(&self, t: Duration) {
         self.stream().set_read_timeout(Some(t)).unwrap();
+    }
+}
+
+impl Conn<TlsStream> {
+    /// Connects and completes the handshake.
+    pub fn connect_tls(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> TlsClient {
+        TlsClient::over(TcpStream::connect(addr).expect("connect"), config)
+    }
+
+    /// Completes a handshake over a socket already connected.
+    pub fn over(tcp: TcpStream, config: Arc<rustls::ClientConfig>) -> TlsClient {
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(config, name).unwrap();
+        let mut stream = rustls::StreamOwned::new(conn, tcp);
+        while stream.conn.is_handshaking() {
+            stream
+                .conn
+                .complete_io(&mut stream.sock)
+                .expect("TLS handshake");
+        }
+        Conn {
+            reader: BufReader::new(stream),
+        }
+    }
+
+    pub fn session(&self) -> &rustls::ClientConnection {
+        &self.reader.get_ref().conn
     }
 }
 
@@ -241,67 +281,5 @@ impl TestPki {
 impl Default for TestPki {
     fn default() -> Self {
         TestPki::new()
-    }
-}
-
-type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
-
-/// One HTTPS client connection (rustls), reading exactly what the server
-/// sent.
-pub struct TlsClient {
-    reader: BufReader<TlsStream>,
-}
-
-impl TlsClient {
-    /// Connects and completes the handshake.
-    pub fn connect(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> TlsClient {
-        TlsClient::over(TcpStream::connect(addr).expect("connect"), config)
-    }
-
-    /// Completes a handshake over a socket already connected.
-    pub fn over(tcp: TcpStream, config: Arc<rustls::ClientConfig>) -> TlsClient {
-        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        tcp.set_nodelay(true).unwrap();
-        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-        let conn = rustls::ClientConnection::new(config, name).unwrap();
-        let mut stream = rustls::StreamOwned::new(conn, tcp);
-        while stream.conn.is_handshaking() {
-            stream
-                .conn
-                .complete_io(&mut stream.sock)
-                .expect("TLS handshake");
-        }
-        TlsClient {
-            reader: BufReader::new(stream),
-        }
-    }
-
-    pub fn session(&self) -> &rustls::ClientConnection {
-        &self.reader.get_ref().conn
-    }
-
-    pub fn send(&mut self, bytes: impl AsRef<[u8]>) {
-        let s = self.reader.get_mut();
-        s.write_all(bytes.as_ref()).expect("send");
-        s.flush().expect("flush");
-    }
-
-    /// Sends a GET with Host and returns the reply.
-    pub fn get(&mut self, path: &str) -> Reply {
-        self.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n"));
-        self.reply().expect("a reply")
-    }
-
-    pub fn read_reply(&mut self, head_only: bool) -> io::Result<Reply> {
-        read_reply(&mut self.reader, head_only)
-    }
-
-    pub fn reply(&mut self) -> io::Result<Reply> {
-        self.read_reply(false)
-    }
-
-    /// True when the server closed within the read timeout.
-    pub fn is_closed(&mut self) -> bool {
-        is_closed(&mut self.reader)
     }
 }

@@ -69,6 +69,17 @@ fn app(rt: Runtime, root: &Path) -> nikaia_std::http::Running {
     )
 }
 
+/// [`app`] over HTTPS, its error log written to a file in the site's
+/// temporary directory; the server and the log's path.
+fn app_logging_errors(s: &Site, pki: &TestPki) -> (nikaia_std::http::Running, PathBuf) {
+    let log = s.tmp.path().join("error.log");
+    let rt = Runtime {
+        error_log: LogTarget::File(log.clone()),
+        ..pki.runtime()
+    };
+    (app(rt, &s.root), log)
+}
+
 /// Status, headers but Date, and body: what must not differ between the
 /// transports.
 fn answer(r: &Reply) -> (u16, Vec<(String, String)>, Vec<u8>) {
@@ -126,7 +137,7 @@ fn every_row_and_file_answer_is_the_same_as_in_plain_http() {
         let mut p = Client::connect(plain.local_addr());
         p.send(request);
         let want = p.read_reply(head_only).unwrap();
-        let mut t = TlsClient::connect(tls.local_addr(), config.clone());
+        let mut t = TlsClient::connect_tls(tls.local_addr(), config.clone());
         t.send(request);
         let got = t.read_reply(head_only).unwrap();
         assert_eq!(answer(&got), answer(&want), "{request:?}");
@@ -158,7 +169,7 @@ fn keep_alive_and_pipelining_through_one_session() {
     let s = site();
     let pki = TestPki::new();
     let tls = app(pki.runtime(), &s.root);
-    let mut c = TlsClient::connect(tls.local_addr(), pki.client_config());
+    let mut c = TlsClient::connect_tls(tls.local_addr(), pki.client_config());
     for _ in 0..3 {
         assert_eq!(c.get("/text").text(), "plain text");
     }
@@ -327,7 +338,7 @@ fn plain_http_on_the_tls_port_is_400_then_closed() {
         String::from_utf8_lossy(&out.stdout).contains("plain HTTP request was sent to HTTPS port")
     );
     // HTTPS clients are still served.
-    let mut t = TlsClient::connect(tls.local_addr(), pki.client_config());
+    let mut t = TlsClient::connect_tls(tls.local_addr(), pki.client_config());
     assert_eq!(t.get("/text").text(), "plain text");
     assert_eq!(tls.report().tls.unwrap().plain_http, 2);
 }
@@ -387,7 +398,7 @@ fn a_client_that_never_finishes_its_handshake_is_closed_at_the_deadline() {
     }
     // Both were closed by the server, well before the client's own timeout.
     assert!(started.elapsed() < Duration::from_secs(5));
-    let mut t = TlsClient::connect(tls.local_addr(), pki.client_config());
+    let mut t = TlsClient::connect_tls(tls.local_addr(), pki.client_config());
     assert_eq!(t.get("/text").status, 200);
 }
 
@@ -395,17 +406,12 @@ fn a_client_that_never_finishes_its_handshake_is_closed_at_the_deadline() {
 fn resumed_handshakes_are_counted_and_failures_logged_sparingly() {
     let s = site();
     let pki = TestPki::new();
-    let log = s.tmp.path().join("error.log");
-    let rt = Runtime {
-        error_log: LogTarget::File(log.clone()),
-        ..pki.runtime()
-    };
-    let tls = app(rt, &s.root);
+    let (tls, log) = app_logging_errors(&s, &pki);
     let config = pki.client_config();
-    let mut first = TlsClient::connect(tls.local_addr(), config.clone());
+    let mut first = TlsClient::connect_tls(tls.local_addr(), config.clone());
     // Reading a reply also reads the tickets the server sent.
     assert_eq!(first.get("/text").status, 200);
-    let mut again = TlsClient::connect(tls.local_addr(), config.clone());
+    let mut again = TlsClient::connect_tls(tls.local_addr(), config.clone());
     assert_eq!(again.get("/text").status, 200);
     assert_eq!(
         again.session().handshake_kind(),
@@ -442,22 +448,17 @@ fn addr_of(server: &nikaia_std::http::Running) -> SocketAddr {
 fn reload_swaps_the_pair_for_new_connections_only() {
     let s = site();
     let mut pki = TestPki::new();
-    let log = s.tmp.path().join("error.log");
-    let rt = Runtime {
-        error_log: LogTarget::File(log.clone()),
-        ..pki.runtime()
-    };
-    let tls = app(rt, &s.root);
+    let (tls, log) = app_logging_errors(&s, &pki);
     let config = pki.client_config();
     let leaf = |c: &TlsClient| c.session().peer_certificates().unwrap()[0].to_vec();
     let contains = |der: &[u8], what: &str| der.windows(what.len()).any(|w| w == what.as_bytes());
-    let mut old = TlsClient::connect(addr_of(&tls), config.clone());
+    let mut old = TlsClient::connect_tls(addr_of(&tls), config.clone());
     assert!(contains(&leaf(&old), "server one"));
     pki.issue("server two");
     tls.reload();
     // New clients each time: a resumed session shows the certificate of the
     // session it resumed.
-    let mut new = TlsClient::connect(addr_of(&tls), pki.client_config());
+    let mut new = TlsClient::connect_tls(addr_of(&tls), pki.client_config());
     assert!(contains(&leaf(&new), "server two"));
     // The connection made before goes on with its session.
     assert_eq!(old.get("/text").status, 200);
@@ -465,7 +466,7 @@ fn reload_swaps_the_pair_for_new_connections_only() {
     // A pair that does not load leaves the last good one in place.
     std::fs::write(&pki.key, "not a key").unwrap();
     tls.reload();
-    let mut after = TlsClient::connect(addr_of(&tls), pki.client_config());
+    let mut after = TlsClient::connect_tls(addr_of(&tls), pki.client_config());
     assert!(contains(&leaf(&after), "server two"));
     assert_eq!(after.get("/text").status, 200);
     let text = std::fs::read_to_string(&log).unwrap();
@@ -488,14 +489,9 @@ fn slow_tls_client(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> TlsCl
 fn files_changed_under_https_downloads_never_hurt_the_process() {
     let s = site();
     let pki = TestPki::new();
-    let log = s.tmp.path().join("error.log");
-    let rt = Runtime {
-        error_log: LogTarget::File(log.clone()),
-        ..pki.runtime()
-    };
-    let tls = app(rt, &s.root);
+    let (tls, log) = app_logging_errors(&s, &pki);
     let config = pki.client_config();
-    let get = |path: &str| TlsClient::connect(tls.local_addr(), config.clone()).get(path);
+    let get = |path: &str| TlsClient::connect_tls(tls.local_addr(), config.clone()).get(path);
 
     // Truncated mid-download (read vehicle): closed short, logged, counted.
     let victim = s.root.join("victim.bin");

@@ -58,18 +58,12 @@ impl AutoSender {
             .flatten()
             .expect("a well-formed bench request");
         BenchRequest {
-            req: Request {
-                head: Bytes::from(head),
-                method: h.method,
-                target: h.target,
-                version: h.version,
-                headers: h.headers,
-                path: h.path,
-                query: h.query,
-                param: None,
-                body: Bytes::new(),
-                peer: "127.0.0.1:0".parse().expect("an address"),
-            },
+            req: Request::new(
+                Bytes::from(head),
+                h,
+                Bytes::new(),
+                "127.0.0.1:0".parse().expect("an address"),
+            ),
             file: File::new(name, root),
         }
     }

@@ -191,18 +191,12 @@ mod tests {
         let parsed = super::super::parse::parse_head(head.as_bytes(), 1 << 16)
             .unwrap()
             .unwrap();
-        Request {
-            head: Bytes::from(head),
-            method: parsed.method,
-            target: parsed.target,
-            version: parsed.version,
-            headers: parsed.headers,
-            path: parsed.path,
-            query: parsed.query,
-            param: None,
-            body: Bytes::new(),
-            peer: "127.0.0.1:1".parse().unwrap(),
-        }
+        Request::new(
+            Bytes::from(head),
+            parsed,
+            Bytes::new(),
+            "127.0.0.1:1".parse().unwrap(),
+        )
     }
 
     fn v() -> Validators {

@@ -435,25 +435,15 @@ impl Conn {
     /// Routes the request, runs its handler, queues the response.
     fn respond(&mut self, turn: &mut Turn<'_>, head: Head, head_bytes: Bytes, body: Bytes) {
         let started = Instant::now();
-        let mut req = Request {
-            head: head_bytes,
-            method: head.method,
-            target: head.target,
-            version: head.version,
-            headers: head.headers,
-            path: head.path,
-            query: head.query,
-            param: None,
-            body,
-            peer: self.peer,
-        };
+        let keep_alive = head.keep_alive;
+        let mut req = Request::new(head_bytes, head, body, self.peer);
         let resp = super::app::route(&turn.shared.router, &mut req);
         self.log_error(turn, &req, &resp);
         let mut resp = super::app::hide_error(resp);
         let asked_close = resp
             .get_header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let keep = head.keep_alive
+        let keep = keep_alive
             && !turn.stopping
             && !asked_close
             && !turn.shared.rt.keepalive_timeout.is_zero();

@@ -28,6 +28,27 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request from its head's bytes and what the parser found in them.
+    pub(crate) fn new(
+        head: Bytes,
+        parsed: super::parse::Head,
+        body: Bytes,
+        peer: SocketAddr,
+    ) -> Request {
+        Request {
+            head,
+            method: parsed.method,
+            target: parsed.target,
+            version: parsed.version,
+            headers: parsed.headers,
+            path: parsed.path,
+            query: parsed.query,
+            param: None,
+            body,
+            peer,
+        }
+    }
+
     fn slice(&self, r: &Range<usize>) -> &[u8] {
         &self.head[r.clone()]
     }

@@ -200,18 +200,13 @@ pub fn handle(
                 .get_header("connection")
                 .is_some_and(|v| v.eq_ignore_ascii_case("close"))
     };
-    let mut req = Request {
-        head: head.slice(..parsed.len),
-        method: parsed.method,
-        target: parsed.target,
-        version: parsed.version,
-        headers: parsed.headers,
-        path: parsed.path,
-        query: parsed.query,
-        param: None,
-        body: Bytes::from(body),
-        peer: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
-    };
+    let unknown_peer = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    let mut req = Request::new(
+        head.slice(..parsed.len),
+        parsed,
+        Bytes::from(body),
+        unknown_peer,
+    );
     let resp = route(&router, &mut req);
     log(&req, &resp);
     let mut resp = hide_error(resp);
