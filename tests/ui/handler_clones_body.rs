@@ -1,5 +1,6 @@
-// The shape D1 exists for: the captured body answers each request at the
-// cost of a reference count.
+// Passing counterpart of handler_moves_body.rs, the shape D1 exists for: the
+// captured body answers each request at the cost of a reference count
+// (spec/http.md, "Shape").
 use nikaia_std::http::Server;
 use nikaia_std::Bytes;
 

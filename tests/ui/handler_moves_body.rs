@@ -1,5 +1,6 @@
-// A handler is called for every request, so it may not give away what it
-// captured: returning the captured `Bytes` by move makes the closure `FnOnce`.
+// Rule: a handler is called once per request, so a body it captured is
+// cloned (a reference count) and never moved out; returning the captured
+// `Bytes` by move makes the closure `FnOnce` (spec/http.md, "Shape").
 use nikaia_std::http::Server;
 use nikaia_std::Bytes;
 

@@ -169,6 +169,11 @@ fn row(body: Bytes, content_type: &'static str) -> Response {
 }
 
 /// What a handler may return. Each type is one row of D1's table.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a body row: a handler must return one of the rows of the body table",
+    label = "a handler returning `{Self}` cannot answer a request",
+    note = "the body rows are: String, &'static str, html::Raw, Bytes, fs::Mapped, http::Response, http::File, Result<T, E> of a row"
+)]
 pub trait IntoResponse {
     fn into_response(self) -> Response;
 }
