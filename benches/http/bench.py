@@ -6,12 +6,19 @@ server process from /proc/PID/stat) and machine CPU µs per request (non-idle
 jiffies of /proc/stat), the median of REPEATS runs with the spread, and
 prints the ratios nikaia/nginx. Runs alternate between the servers so drift
 hits both. See docs/performance.md for how to read it.
+
+--tls measures HTTPS instead (the plaintext sections run too only when --only
+names them): the same certificate for both, TLS 1.3 with
+TLS_AES_128_GCM_SHA256, checks once before measuring (bytes, negotiated
+parameters, handshakes full and resumed), then keep-alive, Connection: close
+and full-handshake cases.
 """
 
 import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -110,12 +117,15 @@ class Server:
         self.port = free_port()
         self.proc = None
 
+    def nginx_conf(self):
+        return NGINX_CONF.format(dir=self.workdir, port=self.port, root=self.root)
+
     def start(self):
         if self.kind == "nginx":
             os.makedirs(os.path.join(self.workdir, "tmp"), exist_ok=True)
             conf = os.path.join(self.workdir, "nginx.conf")
             with open(conf, "w") as f:
-                f.write(NGINX_CONF.format(dir=self.workdir, port=self.port, root=self.root))
+                f.write(self.nginx_conf())
             self.proc = subprocess.Popen(
                 [shutil.which("nginx") or "/usr/sbin/nginx", "-c", conf, "-p", self.workdir],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -299,6 +309,406 @@ def fairness(args, root, work, nice, kind="nikaia"):
     ]), {"quiet": quiet, "loaded": loaded}
 
 
+# ---------------------------------------------------------------- HTTPS (--tls)
+#
+# Both servers get the same ECDSA P-256 certificate and speak only TLS 1.3
+# with TLS_AES_128_GCM_SHA256 to the clients: nginx because it is configured
+# so, nikaia because every client (wrk, s_client, s_time, curl: all OpenSSL)
+# reads CLIENT_CNF through OPENSSL_CONF. Checks run once against instances
+# that count handshakes (nikaia's stats socket, nginx's $ssl_session_reused
+# in an access log); the measured instances log nothing.
+
+TLS_SUITE = "TLS_AES_128_GCM_SHA256"
+TLS_CHECK_FILES = ["page.html", "4k/0.bin", "4k/1.bin", "4k/63.bin", "1m/0.bin", "1m/1.bin", "1m/63.bin"]
+STIME_CLIENTS = 4
+STIME_PATH = "/4k/0.bin"
+
+NGINX_TLS_CONF = """
+worker_processes 1;
+daemon off;
+master_process on;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    log_format tls '$ssl_session_reused $ssl_protocol $ssl_cipher $status';
+    {access_log}
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_requests 1000000;
+    open_file_cache max=1000 inactive=60s;
+    open_file_cache_valid 60s;
+    default_type application/octet-stream;
+    client_body_temp_path {dir}/tmp;
+    proxy_temp_path {dir}/tmp;
+    fastcgi_temp_path {dir}/tmp;
+    uwsgi_temp_path {dir}/tmp;
+    scgi_temp_path {dir}/tmp;
+    server {{
+        listen 127.0.0.1:{port} ssl reuseport;
+        root {root};
+        ssl_certificate {dir}/cert.pem;
+        ssl_certificate_key {dir}/key.pem;
+        ssl_protocols TLSv1.3;
+        ssl_conf_command Ciphersuites {suite};
+        ssl_session_cache shared:SSL:10m;
+        ssl_session_timeout 1h;
+        ssl_session_tickets on;
+    }}
+}}
+"""
+
+CLIENT_CNF = """openssl_conf = openssl_init
+[openssl_init]
+ssl_conf = ssl_sect
+[ssl_sect]
+system_default = system_default_sect
+[system_default_sect]
+MinProtocol = TLSv1.3
+MaxProtocol = TLSv1.3
+Ciphersuites = {suite}
+Groups = X25519
+"""
+
+
+class TlsServer(Server):
+    """A Server on HTTPS; `logged` adds what the checks count by."""
+
+    def __init__(self, kind, args, root, workdir, logged=False):
+        extra = 'tls-cert = "cert.pem"\ntls-key = "key.pem"\n'
+        if logged and kind == "nikaia":
+            self.stats = os.path.join(workdir, f"stats-{os.getpid()}.sock")
+            extra += f'stats-socket = "{self.stats}"\n'
+        super().__init__(kind, args, root, workdir, extra)
+        self.label = kind
+        self.access_log = os.path.join(workdir, "access.log") if logged and kind == "nginx" else None
+
+    def nginx_conf(self):
+        log = f"access_log {self.access_log} tls;" if self.access_log else "access_log off;"
+        return NGINX_TLS_CONF.format(dir=self.workdir, port=self.port, root=self.root,
+                                     access_log=log, suite=TLS_SUITE)
+
+    @property
+    def base(self):
+        return f"https://127.0.0.1:{self.port}"
+
+    def handshakes(self):
+        """(full, resumed, [protocol+suite seen]) so far."""
+        if self.kind == "nikaia":
+            out = subprocess.run([self.args.nikaia, "explain", "--socket", self.stats, "--json"],
+                                 capture_output=True, text=True, check=True).stdout
+            t = json.loads(out)["tls"]
+            return t["handshakes_full"], t["handshakes_resumed"], []
+        lines = open(self.access_log).read().split("\n") if os.path.exists(self.access_log) else []
+        rows = [l.split() for l in lines if l.strip()]
+        return (sum(r[0] != "r" for r in rows), sum(r[0] == "r" for r in rows),
+                [f"{r[1]} {r[2]}" for r in rows])
+
+
+def tls_material(work):
+    """The certificate both servers present, and the client configurations."""
+    os.makedirs(os.path.join(work, "tmp"), exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "OPENSSL_CONF"}
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", os.path.join(work, "key.pem"), "-out", os.path.join(work, "cert.pem"),
+                    "-days", "7", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, env=env)
+    client, aes256 = os.path.join(work, "client.cnf"), os.path.join(work, "client-aes256.cnf")
+    with open(client, "w") as f:
+        f.write(CLIENT_CNF.format(suite=TLS_SUITE))
+    with open(aes256, "w") as f:
+        f.write(CLIENT_CNF.format(suite="TLS_AES_256_GCM_SHA384"))
+    return {"cert": os.path.join(work, "cert.pem"),
+            "env": dict(env, OPENSSL_CONF=client),
+            "env_aes256": dict(env, OPENSSL_CONF=aes256),
+            "env_system": env}
+
+
+def tls_versions(nikaia):
+    ng = subprocess.run([shutil.which("nginx") or "/usr/sbin/nginx", "-V"], capture_output=True, text=True)
+    ng = [l for l in (ng.stderr + ng.stdout).splitlines() if l.startswith(("nginx version", "built with"))]
+    ossl = subprocess.run(["openssl", "version"], capture_output=True, text=True).stdout.strip()
+    wrk = subprocess.run(["wrk", "-v"], capture_output=True, text=True)
+    wrk = (wrk.stdout + wrk.stderr).splitlines()[0].strip()
+    # The provider is whatever rustls was built with: read it off Cargo.lock.
+    provider, rustls = "?", "0.23"
+    lock = os.path.join(HERE, "..", "..", "Cargo.lock")
+    if os.path.exists(lock):
+        m = re.search(r'name = "rustls"\nversion = "([^"]+)"\n(?:[^\[]|\[(?!\[))*?dependencies = \[([^\]]*)\]',
+                      open(lock).read())
+        if m:
+            rustls = ".".join(m.group(1).split(".")[:2])
+            deps = m.group(2)
+            provider = "aws-lc-rs" if '"aws-lc-rs"' in deps else "ring" if '"ring"' in deps else "?"
+    return [f"nginx -V: {' / '.join(ng)}",
+            f"openssl version: {ossl}",
+            f"wrk: {wrk}",
+            f"nikaia: rustls {rustls} with the {provider} provider (TLS 1.3 and 1.2, tickets + session IDs)"]
+
+
+def s_client(server, env, cert):
+    out = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}",
+                          "-servername", "localhost", "-CAfile", cert],
+                         input="", capture_output=True, text=True, env=env, timeout=20).stdout
+    get = lambda rx: (re.search(rx, out, re.M) or [None, "?"])[1]
+    r = {"protocol": get(r"^New, (\S+), Cipher is"), "suite": get(r"^New, \S+, Cipher is (\S+)"),
+         "kx": get(r"^Server Temp Key: (.+)$"), "verify": "OK" if re.search(r"Verify return code: 0 \(ok\)", out) else "failed"}
+    r = {"ok": r["protocol"] != "?" and r["verify"] == "OK", **r}
+    return r
+
+
+def s_client_cell(r):
+    return f"{r['protocol']}, {r['suite']}, {r['kx']}, verify {r['verify']}"
+
+
+def curl_check(server, env, cert, root):
+    bad = []
+    for name in TLS_CHECK_FILES:
+        got = subprocess.run(["curl", "-sS", "--fail", "--cacert", cert, f"{server.base}/{name}"],
+                             capture_output=True, env=env).stdout
+        with open(os.path.join(root, name), "rb") as f:
+            if got != f.read():
+                bad.append(name)
+    n = len(TLS_CHECK_FILES)
+    return f"{n} files identical" if not bad else f"{n - len(bad)} of {n} identical; differ: {', '.join(bad)}"
+
+
+def children_cpu_us():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1e6
+
+
+def other_cpu_pct(m0, m1, p0, p1, c0, c1, wall):
+    """CPU the machine spent beyond the server and the load generators, in % of
+    one core: softirq work of loopback, and anything else running (a build)."""
+    us = 1e6 / CLK_TCK
+    return max(0.0, ((m1 - m0) * us - (p1 - p0) * us - (c1 - c0)) / (wall * 1e6) * 100)
+
+
+def wrk_socket_errors(out):
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    return sum(map(int, m.groups())) if m else 0
+
+
+def measure_wrk_tls(server, url, seconds, conns, env, script=None, headers=()):
+    cmd = ["wrk", "-t1", f"-c{conns}", f"-d{seconds}s", "--latency"]
+    for h in headers:
+        cmd += ["-H", h]
+    if script:
+        cmd += ["-s", script]
+    cmd.append(url)
+    m0, p0, c0, t0 = machine_busy(), proc_cpu(server.pid), children_cpu_us(), time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
+    m1, p1, c1, t1 = machine_busy(), proc_cpu(server.pid), children_cpu_us(), time.time()
+    rps, mibs, total, lat = parse_wrk(out)
+    if total == 0:
+        raise SystemExit(f"wrk made no requests to {server.label}:\n{out}")
+    us = 1e6 / CLK_TCK
+    return {"rps": rps, "mibs": mibs,
+            "server_us": (p1 - p0) * us / total, "machine_us": (m1 - m0) * us / total,
+            "p50_us": lat.get("50"), "p99_us": lat.get("99"), "socket_errors": wrk_socket_errors(out),
+            "other_cpu_pct": other_cpu_pct(m0, m1, p0, p1, c0, c1, t1 - t0)}
+
+
+def measure_stime(server, seconds, env, cert, clients=STIME_CLIENTS):
+    """`clients` parallel `openssl s_time -new`: each makes one full handshake
+    after another and fetches STIME_PATH over HTTP/1.0 on each."""
+    cmd = ["openssl", "s_time", "-connect", f"127.0.0.1:{server.port}", "-new", "-time", str(seconds),
+           "-www", STIME_PATH, "-CAfile", cert]
+    m0, p0, c0, t0 = machine_busy(), proc_cpu(server.pid), children_cpu_us(), time.time()
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(clients)]
+    outs = [p.communicate() for p in procs]
+    m1, p1, c1, t1 = machine_busy(), proc_cpu(server.pid), children_cpu_us(), time.time()
+    conns = nbytes = 0
+    for p, (out, err) in zip(procs, outs):
+        m = re.search(r"(\d+) connections in \d+ real seconds, (\d+) bytes read per connection", out)
+        if p.returncode != 0 or not m or int(m.group(1)) == 0:
+            raise SystemExit(f"s_time against {server.label} failed:\n{out}\n{err}")
+        conns += int(m.group(1))
+        nbytes += int(m.group(1)) * int(m.group(2))
+    us, wall = 1e6 / CLK_TCK, t1 - t0
+    return {"rps": conns / wall, "mibs": nbytes / wall / 2**20,
+            "server_us": (p1 - p0) * us / conns, "machine_us": (m1 - m0) * us / conns,
+            "p50_us": None, "p99_us": None, "socket_errors": 0,
+            "other_cpu_pct": other_cpu_pct(m0, m1, p0, p1, c0, c1, wall)}
+
+
+def wait_quiet(limit_pct, max_wait=300):
+    """Waits (up to max_wait s) for a second in which the machine is busy less
+    than limit_pct of one core: the servers are idle then, so that is others."""
+    deadline = time.time() + max_wait
+    while True:
+        m0 = machine_busy()
+        time.sleep(1)
+        busy = (machine_busy() - m0) * 100 / CLK_TCK
+        if busy < limit_pct or time.time() > deadline:
+            return busy
+
+
+def guarded(args, run, log):
+    """One measured run; redone (after waiting for quiet) while something else
+    took more than --max-other % of a core during it."""
+    for attempt in range(args.retries + 1):
+        wait_quiet(args.max_other)
+        r = run()
+        if r["other_cpu_pct"] <= args.max_other or attempt == args.retries:
+            return r
+        log.append(r["other_cpu_pct"])
+
+
+TLS_CASES = [
+    ("4 KiB × 64 (named)", "wrk", "/4k/", ()),
+    ("1 MiB × 64 (named)", "wrk", "/1m/", ()),
+    ("handshakes: 4 KiB × 64, Connection: close", "wrk", "/4k/", ("Connection: close",)),
+    (f"full handshakes: s_time -new ×{STIME_CLIENTS}, 4 KiB", "s_time", None, ()),
+]
+
+
+def tls_checks(args, root, work, mat):
+    """Once, before measuring: bytes, negotiated parameters, that the clients
+    obey the client configuration, and how many handshakes were resumed."""
+    checks = {"curl": [], "s_client with the client config": [], "s_client with the system default config": []}
+    res_wrk, res_stime = "wrk -H 'Connection: close', 2 s", f"openssl s_time -new ×{STIME_CLIENTS}, 1 s"
+    checks["resumption"] = {res_wrk: {}, res_stime: {}}
+    servers = [TlsServer("nikaia", args, root, work, logged=True), TlsServer("nginx", args, root, work, logged=True)]
+    if os.path.exists(servers[1].access_log):
+        os.remove(servers[1].access_log)
+    for s in servers:
+        s.start()
+    try:
+        for s in servers:
+            checks["curl"].append(curl_check(s, mat["env"], mat["cert"], root))
+            checks["s_client with the client config"].append(s_client(s, mat["env"], mat["cert"]))
+            checks["s_client with the system default config"].append(s_client(s, mat["env_system"], mat["cert"]))
+        out = subprocess.run(["wrk", "-t1", "-c4", "-d1s", servers[1].base + "/page.html"],
+                             capture_output=True, text=True, env=mat["env_aes256"]).stdout
+        m = re.search(r"(\d+) requests in", out)
+        checks["wrk_aes256_only_to_nginx_requests"] = int(m.group(1)) if m else None
+        script = lua_rotation("/4k/")
+        for s in servers:
+            for key, run in ((res_wrk, lambda: subprocess.run(
+                                 ["wrk", "-t1", f"-c{args.conns}", "-d2s", "-H", "Connection: close", "-s", script,
+                                  s.base + "/"], capture_output=True, text=True, check=True, env=mat["env"])),
+                             (res_stime, lambda: measure_stime(s, 1, mat["env"], mat["cert"]))):
+                f0, r0, seen0 = s.handshakes()
+                run()
+                time.sleep(0.2)
+                f1, r1, seen1 = s.handshakes()
+                entry = {"full": f1 - f0, "resumed": r1 - r0}
+                if s.kind == "nginx":
+                    entry["protocol_suite"] = sorted(set(seen1[len(seen0):]))
+                checks["resumption"][key][s.label] = entry
+    finally:
+        for s in servers:
+            s.stop()
+    return checks
+
+
+def tls_check_lines(checks, labels):
+    cs = "s_client with the client config"
+    sd = "s_client with the system default config"
+    lines = ["### TLS checks (once, before measuring)", "",
+             "Client OpenSSL config (OPENSSL_CONF for wrk and s_client): MinProtocol = MaxProtocol = TLSv1.3, "
+             f"Ciphersuites = {TLS_SUITE}, Groups = X25519. Certificate: ECDSA P-256, self-signed, "
+             "subjectAltName IP:127.0.0.1, DNS:localhost.", "",
+             f"| check | {' | '.join(labels)} |", "|---|---|---|",
+             f"| curl --cacert: page.html, 4k/{{0,1,63}}, 1m/{{0,1,63}} | {' | '.join(checks['curl'])} |",
+             f"| {cs} | {' | '.join(s_client_cell(r) for r in checks[cs])} |",
+             f"| {sd} | {' | '.join(s_client_cell(r) for r in checks[sd])} |"]
+    n = checks["wrk_aes256_only_to_nginx_requests"]
+    verdict = "refused, as it should" if n == 0 else "NOT refused: wrk does not read OPENSSL_CONF"
+    lines.append(f"| wrk offering only TLS_AES_256_GCM_SHA384 (proves wrk reads OPENSSL_CONF) | – | "
+                 f"{n} requests ({verdict}) |")
+    for key, by in checks["resumption"].items():
+        cells = []
+        for label in labels:
+            e = by[label]
+            share = 100 * e["resumed"] / max(1, e["full"] + e["resumed"])
+            how = "stats socket" if label == "nikaia" else "$ssl_session_reused; " + ", ".join(e.get("protocol_suite", []))
+            cells.append(f"{e['full']} / {e['resumed']} ({share:.1f}% resumed; {how})")
+        lines.append(f"| {key}: handshakes full / resumed | {' | '.join(cells)} |")
+    return lines
+
+
+def tls_bench(args, root):
+    work = os.path.abspath("target/bench-http/tls")
+    mat = tls_material(work)
+    versions = tls_versions(args.nikaia)
+    print("### TLS versions\n")
+    print("\n".join(f"- {v}" for v in versions) + "\n")
+    checks = tls_checks(args, root, work, mat)
+    print("\n".join(tls_check_lines(checks, ["nikaia", "nginx"])) + "\n")
+
+    servers = [TlsServer("nikaia", args, root, work), TlsServer("nginx", args, root, work)]
+    results = {s.label: {c[0]: [] for c in TLS_CASES} for s in servers}
+    redone = []
+    for s in servers:
+        s.start()
+    try:
+        for _ in range(args.repeats):
+            for name, tool, prefix, headers in TLS_CASES:
+                for s in servers:
+                    if tool == "s_time":
+                        def run(s=s):
+                            measure_stime(s, 1, mat["env"], mat["cert"])  # warm-up
+                            return measure_stime(s, args.seconds, mat["env"], mat["cert"])
+                    else:
+                        def run(s=s, script=lua_rotation(prefix), headers=headers):
+                            url = s.base + "/"
+                            measure_wrk_tls(s, url, 1, args.conns, mat["env"], script, headers)  # warm-up
+                            return measure_wrk_tls(s, url, args.seconds, args.conns, mat["env"], script, headers)
+                    results[s.label][name].append(guarded(args, run, redone))
+    finally:
+        for s in servers:
+            s.stop()
+
+    a, b = servers
+    lines = [f"### HTTPS: nikaia serve vs nginx (OpenSSL), one worker each, TLS 1.3 {TLS_SUITE}, "
+             "ECDSA P-256, keep-alive unless Connection: close", "",
+             "| case | server | requests/s | MiB/s | server CPU µs/req | machine CPU µs/req |",
+             "|---|---|---|---|---|---|"]
+    for name, *_ in TLS_CASES:
+        for s in servers:
+            r = results[s.label][name]
+            lines.append(f"| {name} | {s.label} | {cell([x['rps'] for x in r])} | "
+                         f"{cell([x['mibs'] for x in r], '{:.1f}')} | "
+                         f"{cell([x['server_us'] for x in r], '{:.1f}')} | "
+                         f"{cell([x['machine_us'] for x in r], '{:.1f}')} |")
+    lines += ["", f"Ratios {a.label}/{b.label} (medians; requests/s above 1.0 and CPU below 1.0 favour {a.label}):", "",
+              "| case | requests/s | server CPU/req | machine CPU/req |", "|---|---|---|---|"]
+    for name, *_ in TLS_CASES:
+        ra, rb = results[a.label][name], results[b.label][name]
+        ratio = lambda k: med([x[k] for x in ra]) / med([x[k] for x in rb])
+        lines.append(f"| {name} | {ratio('rps'):.2f} | {ratio('server_us'):.2f} | {ratio('machine_us'):.2f} |")
+    hs = [n for n, *_ in TLS_CASES if "handshakes" in n]
+    lines += ["", "Handshakes per second (one handshake per request in these cases), median: " + "; ".join(
+        f"{n}: " + ", ".join(f"{s.label} {med([x['rps'] for x in results[s.label][n]]):.0f}" for s in servers)
+        for n in hs) + "."]
+    lines += ["", "wrk socket errors over all measured TLS runs: " + ", ".join(
+        f"{s.label} {sum(x['socket_errors'] for r in results[s.label].values() for x in r)}" for s in servers) + "."]
+    others = [x["other_cpu_pct"] for s in servers for r in results[s.label].values() for x in r]
+    lines += ["", "CPU spent outside the server and the load generators during measured runs (softirq of "
+              f"loopback, and anything else running on the machine), % of one core: {cell(others)}. "
+              f"Each run starts after a second in which the machine was busy less than {args.max_other:.0f}% of a "
+              f"core, and a run during which more than that went elsewhere is redone (up to {args.retries} times): "
+              f"{len(redone)} redone" + (f" (others took {', '.join(f'{x:.0f}' for x in redone)}%)" if redone else "")
+              + "."]
+    lines += ["", "Notes: neither server uses sendfile under TLS (no kTLS): nginx reads the file into its buffers "
+              "and SSL_write()s them, nikaia encrypts through rustls from a kept copy (small files asked for "
+              "before) or from pread into the connection's buffer. In the Connection: close case wrk offers the "
+              "session it got from the server on every reconnect, so those are mostly resumed handshakes (TLS 1.3 "
+              "PSK with X25519, no certificate signature; the checks above count them); the s_time -new case is "
+              f"full handshakes (X25519 and an ECDSA P-256 signature) from {STIME_CLIENTS} parallel s_time "
+              "processes, each connecting again and again and fetching one 4 KiB file over HTTP/1.0 per "
+              "connection. wrk, s_time and curl are all OpenSSL clients, identical for both servers; machine "
+              "CPU includes them."]
+    print("\n".join(lines) + "\n")
+    return {"versions": versions, "checks": checks, "results": results}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nikaia", required=True)
@@ -306,6 +716,11 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=16)
     ap.add_argument("--only", choices=["nginx", "pinned", "fairness"], action="append")
+    ap.add_argument("--tls", action="store_true",
+                    help="HTTPS: nikaia vs nginx, TLS 1.3 only (plaintext sections run only if --only names them)")
+    ap.add_argument("--max-other", type=float, default=20,
+                    help="--tls: redo a run if other processes took more than this %% of a core")
+    ap.add_argument("--retries", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args()
     work = os.path.abspath("target/bench-http")
@@ -318,7 +733,7 @@ def main():
           f"Load average before: {loadavg()}. wrk -t1 -c{args.conns}, {args.seconds} s per run, "
           f"{args.repeats} runs each, alternating; median (min–max).\n")
     everything = {}
-    only = args.only or ["nginx", "pinned", "fairness"]
+    only = args.only or ([] if args.tls else ["nginx", "pinned", "fairness"])
     if "nginx" in only:
         n = Server("nikaia", args, root, work); n.label = "nikaia"
         g = Server("nginx", args, root, work); g.label = "nginx"
@@ -334,6 +749,8 @@ def main():
             for kind in ("nikaia", "nginx"):
                 text, everything[f"fairness_{kind}_nice{int(nice)}"] = fairness(args, root, work, nice, kind)
                 print(text + "\n")
+    if args.tls:
+        everything["tls"] = tls_bench(args, root)
     print(f"Load average after: {loadavg()}.")
     if args.json:
         with open(args.json, "w") as f:

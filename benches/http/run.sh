@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The whole server beside nginx: installs nginx and wrk if absent, builds
-# `nikaia` (release), builds the fixture, and runs both servers (one worker
-# each) alternately on loopback. Usage: benches/http/run.sh [REPEATS] [SECONDS]
+# The whole server beside nginx: installs nginx, wrk, curl and openssl if
+# absent, builds `nikaia` (release), builds the fixture, and runs both servers
+# (one worker each) alternately on loopback.
+# Usage: benches/http/run.sh [REPEATS] [SECONDS] [bench.py options...]
+#   e.g. benches/http/run.sh 3 5 --tls --json benches/http/results/DATE-tls.json
+#   (--tls: HTTPS, TLS 1.3 only, certificate and client config made by openssl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -9,6 +12,7 @@ need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get update -qq
