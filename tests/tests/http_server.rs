@@ -194,6 +194,11 @@ fn malformed_and_smuggling_requests_get_their_status_and_close() {
         ("GET  /static HTTP/1.1\r\nHost: t\r\n\r\n", 400),
         ("GET static HTTP/1.1\r\nHost: t\r\n\r\n", 400),
         ("GET /static HTTP/9.9\r\nHost: t\r\n\r\n", 505),
+        ("GET /static HTTP/2.0\r\nHost: t\r\n\r\n", 505),
+        ("GET /static HTTQ/1.1\r\nHost: t\r\n\r\n", 400),
+        ("GET /static HTTP/1\r\nHost: t\r\n\r\n", 400),
+        ("GET /static HTTP/1.1x\r\nHost: t\r\n\r\n", 400),
+        ("GET /static http/1.1\r\nHost: t\r\n\r\n", 400),
         ("GET /static HTTP/1.1\r\nHost: t/../x\r\n\r\n", 400),
     ];
     for (raw, status) in cases {

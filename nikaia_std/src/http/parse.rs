@@ -42,6 +42,29 @@ fn reject(status: u16, why: &'static str) -> Reject {
     Reject { status, why }
 }
 
+/// A request line whose version httparse refused: 505 only for a
+/// well-formed `HTTP/x.y` other than 1.0 and 1.1 (RFC 9112 §2.3, as nginx
+/// answers); anything else in its place (`HTTQ/1.1`, `HTTP/1`, `HTTP/1.1x`)
+/// is a malformed request line, 400.
+fn version_reject(buf: &[u8]) -> Reject {
+    let line_end = buf
+        .iter()
+        .position(|&b| b == b'\r' || b == b'\n')
+        .unwrap_or(buf.len());
+    let line = &buf[..line_end];
+    let token = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
+    let well_formed = token.len() == 8
+        && token.starts_with(b"HTTP/")
+        && token[5].is_ascii_digit()
+        && token[6] == b'.'
+        && token[7].is_ascii_digit();
+    if well_formed && line_end < buf.len() {
+        reject(505, "unsupported HTTP version")
+    } else {
+        reject(400, "malformed HTTP version")
+    }
+}
+
 /// Parses the head at the start of `buf`. `Ok(None)`: incomplete (the caller
 /// answers 431 once `buf` holds `max_bytes` without a complete head).
 pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, Reject> {
@@ -57,7 +80,7 @@ pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, R
         Err(httparse::Error::TooManyHeaders) => {
             return Err(reject(431, "more header fields than allowed"))
         }
-        Err(httparse::Error::Version) => return Err(reject(505, "unsupported HTTP version")),
+        Err(httparse::Error::Version) => return Err(version_reject(window)),
         Err(_) => return Err(reject(400, "malformed request head")),
     };
     let base = buf.as_ptr() as usize;
