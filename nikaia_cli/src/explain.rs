@@ -103,10 +103,11 @@ pub fn render(socket: &Path, r: &Value) -> String {
         n(&c["invalidations"]),
     );
     out += &format!(
-        "io pool       {} opens, {} cold reads\ncut short     {} file bodies (truncated or unreadable mid-transfer)\n",
+        "io pool       {} opens, {} cold reads\ncut short     {} file bodies (truncated or unreadable mid-transfer)\nmade room     {} idle connections closed at max-connections\n",
         n(&r["pool_opens"]),
         n(&r["cold_reads"]),
         n(&r["truncated"]),
+        n(&r["idle_closed"]),
     );
     let tls = &r["tls"];
     if tls.is_object() {

@@ -486,7 +486,7 @@ fn access_log_lines_go_to_the_named_file() {
 }
 
 #[test]
-fn max_connections_holds_new_clients_until_a_slot_frees() {
+fn at_max_connections_the_oldest_idle_connection_makes_room() {
     let rt = nikaia_std::rt::Runtime {
         max_connections: 2,
         workers: 1,
@@ -494,20 +494,47 @@ fn max_connections_holds_new_clients_until_a_slot_frees() {
     };
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     let mut a = Client::connect(server.local_addr());
-    let mut b = Client::connect(server.local_addr());
     assert_eq!(a.get("/").status, 200);
+    std::thread::sleep(Duration::from_millis(20));
+    let mut b = Client::connect(server.local_addr());
     assert_eq!(b.get("/").status, 200);
+    // Both wait for their next request: the third client is admitted, and
+    // the connection idle the longest (a) is closed for it, as nginx does.
+    let mut c = Client::connect(server.local_addr());
+    assert_eq!(c.get("/").status, 200);
+    assert!(a.is_closed(), "the oldest idle connection was closed");
+    assert_eq!(b.get("/").status, 200);
+    assert_eq!(server.report().idle_closed, 1);
+}
+
+#[test]
+fn at_max_connections_busy_connections_are_not_closed() {
+    let rt = nikaia_std::rt::Runtime {
+        max_connections: 2,
+        workers: 1,
+        ..test_runtime()
+    };
+    let server = start(Server::with_runtime(rt).route("/", |_| "x"));
+    // Two clients in the middle of a request: neither is idle.
+    let mut a = Client::connect(server.local_addr());
+    let mut b = Client::connect(server.local_addr());
+    a.send("GET / HTTP/1.1\r\n");
+    b.send("GET / HTTP/1.1\r\n");
+    std::thread::sleep(Duration::from_millis(50));
     let mut c = Client::connect(server.local_addr());
     c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     c.set_read_timeout(Duration::from_millis(300));
     assert!(
         c.reply().is_err(),
-        "a third connection is not served while two are open"
+        "a third client is not served while two are busy"
     );
-    drop(a);
+    // a finishes its request and waits for the next: now it may make room.
+    a.send("Host: t\r\n\r\n");
+    assert_eq!(a.reply().unwrap().status, 200);
     c.set_read_timeout(Duration::from_secs(5));
     assert_eq!(c.reply().unwrap().status, 200);
-    assert_eq!(b.get("/").status, 200);
+    b.send("Host: t\r\n\r\n");
+    assert_eq!(b.reply().unwrap().status, 200);
 }
 
 #[test]

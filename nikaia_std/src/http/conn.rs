@@ -127,6 +127,10 @@ pub(crate) struct Conn {
     close_after: bool,
     /// Close at once: a file body failed after its head went out.
     close_now: bool,
+    /// When the connection last began to wait for a request (accepted, or
+    /// its last response written): the oldest idle one is closed first
+    /// when the server is full.
+    idle_since: Instant,
     /// The last read returned less than it was offered: the socket had no
     /// more. Edge-triggered epoll reports the next arrival, so no read is
     /// tried (and no `EAGAIN` paid) until then.
@@ -161,6 +165,7 @@ impl Conn {
             deadline: now + shared.rt.header_timeout,
             close_after: false,
             close_now: false,
+            idle_since: now,
             drained: false,
         }
     }
@@ -180,6 +185,12 @@ impl Conn {
             && self.out.is_empty()
             && self.rbuf.is_empty()
             && !self.tls.as_ref().is_some_and(|t| t.pending())
+    }
+
+    /// Since when it has been idle (waiting for a request, nothing of it
+    /// arrived, nothing to write), if it is.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        self.is_idle().then_some(self.idle_since)
     }
 
     /// Whether this connection came through the TLS listener and still
@@ -309,7 +320,10 @@ impl Conn {
     fn set_wait_deadline(&mut self, turn: &Turn<'_>) {
         let rt = &turn.shared.rt;
         self.deadline = match self.state {
-            State::Idle if self.rbuf.is_empty() => turn.now + rt.keepalive_timeout,
+            State::Idle if self.rbuf.is_empty() => {
+                self.idle_since = turn.now;
+                turn.now + rt.keepalive_timeout
+            }
             State::Lingering => self.deadline,
             _ => turn.now + rt.header_timeout,
         };

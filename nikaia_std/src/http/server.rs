@@ -291,6 +291,7 @@ impl Shared {
             cold_reads: self.stats.cold_reads.load(Relaxed),
             pool_opens: self.stats.pool_opens.load(Relaxed),
             truncated: self.stats.truncated.load(Relaxed),
+            idle_closed: self.stats.idle_closed.load(Relaxed),
             anywhere: crate::fs::anywhere_sites()
                 .into_iter()
                 .map(|(site, n)| (site.to_string(), n))
@@ -588,14 +589,21 @@ impl Worker {
 
     fn accept(&mut self, now: Instant) {
         for _ in 0..ACCEPT_BATCH {
-            let Some(listener) = &self.listener else {
+            if self.listener.is_none() {
                 return;
-            };
+            }
             let max = self.shared.max_connections;
-            if self.shared.connections.load(Ordering::Relaxed) >= max {
+            // Full: a new connection is taken only if an idle one can make
+            // room for it (closed once the new one is really there).
+            let full = self.shared.connections.load(Ordering::Relaxed) >= max;
+            let room = if full { self.oldest_idle() } else { None };
+            if full && room.is_none() {
                 self.pause_accepting(now);
                 return;
             }
+            let Some(listener) = &self.listener else {
+                return;
+            };
             let (fd, peer) = match rustix::net::acceptfrom_with(
                 listener,
                 SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
@@ -615,6 +623,13 @@ impl Worker {
                     return;
                 }
             };
+            if let Some(idle) = room {
+                self.close(idle);
+                self.shared
+                    .stats
+                    .idle_closed
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             let peer = peer
                 .and_then(|a| SocketAddr::try_from(a).ok())
                 .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
@@ -655,6 +670,20 @@ impl Worker {
             // report it again.
             self.drive(slot, now);
         }
+    }
+
+    /// At `max-connections` room is made as nginx does: the connection of
+    /// this worker that has waited longest for a request (kept alive, or
+    /// accepted and silent) is closed for a new one, so idle connections
+    /// cannot lock out a client with something to ask. `None` when every
+    /// connection is busy.
+    fn oldest_idle(&self) -> Option<usize> {
+        self.conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((c.as_ref()?.idle_since()?, i)))
+            .min()
+            .map(|(_, i)| i)
     }
 
     fn pause_accepting(&mut self, now: Instant) {

@@ -18,6 +18,8 @@ pub(crate) struct Stats {
     pub pool_opens: AtomicU64,
     /// Bodies cut short because the file shrank or failed mid-transfer.
     pub truncated: AtomicU64,
+    /// Idle connections closed to admit new ones at `max-connections`.
+    pub idle_closed: AtomicU64,
 }
 
 #[cfg(target_os = "linux")]
@@ -74,6 +76,8 @@ pub struct Report {
     pub pool_opens: u64,
     /// File bodies cut short after their head went out.
     pub truncated: u64,
+    /// Idle connections closed to make room at `max-connections`.
+    pub idle_closed: u64,
     /// Each `Root::anywhere()` site seen in this process, with its opens.
     pub anywhere: Vec<(String, u64)>,
     /// The HTTPS side, when the server listens with TLS.
@@ -114,8 +118,8 @@ impl Report {
             self.cache_invalidations
         ));
         s.push_str(&format!(
-            ",\"cold_reads\":{},\"pool_opens\":{},\"truncated\":{},\"anywhere\":[",
-            self.cold_reads, self.pool_opens, self.truncated
+            ",\"cold_reads\":{},\"pool_opens\":{},\"truncated\":{},\"idle_closed\":{},\"anywhere\":[",
+            self.cold_reads, self.pool_opens, self.truncated, self.idle_closed
         ));
         for (i, (site, opens)) in self.anywhere.iter().enumerate() {
             if i > 0 {
