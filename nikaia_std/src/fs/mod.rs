@@ -8,6 +8,9 @@
 //! read-only [`Host`] (Node's `fs` by default), resolved by the same walk.
 
 mod error;
+#[cfg(target_os = "linux")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod host;
 mod mem_host;
 mod open;

@@ -14,6 +14,9 @@ mod conn;
 pub(crate) mod date;
 mod file;
 #[cfg(target_os = "linux")]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(target_os = "linux")]
 pub(crate) mod out;
 mod parse;
 mod request;

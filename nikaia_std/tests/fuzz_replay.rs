@@ -1,0 +1,66 @@
+//! Replays, on stable, every input the fuzz targets kept (`fuzz/corpus/`)
+//! and every crash they found (`fuzz/regressions/`), through the same entry
+//! points (`http::fuzzing`, `fs::fuzzing`). CI replays; it does not fuzz.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+
+fn replay(target: &str, run: fn(&[u8])) {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut inputs = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        for path in paths {
+            let data = std::fs::read(&path).unwrap();
+            let caught = std::panic::catch_unwind(|| run(&data));
+            assert!(caught.is_ok(), "{}: {target} failed on it", path.display());
+            inputs += 1;
+        }
+    }
+    assert!(inputs > 0, "no corpus for {target}");
+}
+
+#[test]
+fn request_head() {
+    replay("request_head", nikaia_std::http::fuzzing::request_head);
+}
+
+#[test]
+fn chunked() {
+    replay("chunked", nikaia_std::http::fuzzing::chunked);
+}
+
+#[test]
+fn ranges_and_conditionals() {
+    replay(
+        "ranges_and_conditionals",
+        nikaia_std::http::fuzzing::ranges_and_conditionals,
+    );
+}
+
+#[test]
+fn decode_and_route() {
+    replay(
+        "decode_and_route",
+        nikaia_std::http::fuzzing::decode_and_route,
+    );
+}
+
+#[test]
+fn runtime_file() {
+    replay("runtime_file", nikaia_std::http::fuzzing::runtime_file);
+}
+
+#[test]
+fn resolve() {
+    replay("resolve", nikaia_std::fs::fuzzing::resolve);
+}
+
+#[test]
+fn connection() {
+    replay("connection", nikaia_std::http::fuzzing::connection);
+}
