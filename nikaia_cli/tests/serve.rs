@@ -209,6 +209,10 @@ fn running_out_of_descriptors_backs_off_and_keeps_serving() {
         );
     };
     ask(&mut kept);
+    // In the middle of its next request, so it is not idle: at the limit
+    // the server closes idle connections to admit new ones, busy ones never.
+    kept.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(100));
     // More connections than the server has descriptors for.
     let flood: Vec<TcpStream> = (0..80)
         .filter_map(|_| TcpStream::connect(&s.addr).ok())
@@ -220,9 +224,100 @@ fn running_out_of_descriptors_backs_off_and_keeps_serving() {
     let spent = cpu_jiffies(s.child.id()) - before;
     // A loop on a failing accept would burn the whole second (100 jiffies).
     assert!(spent < 30, "the server spun: {spent} jiffies in one second");
-    ask(&mut kept);
+    kept.write_all(b"Host: t\r\n\r\n").unwrap();
+    let mut buf = [0u8; 512];
+    let n = kept.read(&mut buf).unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "the busy connection was served"
+    );
     drop(flood);
     std::thread::sleep(Duration::from_millis(300));
     // Once descriptors free up, new clients are served again.
     assert_eq!(get(&s.addr, "/").0, 200);
+}
+
+/// The descriptor limit lowered under a running server (so `max-connections`
+/// no longer fits): `accept` fails with EMFILE; the server logs it, backs
+/// off instead of spinning, keeps serving its connections, and accepts
+/// again once descriptors are there.
+#[test]
+fn accept_under_emfile_after_the_limit_is_lowered() {
+    use rustix::process::{prlimit, Pid, Resource, Rlimit};
+    let dir = site();
+    let log = dir.path().join("error.log");
+    let runtime = dir.path().join("runtime.toml");
+    std::fs::write(
+        &runtime,
+        format!(
+            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nerror-log = \"{}\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve")
+        .arg(dir.path())
+        .arg("--runtime")
+        .arg(&runtime);
+    let (child, addr) = spawn_serve(cmd);
+    let pid = Pid::from_child(&child);
+    let s = Serving {
+        child,
+        addr,
+        _dir: dir,
+    };
+    let mut kept = TcpStream::connect(&s.addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let ask = |c: &mut TcpStream| {
+        c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let mut buf = [0u8; 512];
+        let n = c.read(&mut buf).unwrap();
+        assert!(
+            buf[..n].starts_with(b"HTTP/1.1 200"),
+            "{:?}",
+            String::from_utf8_lossy(&buf[..n])
+        );
+    };
+    // Asked for again and again, the page is kept (a mapping): answering it
+    // needs no new descriptor.
+    std::thread::sleep(Duration::from_millis(30));
+    for _ in 0..3 {
+        ask(&mut kept);
+    }
+    // Now the process may hold no more descriptors than it has open.
+    let open = std::fs::read_dir(format!("/proc/{}/fd", s.child.id()))
+        .unwrap()
+        .count() as u64;
+    // The server raised its soft limit to the hard one it inherited from us.
+    let hard = rustix::process::getrlimit(Resource::Nofile).maximum;
+    let old = prlimit(
+        Some(pid),
+        Resource::Nofile,
+        Rlimit {
+            current: Some(open),
+            maximum: hard,
+        },
+    )
+    .unwrap();
+    let waiting: Vec<TcpStream> = (0..5)
+        .map(|_| TcpStream::connect(&s.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_jiffies(s.child.id());
+    std::thread::sleep(Duration::from_secs(1));
+    let spent = cpu_jiffies(s.child.id()) - before;
+    assert!(spent < 30, "the server spun: {spent} jiffies in one second");
+    ask(&mut kept);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("accept: ") && text.contains("pausing new connections"),
+        "{text}"
+    );
+    // Descriptors again: the clients that waited are accepted and served.
+    prlimit(Some(pid), Resource::Nofile, old).unwrap();
+    for mut c in waiting {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        ask(&mut c);
+    }
 }
