@@ -268,3 +268,31 @@ impl Scope<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_stubs_parse_and_mark_anywhere() {
+        let stubs = Stubs::built_in().expect("the built-in stubs parse");
+        let audited = stubs.audited();
+        assert!(audited.iter().any(
+            |a| a.nikaia == ["fs", "Root", "Anywhere"] && a.rust == ["fs", "Root", "anywhere"]
+        ));
+    }
+
+    #[test]
+    fn names_map_to_rust() {
+        let stubs = Stubs::from_sources(vec![(
+            "fs.nk".into(),
+            "fs.nk".into(),
+            "stubs 1\n/// r\ntype Root {\n/// d\nfn Dir(path: fs::Path) -> Root\n/// n\ninit()\n}\n".into(),
+        )])
+        .expect("parses");
+        let keys: Vec<&str> = stubs.items.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(keys, ["fs::Root", "fs::Root::dir", "fs::Root::new"]);
+        assert_eq!(stubs.items[1].params[0].1, "Path");
+        assert_eq!(snake_case("NotAFile"), "not_a_file");
+    }
+}
