@@ -2,7 +2,9 @@
 
 mod check;
 mod explain;
+mod nk;
 mod serve;
+mod stubtest;
 mod trust;
 
 use std::path::PathBuf;
@@ -38,6 +40,11 @@ struct Cli {
     #[arg(long, requires = "trust")]
     deny: bool,
 
+    /// With --trust: take the audited items from the stubs in DIR instead
+    /// of the stubs built into this binary
+    #[arg(long, value_name = "DIR", requires = "trust")]
+    stubs: Option<PathBuf>,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -53,6 +60,27 @@ enum Command {
         /// The runtime file (TOML)
         file: PathBuf,
     },
+    /// Check the stubs (spec/std/*.nk) against nikaia_std's Rust source, both ways
+    Stubtest(StubtestArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct StubtestArgs {
+    /// The directory of stub files
+    #[arg(long, value_name = "DIR", default_value = "spec/std")]
+    stubs: PathBuf,
+    /// The nikaia_std crate's directory (its src/lib.rs is read)
+    #[arg(long = "crate", value_name = "DIR", default_value = "nikaia_std")]
+    krate: PathBuf,
+    /// The allowlist (default: stubtest-allowlist.txt in the stubs directory)
+    #[arg(long, value_name = "FILE")]
+    allowlist: Option<PathBuf>,
+    /// Write the errors as JSON
+    #[arg(long)]
+    json: bool,
+    /// Print the stubs' normalized surface, one declaration a line, and check nothing
+    #[arg(long)]
+    surface: bool,
 }
 
 fn main() -> ExitCode {
@@ -61,8 +89,16 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Check { file }) => check::run(&file),
         Some(Command::Explain(args)) => explain::run(args),
+        Some(Command::Stubtest(args)) => stubtest::run(stubtest::Options {
+            stubs: args.stubs,
+            krate: args.krate,
+            allowlist: args.allowlist,
+            json: args.json,
+            surface: args.surface,
+        }),
         None if cli.trust => trust::run(trust::Options {
             paths: cli.paths,
+            stubs: cli.stubs,
             json: cli.json,
             deny: cli.deny,
         }),

@@ -1,5 +1,6 @@
 //! `nikaia --trust`: every site in a program that constructs
-//! `fs::Root::Anywhere`, the audited way around the root check.
+//! `fs::Root::Anywhere`, the audited way around the root check, or any other
+//! item the stubs (`spec/std/*.nk`) mark `@audit`.
 //! Normative text: `spec/trust.md`.
 
 mod nk;
@@ -23,18 +24,37 @@ pub struct Found {
 }
 
 /// A file that could not be scanned, with the place the scanner names.
+pub type ScanError = crate::nk::SyntaxError;
+
+/// An audited item: its path in Nikaia (`fs::Root::Anywhere`) and in Rust
+/// (`fs::Root::anywhere`), both relative to std. The list comes from the
+/// stubs' `@audit` marker.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScanError {
-    pub message: String,
-    pub line: usize,
-    pub column: usize,
+pub struct Audited {
+    pub nikaia: Vec<String>,
+    pub rust: Vec<String>,
+}
+
+impl Audited {
+    #[cfg(test)]
+    pub fn anywhere() -> Audited {
+        let path = |p: &[&str]| p.iter().map(|s| s.to_string()).collect();
+        Audited {
+            nikaia: path(&["fs", "Root", "Anywhere"]),
+            rust: path(&["fs", "Root", "anywhere"]),
+        }
+    }
 }
 
 /// The sites in one source text, by language.
-pub fn scan(language: Language, source: &str) -> Result<Vec<Found>, ScanError> {
+pub fn scan(
+    language: Language,
+    source: &str,
+    audited: &[Audited],
+) -> Result<Vec<Found>, ScanError> {
     match language {
-        Language::Rust => rust::scan(source),
-        Language::Nikaia => nk::scan(source),
+        Language::Rust => rust::scan(source, audited),
+        Language::Nikaia => nk::scan(source, audited),
     }
 }
 
@@ -63,13 +83,15 @@ pub struct Report {
 /// What `--trust` was asked for.
 pub struct Options {
     pub paths: Vec<PathBuf>,
+    /// The stubs to take the audited items from (default: those built in).
+    pub stubs: Option<PathBuf>,
     pub json: bool,
     pub deny: bool,
 }
 
 /// Scans the files under `roots` (each a directory or a file).
 /// The second value is true when a root itself could not be read.
-pub fn audit(roots: &[PathBuf]) -> (Report, bool) {
+pub fn audit(roots: &[PathBuf], audited: &[Audited]) -> (Report, bool) {
     let mut files = Vec::new();
     let mut walk_errors = Vec::new();
     for root in roots {
@@ -88,12 +110,12 @@ pub fn audit(roots: &[PathBuf]) -> (Report, bool) {
     files.sort();
     files.dedup();
     for (shown, path) in files {
-        scan_file(&shown, &path, &mut report);
+        scan_file(&shown, &path, audited, &mut report);
     }
     (report, bad_operand)
 }
 
-fn scan_file(shown: &str, path: &Path, report: &mut Report) {
+fn scan_file(shown: &str, path: &Path, audited: &[Audited], report: &mut Report) {
     let Some(language) = language(path) else {
         return;
     };
@@ -102,7 +124,7 @@ fn scan_file(shown: &str, path: &Path, report: &mut Report) {
         Ok(Err(_)) => return error(report, shown, "not valid UTF-8".into()),
         Err(e) => return error(report, shown, e.to_string()),
     };
-    match scan(language, &source) {
+    match scan(language, &source, audited) {
         Ok(found) => {
             if !found.is_empty() {
                 report.files_with_sites += 1;
@@ -172,7 +194,20 @@ pub fn run(options: Options) -> u8 {
     } else {
         options.paths
     };
-    let (report, bad_operand) = audit(&paths);
+    let stubs = match &options.stubs {
+        Some(dir) => crate::stubtest::stubs::Stubs::read_dir(dir),
+        None => crate::stubtest::stubs::Stubs::built_in(),
+    };
+    let stubs = match stubs {
+        Ok(stubs) => stubs,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            return 2;
+        }
+    };
+    let (report, bad_operand) = audit(&paths, &stubs.audited());
     for e in &report.errors {
         eprintln!("{}: error: {}", e.path, e.message);
     }

@@ -1,245 +1,46 @@
-//! Finding `fs::Root::Anywhere` sites in Nikaia source (`*.nk`).
-//!
-//! A small lexer (comments, strings, identifiers, `::`, punctuation) and a
-//! scan over its tokens; the accepted syntax is written down in
+//! Finding audited sites (`fs::Root::Anywhere` and any other item the stubs
+//! mark `@audit`) in Nikaia source (`*.nk`), over the tokens of the shared
+//! front end (`crate::nk`); the accepted syntax is written down in
 //! `spec/trust.md`.
 
-use super::{Found, ScanError};
-
-#[derive(Clone, Debug, PartialEq)]
-enum Kind {
-    Ident(String),
-    /// `::`
-    PathSep,
-    Str(String),
-    /// Any other single character: `(`, `{`, `.`, `;`, digits, ...
-    Punct(char),
-}
-
-#[derive(Clone, Debug)]
-struct Token {
-    kind: Kind,
-    line: usize,
-    column: usize,
-}
-
-struct Lexer<'a> {
-    chars: std::iter::Peekable<std::str::Chars<'a>>,
-    line: usize,
-    column: usize,
-}
-
-impl Lexer<'_> {
-    fn peek(&mut self) -> Option<char> {
-        self.chars.peek().copied()
-    }
-
-    fn bump(&mut self) -> Option<char> {
-        let c = self.chars.next()?;
-        if c == '\n' {
-            self.line += 1;
-            self.column = 1;
-        } else {
-            self.column += 1;
-        }
-        Some(c)
-    }
-
-    /// After an opening `"`: the string's value, through its closing `"`.
-    fn string(&mut self, line: usize, column: usize) -> Result<String, ScanError> {
-        let mut value = String::new();
-        loop {
-            match self.bump() {
-                None => return Err(error("unterminated string literal", line, column)),
-                Some('"') => return Ok(value),
-                Some('\\') => match self.bump() {
-                    None => return Err(error("unterminated string literal", line, column)),
-                    Some(c) => value.push(c),
-                },
-                Some(c) => value.push(c),
-            }
-        }
-    }
-
-    /// After `r`, `#`s and `"`: the raw string's value, through `"` and as
-    /// many `#`s.
-    fn raw_string(
-        &mut self,
-        hashes: usize,
-        line: usize,
-        column: usize,
-    ) -> Result<String, ScanError> {
-        let mut value = String::new();
-        loop {
-            match self.bump() {
-                None => return Err(error("unterminated raw string literal", line, column)),
-                Some('"') => {
-                    let mut seen = 0;
-                    while seen < hashes && self.peek() == Some('#') {
-                        self.bump();
-                        seen += 1;
-                    }
-                    if seen == hashes {
-                        return Ok(value);
-                    }
-                    value.push('"');
-                    value.extend(std::iter::repeat_n('#', seen));
-                }
-                Some(c) => value.push(c),
-            }
-        }
-    }
-
-    /// After `/*`: through the matching `*/`, nesting counted.
-    fn block_comment(&mut self, line: usize, column: usize) -> Result<(), ScanError> {
-        let mut depth = 1;
-        while depth > 0 {
-            match self.bump() {
-                None => return Err(error("unterminated block comment", line, column)),
-                Some('/') if self.peek() == Some('*') => {
-                    self.bump();
-                    depth += 1;
-                }
-                Some('*') if self.peek() == Some('/') => {
-                    self.bump();
-                    depth -= 1;
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(())
-    }
-}
-
-fn error(message: &str, line: usize, column: usize) -> ScanError {
-    ScanError {
-        message: message.to_string(),
-        line,
-        column,
-    }
-}
-
-fn is_ident_start(c: char) -> bool {
-    c == '_' || c.is_alphabetic()
-}
-
-fn is_ident_continue(c: char) -> bool {
-    c == '_' || c.is_alphanumeric()
-}
-
-fn lex(source: &str) -> Result<Vec<Token>, ScanError> {
-    let mut lx = Lexer {
-        chars: source.chars().peekable(),
-        line: 1,
-        column: 1,
-    };
-    let mut tokens = Vec::new();
-    while let Some(c) = lx.peek() {
-        let (line, column) = (lx.line, lx.column);
-        if c.is_whitespace() {
-            lx.bump();
-            continue;
-        }
-        lx.bump();
-        let kind = match c {
-            '/' if lx.peek() == Some('/') => {
-                while lx.peek().is_some_and(|c| c != '\n') {
-                    lx.bump();
-                }
-                continue;
-            }
-            '/' if lx.peek() == Some('*') => {
-                lx.bump();
-                lx.block_comment(line, column)?;
-                continue;
-            }
-            '"' => Kind::Str(lx.string(line, column)?),
-            ':' if lx.peek() == Some(':') => {
-                lx.bump();
-                Kind::PathSep
-            }
-            'r' if matches!(lx.peek(), Some('"' | '#')) => {
-                let mut hashes = 0;
-                while lx.peek() == Some('#') {
-                    lx.bump();
-                    hashes += 1;
-                }
-                if lx.bump() != Some('"') {
-                    return Err(error("expected `\"` to open a raw string", line, column));
-                }
-                Kind::Str(lx.raw_string(hashes, line, column)?)
-            }
-            c if is_ident_start(c) => {
-                let mut name = c.to_string();
-                while let Some(c) = lx.peek().filter(|&c| is_ident_continue(c)) {
-                    name.push(c);
-                    lx.bump();
-                }
-                Kind::Ident(name)
-            }
-            c => Kind::Punct(c),
-        };
-        tokens.push(Token { kind, line, column });
-    }
-    Ok(tokens)
-}
-
-fn ident(tokens: &[Token], i: usize) -> Option<&str> {
-    match tokens.get(i).map(|t| &t.kind) {
-        Some(Kind::Ident(name)) => Some(name),
-        _ => None,
-    }
-}
-
-fn is(tokens: &[Token], i: usize, kind: &Kind) -> bool {
-    tokens.get(i).is_some_and(|t| &t.kind == kind)
-}
-
-/// The identifiers joined by `::` starting at `i`, and the index after them.
-fn path_at(tokens: &[Token], i: usize) -> (Vec<&str>, usize) {
-    let mut segments = Vec::new();
-    let mut j = i;
-    while let Some(name) = ident(tokens, j) {
-        segments.push(name);
-        if is(tokens, j + 1, &Kind::PathSep) && ident(tokens, j + 2).is_some() {
-            j += 2;
-        } else {
-            j += 1;
-            break;
-        }
-    }
-    (segments, j)
-}
+use super::{Audited, Found, ScanError};
+use crate::nk::{ident, is, lex, path_at, Kind, Token};
 
 /// The sites in one Nikaia source file, in source order.
-pub fn scan(source: &str) -> Result<Vec<Found>, ScanError> {
+pub fn scan(source: &str, audited: &[Audited]) -> Result<Vec<Found>, ScanError> {
     let tokens = lex(source)?;
     let mut found = Vec::new();
-    // Names that stand for `fs::Root` after a `use`.
-    let mut root_names: Vec<String> = Vec::new();
+    // Names brought in by a `use`, each with the owner path it stands for
+    // (`use fs::Root as R` → `R` stands for `fs::Root`).
+    let mut used: Vec<(String, Vec<String>)> = Vec::new();
     // Contexts with the bracket depth they were opened at, innermost last.
     let mut contexts: Vec<(String, usize)> = Vec::new();
     let mut depth = 0usize;
     let mut pending_fn: Option<String> = None;
+    // A route whose parentheses just closed before a trailing `fn`:
+    // `.route("/path") fn(request) { … }`.
+    let mut trailing_route: Option<String> = None;
     let mut i = 0;
     while i < tokens.len() {
         let token = &tokens[i];
         match &token.kind {
             Kind::Ident(word) if word == "use" => {
                 let (path, next) = path_at(&tokens, i + 1);
-                let ends_in_root = path.len() >= 2 && path[path.len() - 2..] == ["fs", "Root"];
-                if ends_in_root {
+                if let Some(last) = path.last() {
                     let name = match (ident(&tokens, next), ident(&tokens, next + 1)) {
                         (Some("as"), Some(alias)) => alias.to_string(),
-                        _ => "Root".to_string(),
+                        _ => last.to_string(),
                     };
-                    root_names.push(name);
+                    used.push((name, path.iter().map(|s| s.to_string()).collect()));
                 }
                 i = next;
                 continue;
             }
             Kind::Ident(word) if word == "fn" => {
-                pending_fn = ident(&tokens, i + 1).map(|name| format!("fn {name}"));
+                pending_fn = match ident(&tokens, i + 1) {
+                    Some(name) => Some(format!("fn {name}")),
+                    None => trailing_route.take(),
+                };
             }
             Kind::Punct('.')
                 if ident(&tokens, i + 1) == Some("route")
@@ -261,16 +62,22 @@ pub fn scan(source: &str) -> Result<Vec<Found>, ScanError> {
                 }
                 depth += 1;
             }
-            Kind::Punct(')' | ']' | '}') => {
+            Kind::Punct(c @ (')' | ']' | '}')) => {
                 depth = depth.saturating_sub(1);
                 while contexts.last().is_some_and(|(_, d)| *d >= depth) {
-                    contexts.pop();
+                    let (context, _) = contexts.pop().unwrap_or_default();
+                    let anonymous_fn_follows = *c == ')'
+                        && ident(&tokens, i + 1) == Some("fn")
+                        && ident(&tokens, i + 2).is_none();
+                    if anonymous_fn_follows && context.starts_with("route ") {
+                        trailing_route = Some(context);
+                    }
                 }
             }
             Kind::Ident(_) => {
                 let after_sep = i > 0 && is(&tokens, i - 1, &Kind::PathSep);
                 let (path, next) = path_at(&tokens, i);
-                if !after_sep && is_site(&path, &root_names) {
+                if !after_sep && is_site(&path, &used, audited) {
                     found.push(Found {
                         line: token.line,
                         column: token.column,
@@ -289,14 +96,29 @@ pub fn scan(source: &str) -> Result<Vec<Found>, ScanError> {
     Ok(found)
 }
 
-/// `[std::]fs::Root::Anywhere`, or `R::Anywhere` where `R` was brought in by
-/// `use [std::]fs::Root [as R]`.
-fn is_site(path: &[&str], root_names: &[String]) -> bool {
-    match path {
-        ["fs", "Root", "Anywhere"] | ["std", "fs", "Root", "Anywhere"] => true,
-        [name, "Anywhere"] => root_names.iter().any(|r| r == name),
-        _ => false,
-    }
+/// `[std::]P` for an audited path `P` (`fs::Root::Anywhere`), or `N::last`
+/// where `N` was brought in by `use [std::]owner [as N]` (`owner` being `P`
+/// without its last segment, `fs::Root`).
+fn is_site(path: &[&str], used: &[(String, Vec<String>)], audited: &[Audited]) -> bool {
+    audited.iter().any(|a| {
+        let full = &a.nikaia;
+        let Some((last, owner)) = full.split_last() else {
+            return false;
+        };
+        let path_is = |p: &[&str]| p.len() == full.len() && p.iter().zip(full).all(|(x, y)| x == y);
+        if path_is(path) || (path.first() == Some(&"std") && path_is(&path[1..])) {
+            return true;
+        }
+        match path {
+            [name, tail] if tail == last => used.iter().any(|(n, target)| {
+                let target = target
+                    .strip_prefix(&["std".to_string()][..])
+                    .unwrap_or(target);
+                n == name && target.ends_with(owner) && !owner.is_empty()
+            }),
+            _ => false,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -304,7 +126,7 @@ mod tests {
     use super::*;
 
     fn sites(source: &str) -> Vec<(usize, usize, String)> {
-        scan(source)
+        scan(source, &[Audited::anywhere()])
             .expect("scans")
             .into_iter()
             .map(|f| (f.line, f.column, f.context))
@@ -316,8 +138,9 @@ mod tests {
         let source = "/* a /* b */ fs::Root::Anywhere */\n\
                       let s = \"\\\" fs::Root::Anywhere\"\n\
                       let r = r##\"\"# fs::Root::Anywhere\"##\n\
+                      /// doc: fs::Root::Anywhere\n\
                       fs::Root::Anywhere";
-        assert_eq!(sites(source), [(4, 1, "-".to_string())]);
+        assert_eq!(sites(source), [(5, 1, "-".to_string())]);
     }
 
     #[test]
@@ -344,8 +167,35 @@ mod tests {
     }
 
     #[test]
+    fn a_trailing_fn_is_named_by_its_route() {
+        let source = "app.route(\"/download\") fn(request) {\n\
+                      http::File(request.param(\"name\"), fs::Root::Anywhere)\n\
+                      }\n\
+                      .route(\"/b\") fn { 1 }\n\
+                      fs::Root::Anywhere";
+        assert_eq!(
+            sites(source),
+            [
+                (2, 35, "route \"/download\"".to_string()),
+                (5, 1, "-".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn another_audited_item_is_found_by_the_same_rules() {
+        let danger = Audited {
+            nikaia: vec!["fs".into(), "danger".into()],
+            rust: vec!["fs".into(), "danger".into()],
+        };
+        let found = scan("use fs\nfs::danger()\nfs::Root::Anywhere", &[danger]).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].line, 2);
+    }
+
+    #[test]
     fn unterminated_comment_is_an_error() {
-        let error = scan("fn f() {}\n  /* open /* */").unwrap_err();
+        let error = scan("fn f() {}\n  /* open /* */", &[Audited::anywhere()]).unwrap_err();
         assert_eq!(
             (error.message.as_str(), error.line, error.column),
             ("unterminated block comment", 2, 3)

@@ -1,4 +1,5 @@
-//! Finding `Root::anywhere()` sites in Rust source, with `syn`.
+//! Finding audited sites (`Root::anywhere()` and any other item the stubs
+//! mark `@audit`) in Rust source, with `syn`.
 //!
 //! The file is parsed into a full syntax tree and walked with a visitor. Names
 //! are resolved through the `use` items of the module (and of the blocks) they
@@ -12,10 +13,10 @@ use syn::punctuated::Punctuated;
 use syn::visit::{self, Visit};
 use syn::{Expr, Item, Lit, Token, UseTree};
 
-use super::{Found, ScanError};
+use super::{Audited, Found, ScanError};
 
 /// The sites in one Rust source file, in source order.
-pub fn scan(source: &str) -> Result<Vec<Found>, ScanError> {
+pub fn scan(source: &str, audited: &[Audited]) -> Result<Vec<Found>, ScanError> {
     let file = syn::parse_file(source).map_err(|e| {
         let start = e.span().start();
         ScanError {
@@ -24,7 +25,10 @@ pub fn scan(source: &str) -> Result<Vec<Found>, ScanError> {
             column: start.column + 1,
         }
     })?;
-    let mut scanner = Scanner::default();
+    let mut scanner = Scanner {
+        audited: audited.to_vec(),
+        ..Scanner::default()
+    };
     scanner
         .scopes
         .push(Scope::of_items(file.items.iter(), true));
@@ -119,6 +123,8 @@ impl Scope {
 
 #[derive(Default)]
 struct Scanner {
+    /// The audited items, from the stubs' `@audit` marker.
+    audited: Vec<Audited>,
     scopes: Vec<Scope>,
     /// The enclosing `mod` names.
     mods: Vec<String>,
@@ -142,8 +148,8 @@ impl Scanner {
         None
     }
 
-    /// Whether a path written in the source names `fs::Root::anywhere` (or
-    /// `fs::Root::Anywhere`).
+    /// Whether a path written in the source names an audited item, such as
+    /// `fs::Root::anywhere` (or its Nikaia spelling `fs::Root::Anywhere`).
     fn is_site(&self, segments: &[String]) -> bool {
         let Some(first) = segments.first() else {
             return false;
@@ -163,11 +169,20 @@ impl Scanner {
         if n < 2 {
             return false;
         }
-        let function = &resolved[n - 1];
-        if (function != "anywhere" && function != "Anywhere") || resolved[n - 2] != "Root" {
-            return false;
-        }
-        n == 2 || resolved[n - 3] == "fs"
+        let (function, owner) = (&resolved[n - 1], &resolved[n - 2]);
+        self.audited.iter().any(|a| {
+            let p = &a.rust;
+            let k = p.len();
+            if k < 2 || owner != &p[k - 2] {
+                return false;
+            }
+            if function != &p[k - 1] && Some(function) != a.nikaia.last() {
+                return false;
+            }
+            // `owner::f` where `owner` is a type (`Root::anywhere`): a bare
+            // owner counts, else the module before it must match.
+            k == 2 || n == 2 || resolved[n - 3] == p[k - 3]
+        })
     }
 
     fn record(&mut self, span: Span) {
@@ -384,7 +399,7 @@ mod tests {
     use super::*;
 
     fn sites(source: &str) -> Vec<(usize, usize, String)> {
-        scan(source)
+        scan(source, &[Audited::anywhere()])
             .expect("parses")
             .into_iter()
             .map(|f| (f.line, f.column, f.context))

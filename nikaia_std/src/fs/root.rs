@@ -215,6 +215,10 @@ impl Root {
     /// A root without containment: names are ordinary paths (relative to the
     /// current directory, or absolute). The call site is recorded and listed
     /// by [`anywhere_sites`], with the number of files opened through it.
+    ///
+    /// Audited: `nikaia --trust` lists every call. The alias is the audit
+    /// marker `nikaia stubtest` checks against the stubs' `@audit`.
+    #[doc(alias = "nikaia-audit")]
     #[track_caller]
     pub fn anywhere() -> Root {
         let at = Location::caller();
