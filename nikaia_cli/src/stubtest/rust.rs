@@ -72,16 +72,35 @@ impl Crate {
             true,
             &format!("{shown}/src"),
         )?;
+        // A shim is a trait that carries a diagnostic and that nothing
+        // implements: naming it can only ever be a compile-time error. A
+        // trait with a diagnostic and implementations (IntoResponse) is
+        // a real item whose error message is merely better.
+        let implemented: HashSet<String> = krate
+            .modules
+            .iter()
+            .flat_map(|m| &m.items)
+            .filter_map(|item| match item {
+                SynItem::Impl(i) => i
+                    .trait_
+                    .as_ref()?
+                    .0
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string()),
+                _ => None,
+            })
+            .collect();
         for m in &krate.modules {
             for item in &m.items {
                 if let SynItem::Trait(t) = item {
-                    let shim = t.attrs.iter().any(|a| {
+                    let diagnostic = t.attrs.iter().any(|a| {
                         a.path()
                             .segments
                             .last()
                             .is_some_and(|s| s.ident == "on_unimplemented")
                     });
-                    if shim {
+                    if diagnostic && !implemented.contains(&t.ident.to_string()) {
                         krate.shim_traits.insert(t.ident.to_string());
                     }
                 }
