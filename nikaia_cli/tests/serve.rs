@@ -178,6 +178,18 @@ fn cpu_jiffies(pid: u32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
+/// Asks for `/` on a kept-alive connection and expects a 200.
+fn ask(c: &mut TcpStream) {
+    c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let mut buf = [0u8; 512];
+    let n = c.read(&mut buf).unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+}
+
 /// Out of descriptors, the server backs off accepting (no busy loop) and
 /// keeps serving the connections it has.
 #[test]
@@ -198,16 +210,6 @@ fn running_out_of_descriptors_backs_off_and_keeps_serving() {
     // One keep-alive connection made before the flood.
     let mut kept = TcpStream::connect(&s.addr).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let ask = |c: &mut TcpStream| {
-        c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
-        let mut buf = [0u8; 512];
-        let n = c.read(&mut buf).unwrap();
-        assert!(
-            buf[..n].starts_with(b"HTTP/1.1 200"),
-            "{:?}",
-            String::from_utf8_lossy(&buf[..n])
-        );
-    };
     ask(&mut kept);
     // In the middle of its next request, so it is not idle: at the limit
     // the server closes idle connections to admit new ones, busy ones never.
@@ -269,16 +271,6 @@ fn accept_under_emfile_after_the_limit_is_lowered() {
     };
     let mut kept = TcpStream::connect(&s.addr).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let ask = |c: &mut TcpStream| {
-        c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
-        let mut buf = [0u8; 512];
-        let n = c.read(&mut buf).unwrap();
-        assert!(
-            buf[..n].starts_with(b"HTTP/1.1 200"),
-            "{:?}",
-            String::from_utf8_lossy(&buf[..n])
-        );
-    };
     // Asked for again and again, the page is kept (a mapping): answering it
     // needs no new descriptor.
     std::thread::sleep(Duration::from_millis(30));
