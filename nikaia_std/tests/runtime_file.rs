@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use nikaia_std::rt::{ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV};
+use nikaia_std::rt::{Coding, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV};
 
 /// Tests that read or set `NIKAIA_RUNTIME` take this lock: tests run in
 /// parallel threads of one process, which share the environment.
@@ -60,6 +60,7 @@ fn defaults_when_there_is_no_file() {
     assert_eq!(rt.send_file_max_chunk, 2 << 20);
     assert_eq!(rt.static_cache, 1024);
     assert_eq!(rt.static_cache_bytes, 64 << 20);
+    assert_eq!(rt.precompressed, [Coding::Br, Coding::Zstd, Coding::Gzip]);
     assert_eq!(rt.header_timeout, Duration::from_secs(10));
     assert_eq!(rt.keepalive_timeout, Duration::from_secs(30));
     assert_eq!(rt.send_timeout, Duration::from_secs(30));
@@ -88,6 +89,7 @@ send-file = "1MiB"
 send-file-max-chunk = "512KiB"
 static-cache = 0
 static-cache-bytes = "1GiB"
+precompressed = ["gzip", "br"]
 header-timeout = "250ms"
 keepalive-timeout = "0s"
 send-timeout = "2m"
@@ -111,6 +113,7 @@ tls-key = "tls/key.pem"
             send_file_max_chunk: 512 << 10,
             static_cache: 0,
             static_cache_bytes: 1 << 30,
+            precompressed: vec![Coding::Gzip, Coding::Br],
             header_timeout: Duration::from_millis(250),
             keepalive_timeout: Duration::ZERO,
             send_timeout: Duration::from_secs(120),
@@ -224,6 +227,7 @@ workers = 3
 send-file = "1536"
 send-file-max-chunk = "4100"
 static-cache-bytes = 0
+precompressed = []
 header-timeout = "1500ms"
 keepalive-timeout = "0s"
 send-timeout = "45m"
@@ -332,6 +336,23 @@ fn wrong_type_table() {
 #[test]
 fn wrong_type_array() {
     insta::assert_snapshot!(errors("static-cache-bytes = [64, \"MiB\"]\n"));
+}
+
+#[test]
+fn precompressed_codings() {
+    assert_eq!(ok("precompressed = []").precompressed, []);
+    assert_eq!(
+        ok("precompressed = [\"zstd\"]").precompressed,
+        [Coding::Zstd]
+    );
+    insta::assert_snapshot!(errors("precompressed = \"br\"\nprecompressed-x = 1\n"));
+}
+
+#[test]
+fn bad_precompressed_codings() {
+    insta::assert_snapshot!(errors(
+        "precompressed = [\"br\", \"gz\", 1, \"deflate\", \"br\"]\n"
+    ));
 }
 
 #[test]

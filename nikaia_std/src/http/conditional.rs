@@ -28,6 +28,20 @@ impl Validators {
         }
     }
 
+    /// The validators of a precompressed sidecar `id` sent with `coding`:
+    /// its own mtime and size, and the coding in the ETag, so no two
+    /// representations of one file share an ETag.
+    pub(crate) fn coded(id: &Identity, coding: crate::rt::Coding) -> Validators {
+        let mut v = Validators::of(id);
+        v.etag = Bytes::from(format!(
+            "\"{:x}-{:x}-{}\"",
+            id.mtime_ns,
+            id.size,
+            coding.token()
+        ));
+        v
+    }
+
     /// The ETag as text (it is ASCII by construction).
     pub(crate) fn etag(&self) -> &str {
         std::str::from_utf8(&self.etag).unwrap_or("")

@@ -64,6 +64,8 @@ struct Opening {
     req: Request,
     user: Response,
     file: File,
+    /// What resolving carries across the open.
+    then: file::Then,
     close: bool,
     started: Instant,
 }
@@ -469,6 +471,7 @@ impl Conn {
                     req,
                     user: resp,
                     file: *f,
+                    then: file::Then::default(),
                     close,
                     started,
                 };
@@ -501,13 +504,14 @@ impl Conn {
     }
 
     /// Queues a resolved file response, or sends its open to the io pool.
-    fn file_step(&mut self, turn: &mut Turn<'_>, step: Step, pending: Opening) {
+    fn file_step(&mut self, turn: &mut Turn<'_>, step: Step, mut pending: Opening) {
         match step {
             Step::Ready(prepared) => {
                 self.log_error(turn, &pending.req, &prepared.resp);
                 self.queue(turn, &pending.req, prepared, pending.close, pending.started);
             }
-            Step::Open(name) => {
+            Step::Open(name, then) => {
+                pending.then = then;
                 turn.shared
                     .stats
                     .pool_opens
@@ -535,16 +539,18 @@ impl Conn {
     pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
         match done {
             IoDone::Opened { name, result, .. } => {
-                let State::Opening(pending) = std::mem::replace(&mut self.state, State::Idle)
+                let State::Opening(mut pending) = std::mem::replace(&mut self.state, State::Idle)
                 else {
                     return;
                 };
+                let then = std::mem::take(&mut pending.then);
                 let step = file::opened(
                     &**turn.shared,
                     &pending.req,
                     &pending.user,
                     &pending.file,
                     name,
+                    then,
                     result,
                 );
                 self.file_step(turn, step, *pending);

@@ -22,6 +22,39 @@ pub enum SendFile {
     AtLeast(u64),
 }
 
+/// A content coding a precompressed sidecar may hold (`precompressed`):
+/// `NAME.br`, `NAME.zst` or `NAME.gz` beside `NAME` (`spec/files.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coding {
+    Br,
+    Zstd,
+    Gzip,
+}
+
+impl Coding {
+    /// Every coding, in the default order of preference.
+    pub const ALL: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
+
+    /// The token in `Accept-Encoding`, `Content-Encoding` and the runtime
+    /// file: `br`, `zstd`, `gzip`.
+    pub fn token(self) -> &'static str {
+        match self {
+            Coding::Br => "br",
+            Coding::Zstd => "zstd",
+            Coding::Gzip => "gzip",
+        }
+    }
+
+    /// The sidecar's extension, without the dot: `br`, `zst`, `gz`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Coding::Br => "br",
+            Coding::Zstd => "zst",
+            Coding::Gzip => "gz",
+        }
+    }
+}
+
 /// The effective runtime configuration (the file's values, defaults filled in).
 ///
 /// Each field is the key of the same name with `_` for `-`; the keys' meaning,
@@ -37,6 +70,9 @@ pub struct Runtime {
     pub send_file_max_chunk: u64,
     pub static_cache: usize,
     pub static_cache_bytes: u64,
+    /// The sidecar codings served, in the server's order of preference;
+    /// empty: sidecars are never looked for.
+    pub precompressed: Vec<Coding>,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
     pub send_timeout: Duration,
@@ -84,7 +120,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 18] = [
     "listen",
     "workers",
     "io-threads",
@@ -92,6 +128,7 @@ pub const KEYS: [&str; 17] = [
     "send-file-max-chunk",
     "static-cache",
     "static-cache-bytes",
+    "precompressed",
     "header-timeout",
     "keepalive-timeout",
     "send-timeout",
@@ -114,6 +151,7 @@ impl Default for Runtime {
             send_file_max_chunk: 2 << 20,
             static_cache: 1024,
             static_cache_bytes: 64 << 20,
+            precompressed: Coding::ALL.to_vec(),
             header_timeout: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(30),
@@ -203,6 +241,12 @@ impl Runtime {
         line("send-file-max-chunk", Some(size(self.send_file_max_chunk)));
         line("static-cache", Some(self.static_cache.to_string()));
         line("static-cache-bytes", Some(size(self.static_cache_bytes)));
+        let codings: Vec<_> = self
+            .precompressed
+            .iter()
+            .map(|c| string(c.token()))
+            .collect();
+        line("precompressed", Some(format!("[{}]", codings.join(", "))));
         line("header-timeout", Some(duration(self.header_timeout)));
         line("keepalive-timeout", Some(duration(self.keepalive_timeout)));
         line("send-timeout", Some(duration(self.send_timeout)));

@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use super::units::{format_duration, format_size, parse_duration, parse_size};
 use super::units::{DURATION_FORMS, SIZE_FORMS};
-use super::{available_cores, ConfigError, LogTarget, Runtime, SendFile, KEYS};
+use super::{available_cores, Coding, ConfigError, LogTarget, Runtime, SendFile, KEYS};
 
 /// Parses and validates `text`, the contents of the runtime file `file`.
 pub(super) fn parse(text: &str, file: &Path) -> Result<Runtime, Vec<ConfigError>> {
@@ -108,6 +108,7 @@ impl Checker<'_> {
                     let bytes = self.size(name, value, STATIC_CACHE_BYTES, "64MiB");
                     put(&mut rt.static_cache_bytes, bytes);
                 }
+                "precompressed" => put(&mut rt.precompressed, self.codings(name, value)),
                 "header-timeout" => {
                     let timeout = self.duration(name, value, millis(1)..=HOUR);
                     put(&mut rt.header_timeout, timeout);
@@ -202,6 +203,53 @@ impl Checker<'_> {
             DeValue::Integer(_) => self.bytes(key, value).map(SendFile::AtLeast),
             other => self.bad(key, value, format!("expected {WANT}, found {}", a(other))),
         }
+    }
+
+    /// `precompressed`: an array of distinct codings, in order of preference.
+    fn codings(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<Coding>> {
+        const WANT: &str = "an array of \"br\", \"zstd\" and \"gzip\" in order of preference, \
+                            such as [\"br\", \"zstd\", \"gzip\"] ([] serves no sidecars)";
+        let DeValue::Array(items) = value.get_ref() else {
+            let found = a(value.get_ref());
+            return self.bad(key, value, format!("expected {WANT}, found {found}"));
+        };
+        let mut codings = Vec::new();
+        let mut problems = Vec::new();
+        for item in items {
+            let DeValue::String(token) = item.get_ref() else {
+                let found = a(item.get_ref());
+                problems.push((item, format!("expected {WANT}, found {found} in it")));
+                continue;
+            };
+            let lower = token.to_ascii_lowercase();
+            match Coding::ALL.into_iter().find(|c| c.token() == token) {
+                Some(coding) if codings.contains(&coding) => problems.push((
+                    item,
+                    format!("\"{token}\" is named twice; name each coding once"),
+                )),
+                Some(coding) => codings.push(coding),
+                None => {
+                    let hint = Coding::ALL
+                        .into_iter()
+                        .find(|c| c.extension() == lower || c.token() == lower)
+                        .map_or(String::new(), |c| {
+                            format!("; did you mean \"{}\"?", c.token())
+                        });
+                    problems.push((
+                        item,
+                        format!(
+                            "unknown coding \"{token}\"{hint} \
+                             (the codings are \"br\", \"zstd\" and \"gzip\")"
+                        ),
+                    ));
+                }
+            }
+        }
+        let ok = problems.is_empty();
+        for (item, message) in problems {
+            self.bad::<()>(key, item, message);
+        }
+        ok.then_some(codings)
     }
 
     /// An integer key that counts something, as `usize`.
