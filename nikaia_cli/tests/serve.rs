@@ -313,3 +313,70 @@ fn accept_under_emfile_after_the_limit_is_lowered() {
         ask(&mut c);
     }
 }
+
+#[test]
+fn sigusr1_reopens_the_logs_after_logrotate_moved_them() {
+    let dir = site();
+    let logs = tempfile::tempdir().unwrap();
+    let (access, error) = (
+        logs.path().join("access.log"),
+        logs.path().join("error.log"),
+    );
+    let runtime = logs.path().join("runtime.toml");
+    std::fs::write(
+        &runtime,
+        "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"access.log\"\nerror-log = \"error.log\"\n",
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve")
+        .arg(dir.path())
+        .arg("--runtime")
+        .arg(&runtime);
+    let (child, addr) = spawn_serve(cmd);
+    let mut s = Serving {
+        child,
+        addr,
+        _dir: dir,
+    };
+    let lines = |p: &std::path::Path| std::fs::read_to_string(p).map_or(0, |t| t.lines().count());
+    let until = |what: &dyn Fn() -> bool| {
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while !what() {
+            assert!(std::time::Instant::now() < end, "timed out");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(get(&s.addr, "/").0, 200);
+    }
+    until(&|| lines(&access) == 3);
+    // What logrotate does: move the files, then USR1.
+    let (access_1, error_1) = (
+        logs.path().join("access.log.1"),
+        logs.path().join("error.log.1"),
+    );
+    std::fs::rename(&access, &access_1).unwrap();
+    std::fs::rename(&error, &error_1).unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&s.child),
+        rustix::process::Signal::USR1,
+    )
+    .unwrap();
+    until(&|| access.exists() && error.exists());
+    for _ in 0..2 {
+        assert_eq!(get(&s.addr, "/docs/").0, 200);
+    }
+    until(&|| lines(&access) == 2);
+    assert_eq!(lines(&access_1), 3);
+    assert!(std::fs::read_to_string(&access_1)
+        .unwrap()
+        .contains("\"GET / HTTP/1.1\" 200 "));
+    assert!(std::fs::read_to_string(&access)
+        .unwrap()
+        .contains("\"GET /docs/ HTTP/1.1\" 200 "));
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "USR1 does not stop it"
+    );
+}

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use nikaia_std::rt::{Coding, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV};
+use nikaia_std::rt::{
+    AccessLogFormat, Coding, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV,
+};
 
 /// Tests that read or set `NIKAIA_RUNTIME` take this lock: tests run in
 /// parallel threads of one process, which share the environment.
@@ -96,6 +98,7 @@ send-timeout = "2m"
 max-connections = 500
 max-header-bytes = 65536
 access-log = "logs/access.log"
+access-log-format = "json"
 error-log = "/var/log/nikaia/error.log"
 stats-socket = "run/stats.sock"
 tls-cert = "tls/cert.pem"
@@ -120,6 +123,7 @@ tls-key = "tls/key.pem"
             max_connections: 500,
             max_header_bytes: 65536,
             access_log: LogTarget::File(etc.join("logs/access.log")),
+            access_log_format: AccessLogFormat::Json,
             error_log: LogTarget::File("/var/log/nikaia/error.log".into()),
             stats_socket: Some(etc.join("run/stats.sock")),
             tls_cert: Some(etc.join("tls/cert.pem")),
@@ -191,6 +195,18 @@ fn access_log_can_be_off_or_stderr() {
     assert_eq!(ok("access-log = \"off\"").access_log, LogTarget::Off);
     assert_eq!(ok("access-log = \"stderr\"").access_log, LogTarget::Stderr);
     assert_eq!(ok("error-log = \"stderr\"").error_log, LogTarget::Stderr);
+}
+
+#[test]
+fn access_log_format_is_combined_or_json() {
+    assert_eq!(ok("").access_log_format, AccessLogFormat::Combined);
+    let json = ok("access-log-format = \"json\"");
+    assert_eq!(json.access_log_format, AccessLogFormat::Json);
+    let text = errors("access-log-format = \"common\"\n");
+    assert!(
+        text.contains("1:21: error: key `access-log-format`: expected \"combined\" (nginx's format) or \"json\", found \"common\""),
+        "{text}"
+    );
 }
 
 #[test]

@@ -119,6 +119,10 @@ pub(crate) enum Span {
 /// a list of several is answered with the whole file (200), which RFC 9110
 /// §14.2 allows and which keeps the work linear in the header's length
 /// whatever the list holds. A Range that does not parse is ignored (200).
+///
+/// Hand-written: the crates that parse `Range` (`http-range-header`,
+/// `headers`) build the list of ranges, where this needs only to know
+/// whether there is exactly one; `If-Range` needs the validators anyway.
 pub(crate) fn span(req: &Request, size: u64, v: &Validators) -> Span {
     if req.method() != "GET" {
         return Span::Full;

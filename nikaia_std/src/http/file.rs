@@ -693,6 +693,10 @@ fn html_escape(s: &str) -> String {
 }
 
 /// Percent-encodes every byte but ASCII letters, digits and `keep`.
+///
+/// Kept rather than `percent_encoding::utf8_percent_encode`, which would
+/// need an `AsciiSet` per `keep` list and a dependency for ten lines that
+/// run only for a directory listing's links and a slash redirect.
 fn percent_encode(s: &str, keep: &[u8]) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {

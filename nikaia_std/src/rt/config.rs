@@ -80,6 +80,8 @@ pub struct Runtime {
     pub max_header_bytes: usize,
     /// Where the access log goes; `Off` only for this log.
     pub access_log: LogTarget,
+    /// How each access line is written.
+    pub access_log_format: AccessLogFormat,
     /// Where errors are logged; never `Off`.
     pub error_log: LogTarget,
     pub stats_socket: Option<PathBuf>,
@@ -97,6 +99,17 @@ pub enum LogTarget {
     /// Appended to this file (absolute: resolved against the runtime file's
     /// directory).
     File(PathBuf),
+}
+
+/// `access-log-format`: how each access line is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AccessLogFormat {
+    /// nginx's `combined` format (the default): what goaccess, awstats and
+    /// most log tools read without configuration.
+    #[default]
+    Combined,
+    /// One JSON object per line.
+    Json,
 }
 
 /// A runtime file that could not be accepted.
@@ -120,7 +133,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 18] = [
+pub const KEYS: [&str; 19] = [
     "listen",
     "workers",
     "io-threads",
@@ -135,6 +148,7 @@ pub const KEYS: [&str; 18] = [
     "max-connections",
     "max-header-bytes",
     "access-log",
+    "access-log-format",
     "error-log",
     "stats-socket",
     "tls-cert",
@@ -158,6 +172,7 @@ impl Default for Runtime {
             max_connections: 10_000,
             max_header_bytes: 32 << 10,
             access_log: LogTarget::Stderr,
+            access_log_format: AccessLogFormat::Combined,
             error_log: LogTarget::Stderr,
             stats_socket: None,
             tls_cert: None,
@@ -253,6 +268,11 @@ impl Runtime {
         line("max-connections", Some(self.max_connections.to_string()));
         line("max-header-bytes", Some(size(self.max_header_bytes as u64)));
         line("access-log", Some(log(&self.access_log)));
+        let format = match self.access_log_format {
+            AccessLogFormat::Combined => "combined",
+            AccessLogFormat::Json => "json",
+        };
+        line("access-log-format", Some(string(format)));
         line("error-log", Some(log(&self.error_log)));
         line("stats-socket", self.stats_socket.as_deref().map(path));
         line("tls-cert", self.tls_cert.as_deref().map(path));

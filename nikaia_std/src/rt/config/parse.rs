@@ -10,7 +10,9 @@ use toml::Spanned;
 
 use super::units::{format_duration, format_size, parse_duration, parse_size};
 use super::units::{DURATION_FORMS, SIZE_FORMS};
-use super::{available_cores, Coding, ConfigError, LogTarget, Runtime, SendFile, KEYS};
+use super::{
+    available_cores, AccessLogFormat, Coding, ConfigError, LogTarget, Runtime, SendFile, KEYS,
+};
 
 /// Parses and validates `text`, the contents of the runtime file `file`.
 pub(super) fn parse(text: &str, file: &Path) -> Result<Runtime, Vec<ConfigError>> {
@@ -130,6 +132,9 @@ impl Checker<'_> {
                     put(&mut rt.max_header_bytes, bytes.map(|n| n as usize));
                 }
                 "access-log" => put(&mut rt.access_log, self.log(name, value, true)),
+                "access-log-format" => {
+                    put(&mut rt.access_log_format, self.log_format(name, value));
+                }
                 "error-log" => put(&mut rt.error_log, self.log(name, value, false)),
                 "stats-socket" => rt.stats_socket = self.path(name, value),
                 "tls-cert" => rt.tls_cert = self.path(name, value),
@@ -384,6 +389,15 @@ impl Checker<'_> {
                 format!("expected {want}, found an empty string"),
             ),
             path => Some(LogTarget::File(self.base.join(path))),
+        }
+    }
+
+    fn log_format(&mut self, key: &str, value: &Value<'_>) -> Option<AccessLogFormat> {
+        const WANT: &str = "\"combined\" (nginx's format) or \"json\"";
+        match self.string(key, value, WANT)? {
+            "combined" => Some(AccessLogFormat::Combined),
+            "json" => Some(AccessLogFormat::Json),
+            other => self.bad(key, value, format!("expected {WANT}, found \"{other}\"")),
         }
     }
 
