@@ -31,6 +31,21 @@ pub struct File {
     pub(crate) index: Option<String>,
     /// List a directory without an index; `Some(true)` shows dot-names too.
     pub(crate) list: Option<bool>,
+    /// Whether the server's `cache-control`, `not-found` and `fallback`
+    /// apply: only to the files of `dir_handler`.
+    pub(crate) pages: Pages,
+}
+
+/// How the runtime's pages apply to a [`File`] (spec/runtime-file.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// A program's own file: none of them.
+    Off,
+    /// A file of `dir_handler`: all of them.
+    On,
+    /// A name `dir_handler` refused (a dot-name): never opened; the answer
+    /// is the `not-found` page, or the plain 404, never the `fallback`.
+    Refused,
 }
 
 impl File {
@@ -42,6 +57,7 @@ impl File {
             root: root.clone(),
             index: None,
             list: None,
+            pages: Pages::Off,
         }
     }
 
@@ -98,6 +114,34 @@ pub(crate) trait Files {
     fn open_now(&self, root: &Root, name: &Path) -> Result<Opened, fs::Error>;
     /// How `len` bytes of a file that is not kept travel.
     fn vehicle(&self, len: u64) -> Vehicle;
+    /// The runtime whose `cache-control`, `not-found` and `fallback` apply
+    /// to `dir_handler`'s files; none where there is no runtime file.
+    fn runtime(&self) -> Option<&crate::rt::Runtime> {
+        None
+    }
+}
+
+/// A name to open under the file's root, and what it is for.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub name: PathBuf,
+    phase: Phase,
+}
+
+impl AsRef<Path> for Target {
+    fn as_ref(&self) -> &Path {
+        &self.name
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The name the request asked for (or its index).
+    Asked,
+    /// The runtime's `fallback`, for a missing name: 200.
+    Fallback,
+    /// The runtime's `not-found` page: 404, whole.
+    NotFound,
 }
 
 /// A file response, decided: its head, and how its body travels.
@@ -126,21 +170,65 @@ pub(crate) enum Plan {
 /// Where resolving got to.
 pub(crate) enum Step {
     Ready(Prepared),
-    /// The open would wait for the disk: run `root.open(name)` on the io
+    /// The open would wait for the disk: run `root.open(target)` on the io
     /// pool and continue with [`opened`].
-    Open(PathBuf),
+    Open(Target),
 }
 
 /// Starts resolving `file` for `req`: the kept table first, then an open
 /// that may only use the kernel's caches.
 pub(crate) fn begin(shared: &impl Files, req: &Request, user: &Response, file: &File) -> Step {
+    if file.pages == Pages::Refused {
+        return missing(shared, req, user, file, Phase::Asked, false);
+    }
     let name = match &file.index {
         Some(index) if file.name.as_os_str().is_empty() || ends_with_slash(&file.name) => {
             file.name.join(index)
         }
         _ => file.name.clone(),
     };
-    resolve(shared, req, user, file, name)
+    let target = Target {
+        name,
+        phase: Phase::Asked,
+    };
+    resolve(shared, req, user, file, target)
+}
+
+/// The answer for a name that is not there (`may_fall_back`: missing, not
+/// outside or refused), after trying `from`: the runtime's `fallback` for a
+/// GET or HEAD, else its `not-found` page, else the plain 404.
+fn missing(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    from: Phase,
+    may_fall_back: bool,
+) -> Step {
+    let plain = || Step::Ready(status_only(Response::status_page(404)));
+    let Some(rt) = shared.runtime().filter(|_| file.pages != Pages::Off) else {
+        return plain();
+    };
+    let get = req.method() == "GET" || req.is_head();
+    let next = match from {
+        Phase::Asked if may_fall_back && get && rt.fallback.is_some() => {
+            rt.fallback.as_deref().map(|name| (name, Phase::Fallback))
+        }
+        Phase::Asked | Phase::Fallback => {
+            rt.not_found.as_deref().map(|name| (name, Phase::NotFound))
+        }
+        Phase::NotFound => None,
+    };
+    match next {
+        Some((name, phase)) => {
+            let target = Target {
+                name: PathBuf::from(name),
+                phase,
+            };
+            resolve(shared, req, user, file, target)
+        }
+        None => plain(),
+    }
 }
 
 /// What a file's headers need, derived once from its name and identity;
@@ -165,14 +253,15 @@ fn resolve(
     req: &Request,
     user: &Response,
     file: &File,
-    name: PathBuf,
+    target: Target,
 ) -> Step {
-    if let Some((bytes, id, meta)) = shared.kept(&file.root, &name) {
-        return Step::Ready(build(shared, req, user, &meta, id, Source::Kept(bytes)));
+    if let Some((bytes, id, meta)) = shared.kept(&file.root, &target.name) {
+        let source = Source::Kept(bytes);
+        return Step::Ready(build(shared, req, user, file, &target, &meta, id, source));
     }
-    match shared.open_now(&file.root, &name) {
-        Err(fs::Error::WouldBlock) => Step::Open(name),
-        result => opened(shared, req, user, file, name, result),
+    match shared.open_now(&file.root, &target.name) {
+        Err(fs::Error::WouldBlock) => Step::Open(target),
+        result => opened(shared, req, user, file, target, result),
     }
 }
 
@@ -183,35 +272,46 @@ pub(crate) fn opened(
     req: &Request,
     user: &Response,
     file: &File,
-    name: PathBuf,
+    target: Target,
     result: Result<Opened, fs::Error>,
 ) -> Step {
+    let asked = target.phase == Phase::Asked;
+    let name = &target.name;
     match result {
         Ok(opened) => {
-            let meta = Meta::of(&name, &opened.id);
-            let source = match shared.offer(&file.root, &name, &opened, &meta) {
+            let meta = Meta::of(name, &opened.id);
+            let source = match shared.offer(&file.root, name, &opened, &meta) {
                 Some(bytes) => Source::Kept(bytes),
                 None => Source::Open(opened.file),
             };
-            Step::Ready(build(shared, req, user, &meta, opened.id, source))
+            Step::Ready(build(
+                shared, req, user, file, &target, &meta, opened.id, source,
+            ))
         }
         Err(fs::Error::NotAFile { directory: true })
-            if file.index.is_some() && name == file.name =>
+            if asked && file.index.is_some() && *name == file.name =>
         {
             if ends_with_slash(&file.name) || req.path().ends_with('/') {
                 let index = file.index.as_deref().unwrap_or_default();
-                resolve(shared, req, user, file, name.join(index))
+                let target = Target {
+                    name: name.join(index),
+                    phase: Phase::Asked,
+                };
+                resolve(shared, req, user, file, target)
             } else {
                 Step::Ready(status_only(redirect_to_slash(req)))
             }
         }
-        Err(fs::Error::WouldBlock) => Step::Open(name),
-        Err(fs::Error::NotFound) if file.listed_dir(&name).is_some() => {
-            let dir = file.listed_dir(&name).unwrap_or_default();
+        Err(fs::Error::WouldBlock) => Step::Open(target),
+        Err(fs::Error::NotFound) if asked && file.listed_dir(name).is_some() => {
+            let dir = file.listed_dir(name).unwrap_or_default();
             Step::Ready(status_only(listing(req, file, &dir)))
         }
-        Err(fs::Error::Outside(_) | fs::Error::NotFound | fs::Error::NotAFile { .. }) => {
-            Step::Ready(status_only(Response::status_page(404)))
+        // Outside the root: the same 404 as a missing name, never the
+        // fallback (a symlink out must not answer with the app).
+        Err(fs::Error::Outside(_)) => missing(shared, req, user, file, target.phase, false),
+        Err(fs::Error::NotFound | fs::Error::NotAFile { .. }) => {
+            missing(shared, req, user, file, target.phase, true)
         }
         Err(e) => Step::Ready(status_only(Response::internal_error(format!(
             "cannot open {:?}: {e}",
@@ -235,16 +335,23 @@ fn status_only(resp: Response) -> Prepared {
 }
 
 /// Status, headers and body plan for a file whose identity is `id`.
+#[allow(clippy::too_many_arguments)]
 fn build(
     shared: &impl Files,
     req: &Request,
     user: &Response,
+    file: &File,
+    target: &Target,
     meta: &Meta,
     id: Identity,
     source: Source,
 ) -> Prepared {
     let v = &meta.validators;
-    let mut resp = Response::new(user.status);
+    let status = match target.phase {
+        Phase::NotFound => 404,
+        Phase::Asked | Phase::Fallback => user.status,
+    };
+    let mut resp = Response::new(status);
     resp.headers.reserve(user.headers.len() + 4);
     resp.headers.extend(user.headers.iter().cloned());
     for (name, value) in [("Last-Modified", &v.last_modified), ("ETag", &v.etag)] {
@@ -253,10 +360,17 @@ fn build(
         }
     }
     resp.default_type = Some(meta.content_type);
-    if user.status != 200 {
+    if status != 200 {
         // A handler's own status (a custom 404 page, say) is sent as is,
         // whole, without preconditions or ranges.
         return plan(shared, req, resp, source, 0, id.size);
+    }
+    if file.pages == Pages::On && resp.get_header("Cache-Control").is_none() {
+        let rules = shared.runtime().map(|rt| &rt.cache_control);
+        let name = target.name.to_string_lossy();
+        if let Some(value) = rules.and_then(|rules| rules.value_for(&name)) {
+            resp.push_header("Cache-Control", Bytes::copy_from_slice(value.as_bytes()));
+        }
     }
     match preconditions(req, v) {
         Precondition::NotModified => {

@@ -242,6 +242,10 @@ impl super::file::Files for Shared {
     fn vehicle(&self, len: u64) -> crate::send::Vehicle {
         crate::send::choose(self.rt.send_file, len, self.tls.is_some())
     }
+
+    fn runtime(&self) -> Option<&Runtime> {
+        Some(&self.rt)
+    }
 }
 
 impl Shared {
