@@ -7,6 +7,10 @@ need=()
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
+# The access log's reader in tests/tests/http_server.rs.
+command -v goaccess >/dev/null 2>&1 || need+=(goaccess)
+# The Prometheus text parser `nikaia explain --prometheus` is checked with.
+command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -14,6 +18,10 @@ if [ ${#need[@]} -gt 0 ]; then
         sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
     fi
 fi
+
+python3 -c 'import prometheus_client' 2>/dev/null ||
+    python3 -m pip install -q prometheus-client 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages prometheus-client
 
 cargo fmt --all -- --check
 # The wasm32 target, the wasm-bindgen CLI at Cargo.lock's version (built only

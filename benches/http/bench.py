@@ -12,6 +12,16 @@ names them): the same certificate for both, TLS 1.3 with
 TLS_AES_128_GCM_SHA256, checks once before measuring (bytes, negotiated
 parameters, handshakes full and resumed), then keep-alive, Connection: close
 and full-handshake cases.
+
+--versus BIN compares two builds of nikaia instead of nikaia and nginx:
+--nikaia is "after", BIN "before" (e.g. the same program before a
+refactor), plaintext keep-alive 4 KiB × 64 named, page 4 KiB constant and
+1 MiB × 64 named, ratios after/before. --wasm compares nikaia serve (Linux)
+with its wasm32 build under Node (nikaia_std/wasm/host.cjs, the module from
+target/wasm-pkg) on 4 KiB × 64 and 1 MiB × 64 named, ratios wasm/linux;
+server CPU is then the node process's. Both check once with curl that the
+two answer alike (bodies against the files on disk, status and header fields
+but Date and the connection fields), and redo contended runs like --tls.
 """
 
 import argparse
@@ -31,6 +41,7 @@ import time
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 FILES = 64
 HERE = os.path.dirname(os.path.abspath(__file__))
+WASM_HOST = os.path.normpath(os.path.join(HERE, "..", "..", "nikaia_std", "wasm", "host.cjs"))
 
 
 def free_port():
@@ -111,9 +122,13 @@ http {{
 
 
 class Server:
-    def __init__(self, kind, args, root, workdir, runtime_extra=""):
+    """kind: "nginx", "nikaia" (`binary`, default --nikaia) or "node" (the
+    wasm32 build of nikaia serve under Node: nikaia_std/wasm/host.cjs)."""
+
+    def __init__(self, kind, args, root, workdir, runtime_extra="", binary=None):
         self.kind, self.args, self.root, self.workdir = kind, args, root, workdir
         self.runtime_extra = runtime_extra
+        self.binary = binary or getattr(args, "nikaia", None)
         self.port = free_port()
         self.proc = None
 
@@ -129,13 +144,17 @@ class Server:
             self.proc = subprocess.Popen(
                 [shutil.which("nginx") or "/usr/sbin/nginx", "-c", conf, "-p", self.workdir],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        elif self.kind == "node":
+            self.proc = subprocess.Popen(
+                ["node", self.args.wasm_host, self.root, f"127.0.0.1:{self.port}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             rt = os.path.join(self.workdir, f"runtime-{self.port}.toml")
             with open(rt, "w") as f:
                 f.write(f'listen = "127.0.0.1:{self.port}"\nworkers = 1\naccess-log = "off"\n'
                         + self.runtime_extra)
             self.proc = subprocess.Popen(
-                [self.args.nikaia, "serve", self.root, "--runtime", rt],
+                [self.binary, "serve", self.root, "--runtime", rt],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -552,7 +571,7 @@ def guarded(args, run, log):
     """One measured run; redone (after waiting for quiet) while something else
     took more than --max-other % of a core during it."""
     for attempt in range(args.retries + 1):
-        wait_quiet(args.max_other)
+        wait_quiet(args.max_other, getattr(args, "max_wait", 300))
         r = run()
         if r["other_cpu_pct"] <= args.max_other or attempt == args.retries:
             return r
@@ -709,6 +728,177 @@ def tls_bench(args, root):
     return {"versions": versions, "checks": checks, "results": results}
 
 
+# ------------------------------------------- two builds of one server (--versus, --wasm)
+#
+# Plaintext, keep-alive, wrk -t1 -c--conns, one worker each, the same fixture;
+# each run guarded like the TLS runs (redone while others took the CPU). The
+# two servers alternate within each case, and which goes first flips from one
+# repeat to the next, so drift and warm caches hit both alike.
+
+VERSUS_CASES = [
+    ("4 KiB × 64 (named)", None, "/4k/"),
+    ("page 4 KiB (constant)", "/page.html", None),
+    ("1 MiB × 64 (named)", None, "/1m/"),
+]
+WASM_CASES = [
+    ("4 KiB × 64 (named)", None, "/4k/"),
+    ("1 MiB × 64 (named)", None, "/1m/"),
+]
+CHECK_FILES = ["page.html", "4k/0.bin", "4k/1.bin", "4k/63.bin", "64k/7.bin", "1m/0.bin", "1m/1.bin", "1m/63.bin"]
+# Fields that are the host's or the moment's, not the answer's.
+HOST_FIELDS = {"date", "connection", "keep-alive"}
+
+
+def curl_get(url):
+    """(status line, [header lines but HOST_FIELDS], body) of one GET."""
+    with tempfile.NamedTemporaryFile() as h:
+        body = subprocess.run(["curl", "-sS", "-D", h.name, url], capture_output=True, check=True).stdout
+        head = open(h.name, "rb").read().decode("latin-1").split("\r\n")
+    fields = [l for l in head[1:] if l and l.split(":", 1)[0].strip().lower() not in HOST_FIELDS]
+    return head[0], fields, body
+
+
+def same_answers(a, b, root):
+    """Once, before measuring: curl fetches CHECK_FILES (and a missing name)
+    from both; the bodies must equal the files on disk and each other, and the
+    status lines and header fields (but HOST_FIELDS) each other."""
+    rows, ok = [], True
+    for name in CHECK_FILES + ["no-such-file.bin"]:
+        sa, ha, ba = curl_get(f"{a.base}/{name}")
+        sb, hb, bb = curl_get(f"{b.base}/{name}")
+        path = os.path.join(root, name)
+        disk = open(path, "rb").read() if os.path.exists(path) else None
+        body_ok = ba == bb and (disk is None or ba == disk)
+        head_ok = sa == sb and ha == hb
+        ok &= body_ok and head_ok
+        rows.append({"name": name, "status": [sa, sb], "bytes": [len(ba), len(bb)], "body_identical": body_ok,
+                     "head_identical": head_ok, "fields": [ha, hb]})
+    return ok, rows
+
+
+def same_answers_lines(a, b, ok, rows):
+    lines = [f"### Same answers (curl, once, before measuring): {a.label} vs {b.label}", "",
+             f"| name | status | bytes {a.label} / {b.label} | body (vs each other and the file) | "
+             f"status line and header fields but {', '.join(sorted(HOST_FIELDS))} |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['status'][0].split(' ', 1)[1] if ' ' in r['status'][0] else r['status'][0]} | "
+                     f"{r['bytes'][0]} / {r['bytes'][1]} | {'identical' if r['body_identical'] else 'DIFFER'} | "
+                     f"{'identical' if r['head_identical'] else 'DIFFER: ' + repr(r['fields'])} |")
+    lines += ["", "Header fields compared (first file): " + "; ".join(rows[0]["fields"][0]) + "."]
+    if not ok:
+        lines += ["", "**The answers differ: the measurement below compares different work.**"]
+    return lines
+
+
+def measure_wrk(server, url, seconds, conns, script=None):
+    return measure_wrk_tls(server, url, seconds, conns, None, script)
+
+
+def guarded_pair(args, servers, cases):
+    results = {s.label: {c[0]: [] for c in cases} for s in servers}
+    redone = []
+    for rep in range(args.repeats):
+        for name, path, prefix in cases:
+            for s in (servers if rep % 2 == 0 else servers[::-1]):
+                def run(s=s, url=s.base + (path or "/"), script=lua_rotation(prefix) if prefix else None):
+                    measure_wrk(s, url, 1, args.conns, script)  # warm-up
+                    return measure_wrk(s, url, args.seconds, args.conns, script)
+                results[s.label][name].append(guarded(args, run, redone))
+                r = results[s.label][name][-1]
+                print(f"[{time.strftime('%H:%M:%S')}] {rep + 1}/{args.repeats} {name} {s.label}: {r['rps']:.0f} req/s, "
+                      f"others {r['other_cpu_pct']:.0f}%, load {loadavg()}", file=sys.stderr, flush=True)
+    return results, redone
+
+
+def pair_lines(args, title, servers, cases, results, redone, num, den, cpu_note):
+    lines = [f"### {title}", "",
+             "| case | server | requests/s | MiB/s | server CPU µs/req | machine CPU µs/req |",
+             "|---|---|---|---|---|---|"]
+    for name, *_ in cases:
+        for s in servers:
+            r = results[s.label][name]
+            lines.append(f"| {name} | {s.label} | {cell([x['rps'] for x in r])} | "
+                         f"{cell([x['mibs'] for x in r], '{:.1f}')} | "
+                         f"{cell([x['server_us'] for x in r], '{:.1f}')} | "
+                         f"{cell([x['machine_us'] for x in r], '{:.1f}')} |")
+    lines += ["", f"Ratios {num}/{den} (medians; requests/s above 1.0 and CPU below 1.0 favour {num}):", "",
+              "| case | requests/s | MiB/s | server CPU/req | machine CPU/req |", "|---|---|---|---|---|"]
+    for name, *_ in cases:
+        ra, rb = results[num][name], results[den][name]
+        ratio = lambda k: med([x[k] for x in ra]) / med([x[k] for x in rb])
+        lines.append(f"| {name} | {ratio('rps'):.2f} | {ratio('mibs'):.2f} | {ratio('server_us'):.2f} | "
+                     f"{ratio('machine_us'):.2f} |")
+    lines += ["", "p50 / p99 latency µs (medians): " + "; ".join(
+        f"{name}: " + ", ".join(f"{s.label} {med([x['p50_us'] for x in results[s.label][name]]):.0f} / "
+                                f"{med([x['p99_us'] for x in results[s.label][name]]):.0f}" for s in servers)
+        for name, *_ in cases) + "."]
+    lines += ["", "wrk socket errors over all measured runs: " + ", ".join(
+        f"{s.label} {sum(x['socket_errors'] for r in results[s.label].values() for x in r)}" for s in servers) + "."]
+    others = [x["other_cpu_pct"] for s in servers for r in results[s.label].values() for x in r]
+    lines += ["", "CPU spent outside the server and the load generator during measured runs (softirq of "
+              f"loopback, and anything else running on the machine), % of one core: {cell(others)}. "
+              f"Each run starts after a second in which the machine was busy less than {args.max_other:.0f}% of a "
+              f"core (or after {args.max_wait:.0f} s of waiting for one), and a run during which more than that went "
+              f"elsewhere is redone (up to {args.retries} times): "
+              f"{len(redone)} redone" + (f" (others took {', '.join(f'{x:.0f}' for x in redone)}%)" if redone else "")
+              + "."]
+    lines += ["", cpu_note]
+    return lines
+
+
+def binary_id(path):
+    st = os.stat(path)
+    h = subprocess.run(["sha256sum", path], capture_output=True, text=True).stdout.split()[0][:16]
+    return f"{path} ({st.st_size} bytes, sha256 {h}…, built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(st.st_mtime))})"
+
+
+def two_builds(args, root, servers, cases, num, den, title, cpu_note, versions):
+    """Checks once that both answer alike, then measures them alternately."""
+    print("### Builds\n")
+    print("\n".join(f"- {v}" for v in versions) + "\n")
+    for s in servers:
+        s.start()
+    try:
+        ok, rows = same_answers(servers[0], servers[1], root)
+        print("\n".join(same_answers_lines(servers[0], servers[1], ok, rows)) + "\n")
+        if not ok and not args.force:
+            raise SystemExit("the two servers answer differently; --force measures anyway")
+        results, redone = guarded_pair(args, servers, cases)
+    finally:
+        for s in servers:
+            s.stop()
+    print("\n".join(pair_lines(args, title, servers, cases, results, redone, num, den, cpu_note)) + "\n")
+    return {"versions": versions, "same_answers": {"ok": ok, "rows": rows}, "results": results,
+            "redone_other_cpu_pct": redone}
+
+
+def versus_bench(args, root, work):
+    after = Server("nikaia", args, root, work); after.label = "after"
+    before = Server("nikaia", args, root, work, binary=args.versus); before.label = "before"
+    versions = [f"after (--nikaia): {binary_id(args.nikaia)}", f"before (--versus): {binary_id(args.versus)}"]
+    return two_builds(args, root, [after, before], VERSUS_CASES, "after", "before",
+                      "nikaia serve: two builds, one worker each (after = --nikaia, before = --versus)",
+                      "Both are the same `nikaia serve ROOT --runtime FILE` with `workers = 1`, "
+                      "`access-log = \"off\"` and the defaults otherwise; machine CPU includes wrk.", versions)
+
+
+def wasm_bench(args, root, work):
+    linux = Server("nikaia", args, root, work); linux.label = "linux"
+    wasm = Server("node", args, root, work); wasm.label = "wasm"
+    # host.cjs loads the module from ../../target/wasm-pkg beside itself.
+    pkg = os.path.normpath(os.path.join(os.path.dirname(args.wasm_host), "..", "..", "target", "wasm-pkg",
+                                        "nikaia_wasm_bg.wasm"))
+    if not os.path.exists(pkg):
+        raise SystemExit(f"no {pkg}: run nikaia_std/wasm/build.sh first")
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    versions = [f"linux: {binary_id(args.nikaia)}, `nikaia serve`, workers = 1, access-log off",
+                f"wasm: node {node} {args.wasm_host} with {binary_id(pkg)}"]
+    return two_builds(args, root, [linux, wasm], WASM_CASES, "wasm", "linux",
+                      "nikaia serve on Linux (one worker) vs its wasm32 build under Node (node:http, one process)",
+                      "Server CPU for wasm is the node process's utime+stime (all its threads: the main thread "
+                      "that runs the module and node:http, libuv's and V8's helpers); for linux the nikaia "
+                      "process's. Machine CPU includes wrk.", versions)
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nikaia", required=True)
@@ -718,9 +908,19 @@ def main():
     ap.add_argument("--only", choices=["nginx", "pinned", "fairness"], action="append")
     ap.add_argument("--tls", action="store_true",
                     help="HTTPS: nikaia vs nginx, TLS 1.3 only (plaintext sections run only if --only names them)")
+    ap.add_argument("--versus", metavar="BIN",
+                    help="plaintext: --nikaia (after) vs this second nikaia binary (before), instead of nginx")
+    ap.add_argument("--wasm", action="store_true",
+                    help="plaintext: nikaia serve (Linux) vs its wasm32 build under Node (target/wasm-pkg)")
+    ap.add_argument("--wasm-host", default=WASM_HOST,
+                    help="--wasm: the Node host (default: this tree's nikaia_std/wasm/host.cjs)")
+    ap.add_argument("--force", action="store_true",
+                    help="--versus, --wasm: measure even if the two answer differently")
     ap.add_argument("--max-other", type=float, default=20,
-                    help="--tls: redo a run if other processes took more than this %% of a core")
+                    help="--tls, --versus, --wasm: redo a run if other processes took more than this %% of a core")
     ap.add_argument("--retries", type=int, default=3)
+    ap.add_argument("--max-wait", type=float, default=300,
+                    help="seconds to wait for a quiet second before each guarded run, at most")
     ap.add_argument("--json")
     args = ap.parse_args()
     work = os.path.abspath("target/bench-http")
@@ -733,7 +933,7 @@ def main():
           f"Load average before: {loadavg()}. wrk -t1 -c{args.conns}, {args.seconds} s per run, "
           f"{args.repeats} runs each, alternating; median (min–max).\n")
     everything = {}
-    only = args.only or ([] if args.tls else ["nginx", "pinned", "fairness"])
+    only = args.only or ([] if args.tls or args.versus or args.wasm else ["nginx", "pinned", "fairness"])
     if "nginx" in only:
         n = Server("nikaia", args, root, work); n.label = "nikaia"
         g = Server("nginx", args, root, work); g.label = "nginx"
@@ -751,6 +951,10 @@ def main():
                 print(text + "\n")
     if args.tls:
         everything["tls"] = tls_bench(args, root)
+    if args.versus:
+        everything["versus"] = versus_bench(args, root, work)
+    if args.wasm:
+        everything["wasm"] = wasm_bench(args, root, work)
     print(f"Load average after: {loadavg()}.")
     if args.json:
         with open(args.json, "w") as f:

@@ -5,6 +5,8 @@
 # Usage: benches/http/run.sh [REPEATS] [SECONDS] [bench.py options...]
 #   e.g. benches/http/run.sh 3 5 --tls --json benches/http/results/DATE-tls.json
 #   (--tls: HTTPS, TLS 1.3 only, certificate and client config made by openssl)
+#   benches/http/run.sh 3 5 --versus target/before/release/nikaia   (two builds of nikaia)
+#   benches/http/run.sh 3 5 --wasm   (nikaia serve vs its wasm32 build under Node; builds target/wasm-pkg)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -20,4 +22,10 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cargo build --release -q -p nikaia_cli
+for a in "${@:3}"; do
+    if [ "$a" = --wasm ]; then
+        command -v node >/dev/null 2>&1 || { echo "--wasm needs node on PATH" >&2; exit 1; }
+        nikaia_std/wasm/build.sh
+    fi
+done
 exec python3 benches/http/bench.py --nikaia target/release/nikaia --repeats "${1:-3}" --seconds "${2:-5}" "${@:3}"

@@ -18,8 +18,11 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "FILE")]
     runtime: Option<PathBuf>,
     /// Print the report as JSON
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prometheus")]
     json: bool,
+    /// Print the report in the Prometheus text exposition format
+    #[arg(long)]
+    prometheus: bool,
 }
 
 pub fn run(args: ExplainArgs) -> u8 {
@@ -65,6 +68,8 @@ pub fn run(args: ExplainArgs) -> u8 {
     };
     if args.json {
         println!("{text}");
+    } else if args.prometheus {
+        print!("{}", prometheus(&report));
     } else {
         print!("{}", render(&socket, &report));
     }
@@ -136,6 +141,183 @@ pub fn render(socket: &Path, r: &Value) -> String {
         }
     }
     out
+}
+
+/// The report in the Prometheus text exposition format (0.0.4): a HELP and
+/// a TYPE line per metric, names prefixed `nikaia_`, counters ending in
+/// `_total`. Metrics of a part the server does not have (TLS) are left out.
+pub fn prometheus(r: &Value) -> String {
+    let mut p = Exposition::default();
+    p.metric(
+        "nikaia_uptime_seconds",
+        "gauge",
+        "Seconds since the server started.",
+        &[(vec![], n(&r["uptime_ms"]) as f64 / 1000.0)],
+    );
+    let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+    p.counter(
+        "nikaia_responses_total",
+        "Responses by status class (refused requests included).",
+        classes
+            .iter()
+            .map(|c| (vec![("class", c.to_string())], n(&r["statuses"][c])))
+            .collect(),
+    );
+    let tls = &r["tls"];
+    let mut requests = Vec::new();
+    let mut bytes = Vec::new();
+    for (transport, list) in [("plain", &r["vehicles"]), ("tls", &tls["vehicles"])] {
+        for v in list.as_array().into_iter().flatten() {
+            let labels = vec![
+                ("vehicle", v["vehicle"].as_str().unwrap_or("?").to_owned()),
+                ("transport", transport.to_owned()),
+            ];
+            requests.push((labels.clone(), n(&v["requests"])));
+            bytes.push((labels, n(&v["bytes"])));
+        }
+    }
+    p.counter(
+        "nikaia_vehicle_responses_total",
+        "Responses whose last byte was written, by how the body travelled.",
+        requests,
+    );
+    p.counter(
+        "nikaia_vehicle_body_bytes_total",
+        "Body bytes written, by how the body travelled.",
+        bytes,
+    );
+    let c = &r["cache"];
+    for (key, help) in [
+        ("hits", "Files answered from the kept table."),
+        ("misses", "Files opened while the kept table is on."),
+        ("evictions", "Kept entries dropped for room."),
+        (
+            "invalidations",
+            "Kept entries dropped because the file changed.",
+        ),
+    ] {
+        p.counter(
+            &format!("nikaia_kept_{key}_total"),
+            help,
+            vec![(vec![], n(&c[key]))],
+        );
+    }
+    p.gauge(
+        "nikaia_kept_entries",
+        "Entries in the kept table.",
+        n(&c["entries"]),
+    );
+    p.gauge(
+        "nikaia_kept_bytes",
+        "Bytes of files the kept table holds.",
+        n(&c["bytes"]),
+    );
+    p.gauge(
+        "nikaia_connections",
+        "Connections open now.",
+        n(&r["connections"]),
+    );
+    p.counter(
+        "nikaia_io_pool_opens_total",
+        "Opens finished on the io pool (not from the kernel's caches).",
+        vec![(vec![], n(&r["pool_opens"]))],
+    );
+    p.counter(
+        "nikaia_io_pool_cold_reads_total",
+        "File windows read on the io pool (pages not in the page cache).",
+        vec![(vec![], n(&r["cold_reads"]))],
+    );
+    p.gauge(
+        "nikaia_io_pool_queued",
+        "Jobs waiting for an io-pool thread now.",
+        n(&r["pool_queued"]),
+    );
+    p.counter(
+        "nikaia_idle_closed_total",
+        "Idle connections closed to admit new ones at max-connections.",
+        vec![(vec![], n(&r["idle_closed"]))],
+    );
+    p.counter(
+        "nikaia_truncated_total",
+        "File bodies cut short after their head went out.",
+        vec![(vec![], n(&r["truncated"]))],
+    );
+    if tls.is_object() {
+        p.counter(
+            "nikaia_tls_handshakes_total",
+            "TLS handshakes: full, resumed, or failed (connections ended by a protocol error).",
+            [
+                ("full", "handshakes_full"),
+                ("resumed", "handshakes_resumed"),
+                ("failed", "failures"),
+            ]
+            .iter()
+            .map(|(result, key)| (vec![("result", result.to_string())], n(&tls[key])))
+            .collect(),
+        );
+        p.counter(
+            "nikaia_tls_plain_http_total",
+            "Plain HTTP requests answered 400 on the TLS port.",
+            vec![(vec![], n(&tls["plain_http"]))],
+        );
+    }
+    let sites: Vec<_> = r["anywhere"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let site = s["site"].as_str().unwrap_or("?").to_owned();
+            (vec![("site", site)], n(&s["opens"]))
+        })
+        .collect();
+    if !sites.is_empty() {
+        p.counter(
+            "nikaia_anywhere_opens_total",
+            "Files opened through roots made at each Root::anywhere() site.",
+            sites,
+        );
+    }
+    p.0
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+#[derive(Default)]
+struct Exposition(String);
+
+impl Exposition {
+    fn counter(&mut self, name: &str, help: &str, samples: Vec<(Labels, u64)>) {
+        let samples: Vec<_> = samples.into_iter().map(|(l, v)| (l, v as f64)).collect();
+        self.metric(name, "counter", help, &samples);
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, value: u64) {
+        self.metric(name, "gauge", help, &[(vec![], value as f64)]);
+    }
+
+    fn metric(&mut self, name: &str, kind: &str, help: &str, samples: &[(Labels, f64)]) {
+        use std::fmt::Write;
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+        for (labels, value) in samples {
+            self.0.push_str(name);
+            if !labels.is_empty() {
+                self.0.push('{');
+                for (i, (key, value)) in labels.iter().enumerate() {
+                    if i > 0 {
+                        self.0.push(',');
+                    }
+                    let value = value
+                        .replace('\\', "\\\\")
+                        .replace('"', "\\\"")
+                        .replace('\n', "\\n");
+                    let _ = write!(self.0, "{key}=\"{value}\"");
+                }
+                self.0.push('}');
+            }
+            let _ = writeln!(self.0, " {value}");
+        }
+    }
 }
 
 /// The vehicles table: requests and bytes by the way bodies travelled.

@@ -1,6 +1,7 @@
 //! `nikaia`: the command-line tool around nikaia_std.
 
 mod check;
+mod compress;
 mod explain;
 mod nk;
 mod serve;
@@ -55,6 +56,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Show what a running server's std decided: vehicles, kept-table hits, Anywhere sites
     Explain(explain::ExplainArgs),
+    /// Write the precompressed sidecars (NAME.br, NAME.zst, NAME.gz) that are missing or stale under DIR
+    Compress(compress::CompressArgs),
     /// Validate a runtime file and print the effective configuration
     Check {
         /// The runtime file (TOML)
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
     let status = match cli.command {
         Some(Command::Serve(args)) => serve::run(args),
         Some(Command::Check { file }) => check::run(&file),
+        Some(Command::Compress(args)) => compress::run(args),
         Some(Command::Explain(args)) => explain::run(args),
         Some(Command::Stubtest(args)) => stubtest::run(stubtest::Options {
             stubs: args.stubs,

@@ -5,7 +5,7 @@ use nikaia_std::http::{File, Server};
 use nikaia_std::rt::{LogTarget, Runtime};
 mod common;
 
-use common::{get, spawn_serve};
+use common::{get, parse_prometheus, prometheus_sample, spawn_serve};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
@@ -79,6 +79,58 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     assert_eq!(vehicle(&report, "sendfile"), (2, 12));
     assert_eq!(vehicle(&report, "kept mapping"), (2, 8));
     assert_eq!(vehicle(&report, "in-memory").0, 1, "the 404 page");
+    assert_eq!(
+        report["statuses"],
+        serde_json::json!({"1xx": 0, "2xx": 4, "3xx": 0, "4xx": 1, "5xx": 0})
+    );
+    assert_eq!(report["connections"], 0, "{report}");
+    assert!(report["pool_queued"].is_u64(), "{report}");
+
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
+    assert!(out.status.success());
+    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    let sample = |family, labels: &[(&str, &str)]| prometheus_sample(&prom, family, labels);
+    assert_eq!(sample("nikaia_responses", &[("class", "2xx")]), 4.0);
+    assert_eq!(sample("nikaia_responses", &[("class", "4xx")]), 1.0);
+    assert_eq!(prom["nikaia_responses"]["type"], "counter");
+    let plain = |v| [("vehicle", v), ("transport", "plain")];
+    assert_eq!(sample("nikaia_vehicle_responses", &plain("sendfile")), 2.0);
+    assert_eq!(
+        sample("nikaia_vehicle_body_bytes", &plain("sendfile")),
+        12.0
+    );
+    assert_eq!(
+        sample("nikaia_vehicle_body_bytes", &plain("kept mapping")),
+        8.0
+    );
+    assert_eq!(sample("nikaia_kept_hits", &[]), 1.0);
+    assert_eq!(sample("nikaia_kept_misses", &[]), 3.0);
+    assert_eq!(sample("nikaia_kept_entries", &[]), 1.0);
+    assert_eq!(prom["nikaia_kept_entries"]["type"], "gauge");
+    assert_eq!(prom["nikaia_connections"]["type"], "gauge");
+    for family in [
+        "nikaia_kept_evictions",
+        "nikaia_kept_invalidations",
+        "nikaia_kept_bytes",
+        "nikaia_io_pool_opens",
+        "nikaia_io_pool_cold_reads",
+        "nikaia_io_pool_queued",
+        "nikaia_idle_closed",
+        "nikaia_truncated",
+        "nikaia_uptime_seconds",
+    ] {
+        assert!(prom[family].is_object(), "{family} missing: {prom}");
+    }
+    assert!(
+        prom["nikaia_tls_handshakes"].is_null(),
+        "no TLS, no TLS metrics"
+    );
+    let both = explain(&["--socket", sock.to_str().unwrap(), "--prometheus", "--json"]);
+    assert_eq!(
+        both.status.code(),
+        Some(2),
+        "--json and --prometheus conflict"
+    );
 
     let text = explain(&["--socket", sock.to_str().unwrap()]);
     let text = String::from_utf8(text.stdout).unwrap();

@@ -178,6 +178,18 @@ fn cpu_jiffies(pid: u32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
+/// Asks for `/` on a kept-alive connection and expects a 200.
+fn ask(c: &mut TcpStream) {
+    c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let mut buf = [0u8; 512];
+    let n = c.read(&mut buf).unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+}
+
 /// Out of descriptors, the server backs off accepting (no busy loop) and
 /// keeps serving the connections it has.
 #[test]
@@ -198,16 +210,6 @@ fn running_out_of_descriptors_backs_off_and_keeps_serving() {
     // One keep-alive connection made before the flood.
     let mut kept = TcpStream::connect(&s.addr).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let ask = |c: &mut TcpStream| {
-        c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
-        let mut buf = [0u8; 512];
-        let n = c.read(&mut buf).unwrap();
-        assert!(
-            buf[..n].starts_with(b"HTTP/1.1 200"),
-            "{:?}",
-            String::from_utf8_lossy(&buf[..n])
-        );
-    };
     ask(&mut kept);
     // In the middle of its next request, so it is not idle: at the limit
     // the server closes idle connections to admit new ones, busy ones never.
@@ -269,16 +271,6 @@ fn accept_under_emfile_after_the_limit_is_lowered() {
     };
     let mut kept = TcpStream::connect(&s.addr).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let ask = |c: &mut TcpStream| {
-        c.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
-        let mut buf = [0u8; 512];
-        let n = c.read(&mut buf).unwrap();
-        assert!(
-            buf[..n].starts_with(b"HTTP/1.1 200"),
-            "{:?}",
-            String::from_utf8_lossy(&buf[..n])
-        );
-    };
     // Asked for again and again, the page is kept (a mapping): answering it
     // needs no new descriptor.
     std::thread::sleep(Duration::from_millis(30));
@@ -532,6 +524,42 @@ fn a_bad_runtime_file_stops_serve_with_positions() {
     );
 }
 
+/// The fallback and the not-found page are files like any other: their
+/// precompressed sidecars are sent to a client that accepts them, with
+/// the page's own status, type and cache rule.
+#[test]
+fn the_pages_have_their_sidecars_too() {
+    let runtime = format!(
+        "precompressed = [\"gzip\"]\nfallback = \"index.html\"\nnot-found = \"404.html\"\n{CACHE_RULES}"
+    );
+    let s = serve_with_runtime(&runtime);
+    let site = s._dir.path().join("site");
+    std::fs::write(site.join("index.html.gz"), "GZ-APP").unwrap();
+    std::fs::write(site.join("404.html.gz"), "GZ-404").unwrap();
+    let gzip = "Accept-Encoding: gzip\r\n";
+    let (status, head, body) = request(&s.addr, "GET", "/some/app/route", gzip);
+    assert_eq!((status, &body[..]), (200, &b"GZ-APP"[..]));
+    assert_eq!(header(&head, "Content-Encoding"), Some("gzip"));
+    assert_eq!(header(&head, "Vary"), Some("Accept-Encoding"));
+    assert_eq!(header(&head, "Cache-Control"), Some("no-cache"));
+    assert_eq!(
+        header(&head, "Content-Type"),
+        Some("text/html; charset=utf-8")
+    );
+    for target in ["/.env", "/link-out"] {
+        let (status, head, body) = request(&s.addr, "GET", target, gzip);
+        assert_eq!((status, &body[..]), (404, &b"GZ-404"[..]), "{target}");
+        assert_eq!(header(&head, "Content-Encoding"), Some("gzip"), "{target}");
+        assert_eq!(header(&head, "Cache-Control"), None, "{target}");
+    }
+    // Without Accept-Encoding: the pages themselves.
+    let (status, head, body) = get(&s.addr, "/some/app/route");
+    assert_eq!((status, &body[..]), (200, &b"<h1>app</h1>"[..]));
+    assert_eq!(header(&head, "Content-Encoding"), None);
+    let (status, _, body) = get(&s.addr, "/.env");
+    assert_eq!((status, &body[..]), (404, &b"<h1>not here</h1>"[..]));
+}
+
 /// A program's own `Cache-Control` on `dir_handler`'s response wins over
 /// the runtime's.
 #[test]
@@ -571,4 +599,71 @@ fn a_handler_set_cache_control_wins() {
         Some("public, max-age=31536000, immutable")
     );
     drop(running);
+}
+
+#[test]
+fn sigusr1_reopens_the_logs_after_logrotate_moved_them() {
+    let dir = site();
+    let logs = tempfile::tempdir().unwrap();
+    let (access, error) = (
+        logs.path().join("access.log"),
+        logs.path().join("error.log"),
+    );
+    let runtime = logs.path().join("runtime.toml");
+    std::fs::write(
+        &runtime,
+        "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"access.log\"\nerror-log = \"error.log\"\n",
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve")
+        .arg(dir.path())
+        .arg("--runtime")
+        .arg(&runtime);
+    let (child, addr) = spawn_serve(cmd);
+    let mut s = Serving {
+        child,
+        addr,
+        _dir: dir,
+    };
+    let lines = |p: &std::path::Path| std::fs::read_to_string(p).map_or(0, |t| t.lines().count());
+    let until = |what: &dyn Fn() -> bool| {
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        while !what() {
+            assert!(std::time::Instant::now() < end, "timed out");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(get(&s.addr, "/").0, 200);
+    }
+    until(&|| lines(&access) == 3);
+    // What logrotate does: move the files, then USR1.
+    let (access_1, error_1) = (
+        logs.path().join("access.log.1"),
+        logs.path().join("error.log.1"),
+    );
+    std::fs::rename(&access, &access_1).unwrap();
+    std::fs::rename(&error, &error_1).unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&s.child),
+        rustix::process::Signal::USR1,
+    )
+    .unwrap();
+    until(&|| access.exists() && error.exists());
+    for _ in 0..2 {
+        assert_eq!(get(&s.addr, "/docs/").0, 200);
+    }
+    until(&|| lines(&access) == 2);
+    assert_eq!(lines(&access_1), 3);
+    assert!(std::fs::read_to_string(&access_1)
+        .unwrap()
+        .contains("\"GET / HTTP/1.1\" 200 "));
+    assert!(std::fs::read_to_string(&access)
+        .unwrap()
+        .contains("\"GET /docs/ HTTP/1.1\" 200 "));
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "USR1 does not stop it"
+    );
 }

@@ -231,5 +231,29 @@ fn explain_shows_handshakes_and_tls_vehicles() {
         "{text}"
     );
     assert!(text.contains("kept copy"), "{text}");
+    let out = nikaia(
+        dir.path(),
+        &["explain", "--runtime", "runtime.toml", "--prometheus"],
+    );
+    let prom = common::parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    let sample = |family, labels: &[(&str, &str)]| common::prometheus_sample(&prom, family, labels);
+    assert_eq!(sample("nikaia_tls_handshakes", &[("result", "full")]), 1.0);
+    assert_eq!(
+        sample("nikaia_tls_handshakes", &[("result", "resumed")]),
+        1.0
+    );
+    assert_eq!(
+        sample("nikaia_tls_handshakes", &[("result", "failed")]),
+        0.0
+    );
+    assert_eq!(sample("nikaia_responses", &[("class", "2xx")]), 6.0);
+    let tls_requests: f64 = prom["nikaia_vehicle_responses"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s[1]["transport"] == "tls")
+        .map(|s| s[2].as_f64().unwrap())
+        .sum();
+    assert_eq!(tls_requests, 6.0, "{prom}");
     stop(child);
 }

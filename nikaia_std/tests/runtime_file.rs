@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use nikaia_std::rt::{CacheControl, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV};
+use nikaia_std::rt::{
+    AccessLogFormat, CacheControl, Coding, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV,
+};
 
 /// Tests that read or set `NIKAIA_RUNTIME` take this lock: tests run in
 /// parallel threads of one process, which share the environment.
@@ -60,6 +62,7 @@ fn defaults_when_there_is_no_file() {
     assert_eq!(rt.send_file_max_chunk, 2 << 20);
     assert_eq!(rt.static_cache, 1024);
     assert_eq!(rt.static_cache_bytes, 64 << 20);
+    assert_eq!(rt.precompressed, [Coding::Br, Coding::Zstd, Coding::Gzip]);
     assert_eq!(rt.header_timeout, Duration::from_secs(10));
     assert_eq!(rt.keepalive_timeout, Duration::from_secs(30));
     assert_eq!(rt.send_timeout, Duration::from_secs(30));
@@ -88,12 +91,14 @@ send-file = "1MiB"
 send-file-max-chunk = "512KiB"
 static-cache = 0
 static-cache-bytes = "1GiB"
+precompressed = ["gzip", "br"]
 header-timeout = "250ms"
 keepalive-timeout = "0s"
 send-timeout = "2m"
 max-connections = 500
 max-header-bytes = 65536
 access-log = "logs/access.log"
+access-log-format = "json"
 error-log = "/var/log/nikaia/error.log"
 stats-socket = "run/stats.sock"
 tls-cert = "tls/cert.pem"
@@ -111,12 +116,14 @@ tls-key = "tls/key.pem"
             send_file_max_chunk: 512 << 10,
             static_cache: 0,
             static_cache_bytes: 1 << 30,
+            precompressed: vec![Coding::Gzip, Coding::Br],
             header_timeout: Duration::from_millis(250),
             keepalive_timeout: Duration::ZERO,
             send_timeout: Duration::from_secs(120),
             max_connections: 500,
             max_header_bytes: 65536,
             access_log: LogTarget::File(etc.join("logs/access.log")),
+            access_log_format: AccessLogFormat::Json,
             error_log: LogTarget::File("/var/log/nikaia/error.log".into()),
             stats_socket: Some(etc.join("run/stats.sock")),
             tls_cert: Some(etc.join("tls/cert.pem")),
@@ -268,6 +275,18 @@ fn access_log_can_be_off_or_stderr() {
 }
 
 #[test]
+fn access_log_format_is_combined_or_json() {
+    assert_eq!(ok("").access_log_format, AccessLogFormat::Combined);
+    let json = ok("access-log-format = \"json\"");
+    assert_eq!(json.access_log_format, AccessLogFormat::Json);
+    let text = errors("access-log-format = \"common\"\n");
+    assert!(
+        text.contains("1:21: error: key `access-log-format`: expected \"combined\" (nginx's format) or \"json\", found \"common\""),
+        "{text}"
+    );
+}
+
+#[test]
 fn listen_takes_v4_and_v6() {
     assert_eq!(
         ok("listen = \"0.0.0.0:80\"").listen,
@@ -301,6 +320,7 @@ workers = 3
 send-file = "1536"
 send-file-max-chunk = "4100"
 static-cache-bytes = 0
+precompressed = []
 header-timeout = "1500ms"
 keepalive-timeout = "0s"
 send-timeout = "45m"
@@ -412,6 +432,23 @@ fn wrong_type_table() {
 #[test]
 fn wrong_type_array() {
     insta::assert_snapshot!(errors("static-cache-bytes = [64, \"MiB\"]\n"));
+}
+
+#[test]
+fn precompressed_codings() {
+    assert_eq!(ok("precompressed = []").precompressed, []);
+    assert_eq!(
+        ok("precompressed = [\"zstd\"]").precompressed,
+        [Coding::Zstd]
+    );
+    insta::assert_snapshot!(errors("precompressed = \"br\"\nprecompressed-x = 1\n"));
+}
+
+#[test]
+fn bad_precompressed_codings() {
+    insta::assert_snapshot!(errors(
+        "precompressed = [\"br\", \"gz\", 1, \"deflate\", \"br\"]\n"
+    ));
 }
 
 #[test]

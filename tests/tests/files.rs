@@ -534,3 +534,263 @@ fn names_of_one_file_share_its_kept_mapping() {
     assert_eq!(report.cache_bytes, 12, "{report:?}");
     assert_eq!(report.cache_hits, 1, "two.txt's third request: {report:?}");
 }
+
+// ---- precompressed sidecars, asked by curl --------------------------------
+
+/// One raw answer from curl: status, headers (names lowercased), body bytes
+/// exactly as sent (no decoding: `--compressed` is not given).
+struct Raw {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn curl(addr: std::net::SocketAddr, path: &str, args: &[&str]) -> Raw {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-i", "--raw", "--http1.1"])
+        .args(args)
+        .arg(format!("http://{addr}{path}"))
+        .output()
+        .expect("curl runs");
+    assert!(out.status.success(), "curl {path} {args:?}: {out:?}");
+    let split = out
+        .stdout
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head");
+    let head = String::from_utf8(out.stdout[..split].to_vec()).unwrap();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Raw {
+        status,
+        headers,
+        body: out.stdout[split + 4..].to_vec(),
+    }
+}
+
+fn ae(value: &str) -> [String; 2] {
+    ["-H".to_string(), format!("Accept-Encoding: {value}")]
+}
+
+fn curl_ae(addr: std::net::SocketAddr, path: &str, value: &str, more: &[&str]) -> Raw {
+    let h = ae(value);
+    let mut args: Vec<&str> = h.iter().map(String::as_str).collect();
+    args.extend_from_slice(more);
+    curl(addr, path, &args)
+}
+
+fn set_mtime(path: &Path, secs_ago: u64) {
+    let t = std::time::SystemTime::now() - Duration::from_secs(secs_ago);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// app.js (20 000 bytes) with three sidecars (distinct bytes, so each answer
+/// shows which file it came from), one symlinked out, one stale, one file
+/// without any.
+fn sidecar_site() -> Site {
+    let s = site();
+    let r = &s.root;
+    std::fs::write(r.join("app.js"), pattern(20_000, 7)).unwrap();
+    std::fs::write(r.join("app.js.br"), pattern(3000, 11)).unwrap();
+    std::fs::write(r.join("app.js.zst"), pattern(3100, 12)).unwrap();
+    std::fs::write(r.join("app.js.gz"), pattern(3200, 13)).unwrap();
+    std::fs::write(r.join("out.js"), b"let out = 1;").unwrap();
+    symlink("../secret.txt", r.join("out.js.br")).unwrap();
+    std::fs::write(r.join("stale.css"), b"body { color: red }").unwrap();
+    std::fs::write(r.join("stale.css.gz"), b"old gzip bytes").unwrap();
+    std::fs::write(r.join("plain.txt"), b"no sidecar here").unwrap();
+    set_mtime(&r.join("app.js"), 100);
+    for ext in ["br", "zst", "gz"] {
+        set_mtime(&r.join(format!("app.js.{ext}")), 50);
+    }
+    set_mtime(&r.join("stale.css"), 100);
+    set_mtime(&r.join("stale.css.gz"), 200);
+    // Old enough (ctime) for the kept table to keep them.
+    std::thread::sleep(Duration::from_millis(30));
+    s
+}
+
+#[test]
+fn sidecars_by_accept_encoding_byte_exact() {
+    let s = sidecar_site();
+    let server = file_server(test_runtime(), &s.root);
+    let addr = server.local_addr();
+    let js = "text/javascript; charset=utf-8";
+
+    let identity = curl(addr, "/f/app.js", &[]);
+    assert_eq!(identity.status, 200);
+    assert_eq!(identity.body, pattern(20_000, 7));
+    assert_eq!(identity.header("content-encoding"), None);
+    assert_eq!(identity.header("vary"), Some("Accept-Encoding"));
+    let identity_etag = identity.header("etag").unwrap().to_string();
+
+    // Three times each: the third is answered from the kept table.
+    let mut etags = vec![identity_etag.clone()];
+    for (accept, coding, bytes) in [
+        ("br", "br", pattern(3000, 11)),
+        ("zstd", "zstd", pattern(3100, 12)),
+        ("gzip", "gzip", pattern(3200, 13)),
+        ("gzip, deflate, br, zstd", "br", pattern(3000, 11)),
+        ("gzip;q=0, br", "br", pattern(3000, 11)),
+        ("br;q=0.5, gzip", "gzip", pattern(3200, 13)),
+        ("zstd;q=0.9, br;q=0.1, *;q=0.5", "zstd", pattern(3100, 12)),
+        ("x-gzip", "gzip", pattern(3200, 13)),
+    ] {
+        for _ in 0..3 {
+            let r = curl_ae(addr, "/f/app.js", accept, &[]);
+            assert_eq!(r.status, 200, "{accept}");
+            assert_eq!(r.header("content-encoding"), Some(coding), "{accept}");
+            assert_eq!(r.header("content-type"), Some(js), "{accept}");
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{accept}");
+            assert_eq!(r.header("content-length"), Some(&*bytes.len().to_string()));
+            assert_eq!(r.body, bytes, "{accept}");
+            let etag = r.header("etag").unwrap();
+            assert!(etag.ends_with(&format!("-{coding}\"")), "{etag}");
+            if !etags.iter().any(|e| e == etag) {
+                etags.push(etag.to_string());
+            }
+        }
+    }
+    // One ETag per representation, none shared.
+    assert_eq!(etags.len(), 4, "{etags:?}");
+    // The sidecars were kept as files of their own (app.js is too large).
+    let kept = server.report();
+    assert_eq!(kept.cache_entries, 3, "{kept:?}");
+    assert!(kept.cache_hits >= 3, "{kept:?}");
+
+    // Nothing acceptable but the identity: the identity.
+    for accept in [
+        "gzip;q=0",
+        "identity",
+        "",
+        "deflate",
+        "br;q=0, zstd;q=0, gzip;q=0",
+    ] {
+        let r = curl_ae(addr, "/f/app.js", accept, &[]);
+        assert_eq!(r.header("content-encoding"), None, "{accept:?}");
+        assert_eq!(r.body, pattern(20_000, 7), "{accept:?}");
+        assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+    }
+    // identity;q=0 and no sidecar: the identity anyway (RFC 9110 §12.5.3
+    // allows it; a 406 helps no one), with Vary.
+    for accept in ["identity;q=0", "identity;q=0, *;q=0", "identity;q=0, gzip"] {
+        let r = curl_ae(addr, "/f/plain.txt", accept, &[]);
+        assert_eq!(r.status, 200, "{accept}");
+        assert_eq!(r.header("content-encoding"), None);
+        assert_eq!(r.body, b"no sidecar here");
+        assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+    }
+
+    // A sidecar that leaves the root is never opened: the file itself.
+    let r = curl_ae(addr, "/f/out.js", "br", &[]);
+    assert_eq!((r.status, r.header("content-encoding")), (200, None));
+    assert_eq!(r.body, b"let out = 1;");
+    // A stale sidecar (older than its file) is not served.
+    let r = curl_ae(addr, "/f/stale.css", "gzip", &[]);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.body, b"body { color: red }");
+
+    // Range over the encoded bytes.
+    let br = pattern(3000, 11);
+    let r = curl_ae(addr, "/f/app.js", "br", &["-H", "Range: bytes=10-99"]);
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("content-range"), Some("bytes 10-99/3000"));
+    assert_eq!(r.header("content-encoding"), Some("br"));
+    assert_eq!(r.body, &br[10..100]);
+    let r = curl_ae(addr, "/f/app.js", "br", &["-H", "Range: bytes=-5"]);
+    assert_eq!(r.body, &br[2995..]);
+    let r = curl_ae(addr, "/f/app.js", "br", &["-H", "Range: bytes=3000-"]);
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("content-range"), Some("bytes */3000"));
+
+    // 304 with the sidecar's ETag; that ETag does not match the gzip one.
+    let br_etag = curl_ae(addr, "/f/app.js", "br", &[])
+        .header("etag")
+        .unwrap()
+        .to_string();
+    let inm = format!("If-None-Match: {br_etag}");
+    let r = curl_ae(addr, "/f/app.js", "br", &["-H", &inm]);
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("etag"), Some(&*br_etag));
+    assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+    assert!(r.body.is_empty());
+    let r = curl_ae(addr, "/f/app.js", "gzip", &["-H", &inm]);
+    assert_eq!(
+        (r.status, r.header("content-encoding")),
+        (200, Some("gzip"))
+    );
+    let r = curl(addr, "/f/app.js", &["-H", &inm]);
+    assert_eq!((r.status, r.body.len()), (200, 20_000));
+    // If-Range with the sidecar's ETag ranges the sidecar.
+    let if_range = format!("If-Range: {br_etag}");
+    let r = curl_ae(
+        addr,
+        "/f/app.js",
+        "br",
+        &["-H", "Range: bytes=0-9", "-H", &if_range],
+    );
+    assert_eq!((r.status, &r.body[..]), (206, &br[..10]));
+
+    // HEAD: the sidecar's length and headers, no body.
+    let r = curl_ae(addr, "/f/app.js", "zstd", &["-I"]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-encoding"), Some("zstd"));
+    assert_eq!(r.header("content-length"), Some("3100"));
+    assert!(r.body.is_empty());
+
+    // The sidecar asked for by its own name is a file like any other: its
+    // own type, no Content-Encoding (also after it was kept as a sidecar).
+    let r = curl(addr, "/f/app.js.br", &[]);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_ne!(r.header("content-type"), Some(js));
+    assert_eq!(r.body, br);
+}
+
+#[test]
+fn precompressed_follows_the_runtime_key() {
+    let s = sidecar_site();
+    let off = file_server(rt_with(|rt| rt.precompressed = vec![]), &s.root);
+    let r = curl_ae(off.local_addr(), "/f/app.js", "br, gzip", &[]);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.header("vary"), None);
+    assert_eq!(r.body, pattern(20_000, 7));
+
+    use nikaia_std::rt::Coding;
+    let gzip_only = file_server(rt_with(|rt| rt.precompressed = vec![Coding::Gzip]), &s.root);
+    let r = curl_ae(gzip_only.local_addr(), "/f/app.js", "br, gzip", &[]);
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(r.body, pattern(3200, 13));
+    // The server's order breaks ties of q.
+    let zstd_first = file_server(
+        rt_with(|rt| rt.precompressed = vec![Coding::Zstd, Coding::Br]),
+        &s.root,
+    );
+    let r = curl_ae(zstd_first.local_addr(), "/f/app.js", "br, gzip, zstd", &[]);
+    assert_eq!(r.header("content-encoding"), Some("zstd"));
+    assert_eq!(r.body, pattern(3100, 12));
+}

@@ -57,3 +57,58 @@ pub fn nikaia(dir: &Path, args: &[&str]) -> Output {
         .output()
         .expect("run nikaia")
 }
+
+/// Parses Prometheus text with a real parser, Python's `prometheus_client`
+/// (`./test.sh` installs it), and returns `{family: {"type", "help",
+/// "samples": [[name, {labels}, value]]}}`. Panics on text the parser
+/// refuses, or a family without HELP and TYPE.
+pub fn parse_prometheus(text: &str) -> serde_json::Value {
+    const SCRIPT: &str = r#"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+out = {}
+for f in text_string_to_metric_families(sys.stdin.read()):
+    assert f.type != "unknown" and f.documentation, f.name
+    assert f.name not in out, "family twice: " + f.name
+    out[f.name] = {"type": f.type, "help": f.documentation,
+                   "samples": [[s.name, s.labels, s.value] for s in f.samples]}
+print(json.dumps(out))
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "prometheus_client refused the text (./test.sh installs it): {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The value of the sample `name` with exactly `labels` in parsed
+/// Prometheus text.
+pub fn prometheus_sample(parsed: &serde_json::Value, family: &str, labels: &[(&str, &str)]) -> f64 {
+    let samples = parsed[family]["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no family {family}"));
+    samples
+        .iter()
+        .find(|s| {
+            let l = s[1].as_object().unwrap();
+            l.len() == labels.len() && labels.iter().all(|(k, v)| l[*k] == *v)
+        })
+        .unwrap_or_else(|| panic!("no {family} {labels:?}"))[2]
+        .as_f64()
+        .unwrap()
+}

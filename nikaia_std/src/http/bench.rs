@@ -73,9 +73,9 @@ impl AutoSender {
     pub fn send(&self, sock: &TcpStream, r: &BenchRequest) -> io::Result<u64> {
         let user = Response::new(200);
         let mut step = file::begin(&self.shared, &r.req, &user, &r.file);
-        if let Step::Open(name) = step {
+        while let Step::Open(name, then) = step {
             let opened = r.file.root.open(&name);
-            step = file::opened(&self.shared, &r.req, &user, &r.file, name, opened);
+            step = file::opened(&self.shared, &r.req, &user, &r.file, name, then, opened);
         }
         let Step::Ready(prepared) = step else {
             return Err(io::Error::other("open did not finish"));

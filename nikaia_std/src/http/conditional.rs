@@ -28,6 +28,20 @@ impl Validators {
         }
     }
 
+    /// The validators of a precompressed sidecar `id` sent with `coding`:
+    /// its own mtime and size, and the coding in the ETag, so no two
+    /// representations of one file share an ETag.
+    pub(crate) fn coded(id: &Identity, coding: crate::rt::Coding) -> Validators {
+        let mut v = Validators::of(id);
+        v.etag = Bytes::from(format!(
+            "\"{:x}-{:x}-{}\"",
+            id.mtime_ns,
+            id.size,
+            coding.token()
+        ));
+        v
+    }
+
     /// The ETag as text (it is ASCII by construction).
     pub(crate) fn etag(&self) -> &str {
         std::str::from_utf8(&self.etag).unwrap_or("")
@@ -105,6 +119,10 @@ pub(crate) enum Span {
 /// a list of several is answered with the whole file (200), which RFC 9110
 /// §14.2 allows and which keeps the work linear in the header's length
 /// whatever the list holds. A Range that does not parse is ignored (200).
+///
+/// Hand-written: the crates that parse `Range` (`http-range-header`,
+/// `headers`) build the list of ranges, where this needs only to know
+/// whether there is exactly one; `If-Range` needs the validators anyway.
 pub(crate) fn span(req: &Request, size: u64, v: &Validators) -> Span {
     if req.method() != "GET" {
         return Span::Full;

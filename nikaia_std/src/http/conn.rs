@@ -10,8 +10,9 @@ use super::request::{Request, Version};
 use super::response::{write_head, Body, Response};
 use super::server::Shared;
 use crate::fs::{self as nfs, Opened};
-use crate::rt::log::AccessEntry;
+use crate::rt::log::{AccessEntry, RequestLine};
 use crate::rt::pool::Mailbox;
+use crate::rt::AccessLogFormat;
 use crate::send::{FileSend, Vehicle};
 use crate::tls::{Input, Session, TlsWire};
 use bytes::{Bytes, BytesMut};
@@ -31,6 +32,8 @@ const BATCH_BYTES: usize = 64 << 10;
 /// Requests one connection may run in one loop turn before others go.
 const BATCH_REQUESTS: usize = 32;
 const READ_CHUNK: usize = 16 << 10;
+/// The most of a refused request line the access log shows.
+const MAX_LOGGED_LINE: usize = 1024;
 /// The longest one connection writes in one loop turn (besides the
 /// `send-file-max-chunk` byte bound) before the worker serves the others.
 const SLICE: Duration = Duration::from_micros(200);
@@ -63,6 +66,8 @@ struct Opening {
     req: Request,
     user: Response,
     file: File,
+    /// What resolving carries across the open.
+    then: file::Then,
     close: bool,
     started: Instant,
 }
@@ -286,13 +291,15 @@ impl Conn {
         let mut progress = false;
         let access = &mut *turn.access;
         let log_on = turn.shared.logs.access.is_on();
+        let format = turn.shared.logs.format;
         let stats = &turn.shared.stats;
         let peer = self.peer;
         let tls = self.tls.is_some();
         let done = |sent: Box<Sent>| {
             stats.record(sent.vehicle, sent.bytes, tls);
+            stats.status(sent.status);
             if log_on {
-                log_sent(access, peer, &sent, Instant::now());
+                log_sent(access, format, peer, &sent, tls, Instant::now());
             }
         };
         let fd = self.fd.as_fd();
@@ -468,6 +475,7 @@ impl Conn {
                     req,
                     user: resp,
                     file: *f,
+                    then: file::Then::default(),
                     close,
                     started,
                 };
@@ -500,13 +508,14 @@ impl Conn {
     }
 
     /// Queues a resolved file response, or sends its open to the io pool.
-    fn file_step(&mut self, turn: &mut Turn<'_>, step: Step, pending: Opening) {
+    fn file_step(&mut self, turn: &mut Turn<'_>, step: Step, mut pending: Opening) {
         match step {
             Step::Ready(prepared) => {
                 self.log_error(turn, &pending.req, &prepared.resp);
                 self.queue(turn, &pending.req, prepared, pending.close, pending.started);
             }
-            Step::Open(name) => {
+            Step::Open(name, then) => {
+                pending.then = then;
                 turn.shared
                     .stats
                     .pool_opens
@@ -534,16 +543,18 @@ impl Conn {
     pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
         match done {
             IoDone::Opened { name, result, .. } => {
-                let State::Opening(pending) = std::mem::replace(&mut self.state, State::Idle)
+                let State::Opening(mut pending) = std::mem::replace(&mut self.state, State::Idle)
                 else {
                     return;
                 };
+                let then = std::mem::take(&mut pending.then);
                 let step = file::opened(
                     &**turn.shared,
                     &pending.req,
                     &pending.user,
                     &pending.file,
                     name,
+                    then,
                     result,
                 );
                 self.file_step(turn, step, *pending);
@@ -686,6 +697,8 @@ impl Conn {
                 Version::Http10 => "HTTP/1.0",
                 Version::Http11 => "HTTP/1.1",
             },
+            referer: req.header_range("referer"),
+            user_agent: req.header_range("user-agent"),
             status: resp.status,
             bytes,
             vehicle,
@@ -710,17 +723,28 @@ impl Conn {
         if let Body::Bytes(b) = resp.body {
             self.out.push(b);
         }
+        turn.shared.stats.status(reject.status);
         if turn.shared.logs.access.is_on() {
+            // nginx logs what came of the request line; so does this.
+            let line = self.rbuf[..]
+                .split(|&b| b == b'\n')
+                .next()
+                .unwrap_or_default();
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
             AccessEntry {
                 peer: self.peer,
-                method: "-",
-                target: reject.why,
-                version: "-",
+                request: RequestLine::Refused {
+                    line: &line[..line.len().min(MAX_LOGGED_LINE)],
+                    why: reject.why,
+                },
                 status: reject.status,
                 bytes: 0,
+                referer: None,
+                user_agent: None,
                 duration: Duration::ZERO,
+                vehicle: None,
             }
-            .append_to(turn.access);
+            .append_to(turn.access, turn.shared.logs.format);
         }
         self.state = State::Idle;
         self.rbuf.clear();
@@ -837,17 +861,31 @@ impl Conn {
     }
 }
 
-fn log_sent(out: &mut Vec<u8>, peer: SocketAddr, sent: &Sent, now: Instant) {
-    let text =
-        |r: &std::ops::Range<usize>| std::str::from_utf8(&sent.head[r.clone()]).unwrap_or("?");
+fn log_sent(
+    out: &mut Vec<u8>,
+    format: AccessLogFormat,
+    peer: SocketAddr,
+    sent: &Sent,
+    tls: bool,
+    now: Instant,
+) {
+    let bytes = |r: &std::ops::Range<usize>| sent.head.get(r.clone()).unwrap_or_default();
     AccessEntry {
         peer,
-        method: text(&sent.method),
-        target: text(&sent.target),
-        version: sent.version,
+        request: RequestLine::Parsed {
+            method: bytes(&sent.method),
+            target: bytes(&sent.target),
+            version: sent.version,
+        },
         status: sent.status,
         bytes: sent.bytes,
+        referer: sent.referer.as_ref().map(bytes),
+        user_agent: sent.user_agent.as_ref().map(bytes),
         duration: now.saturating_duration_since(sent.started),
+        vehicle: Some(match sent.vehicle {
+            Vehicle::Kept if tls => "kept copy",
+            v => v.name(),
+        }),
     }
-    .append_to(out);
+    .append_to(out, format);
 }

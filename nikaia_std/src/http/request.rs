@@ -101,6 +101,16 @@ impl Request {
             .map(|(_, v)| self.slice(v))
     }
 
+    /// Where the first header with this name has its value in the head
+    /// (for the access line, which keeps the head, not the request).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn header_range(&self, name: &str) -> Option<Range<usize>> {
+        self.headers
+            .iter()
+            .find(|(n, _)| self.slice(n).eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v.clone())
+    }
+
     /// Every header, in the order sent.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> {
         self.headers

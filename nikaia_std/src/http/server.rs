@@ -170,10 +170,11 @@ impl Running {
 
     /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
     /// exits at once. SIGHUP reloads what can be reloaded without a restart:
-    /// the TLS certificate and key.
+    /// the TLS certificate and key. SIGUSR1 reopens the log files
+    /// ([`Running::reopen_logs`]).
     pub fn stop_on_signals(&self) -> io::Result<()> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR1])?;
         let control = self.control.clone();
         std::thread::Builder::new()
             .name("nikaia-signals".into())
@@ -182,6 +183,10 @@ impl Running {
                 for signal in signals.forever() {
                     if signal == SIGHUP {
                         control.shared.reload();
+                        continue;
+                    }
+                    if signal == SIGUSR1 {
+                        let _ = control.shared.logs.reopen();
                         continue;
                     }
                     seen += 1;
@@ -200,6 +205,18 @@ impl Running {
     /// that does not load is logged and the old one stays.
     pub fn reload(&self) {
         self.control.shared.reload();
+    }
+}
+
+impl Running {
+    /// What SIGUSR1 does, logrotate's convention: opens the access and error
+    /// log files again at their paths (created if missing, appended to,
+    /// never truncated), after the operator moved them away. Lines written
+    /// before the reopen are in the moved file, later ones in the new file;
+    /// none is lost. A file that cannot be opened is reported on the error
+    /// log and returned; that log keeps its old file.
+    pub fn reopen_logs(&self) -> io::Result<()> {
+        self.control.shared.logs.reopen()
     }
 }
 
@@ -246,6 +263,10 @@ impl super::file::Files for Shared {
     fn runtime(&self) -> Option<&Runtime> {
         Some(&self.rt)
     }
+
+    fn precompressed(&self) -> &[crate::rt::Coding] {
+        &self.rt.precompressed
+    }
 }
 
 impl Shared {
@@ -271,6 +292,7 @@ impl Shared {
             logs: Logs {
                 access: Sink::open(&rt.access_log)?,
                 error: Sink::open(&rt.error_log)?,
+                format: rt.access_log_format,
             },
             rt,
             stop: AtomicBool::new(false),
@@ -296,6 +318,9 @@ impl Shared {
             pool_opens: self.stats.pool_opens.load(Relaxed),
             truncated: self.stats.truncated.load(Relaxed),
             idle_closed: self.stats.idle_closed.load(Relaxed),
+            statuses: self.stats.statuses(),
+            connections: self.connections.load(Relaxed) as u64,
+            pool_queued: self.pool.queued() as u64,
             anywhere: crate::fs::anywhere_sites()
                 .into_iter()
                 .map(|(site, n)| (site.to_string(), n))

@@ -75,6 +75,11 @@ impl Files for HostFiles {
     fn vehicle(&self, _: u64) -> Vehicle {
         Vehicle::Read
     }
+
+    /// The default (the host has no runtime file).
+    fn precompressed(&self) -> &[crate::rt::Coding] {
+        &crate::rt::Coding::ALL
+    }
 }
 
 /// What the host writes back: a status, header pairs, and a body it pulls
@@ -218,15 +223,9 @@ pub fn handle(
                 match step {
                     Step::Ready(prepared) => break prepared,
                     // Opens are synchronous here; this is not reached.
-                    Step::Open(name) => {
-                        step = file::opened(
-                            &HostFiles,
-                            &req,
-                            &resp,
-                            &f,
-                            name.clone(),
-                            f.root.open(&name),
-                        )
+                    Step::Open(name, then) => {
+                        let opened = f.root.open(&name);
+                        step = file::opened(&HostFiles, &req, &resp, &f, name, then, opened)
                     }
                 }
             };

@@ -24,6 +24,39 @@ pub enum SendFile {
     AtLeast(u64),
 }
 
+/// A content coding a precompressed sidecar may hold (`precompressed`):
+/// `NAME.br`, `NAME.zst` or `NAME.gz` beside `NAME` (`spec/files.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coding {
+    Br,
+    Zstd,
+    Gzip,
+}
+
+impl Coding {
+    /// Every coding, in the default order of preference.
+    pub const ALL: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
+
+    /// The token in `Accept-Encoding`, `Content-Encoding` and the runtime
+    /// file: `br`, `zstd`, `gzip`.
+    pub fn token(self) -> &'static str {
+        match self {
+            Coding::Br => "br",
+            Coding::Zstd => "zstd",
+            Coding::Gzip => "gzip",
+        }
+    }
+
+    /// The sidecar's extension, without the dot: `br`, `zst`, `gz`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Coding::Br => "br",
+            Coding::Zstd => "zst",
+            Coding::Gzip => "gz",
+        }
+    }
+}
+
 /// The effective runtime configuration (the file's values, defaults filled in).
 ///
 /// Each field is the key of the same name with `_` for `-`; the keys' meaning,
@@ -39,6 +72,9 @@ pub struct Runtime {
     pub send_file_max_chunk: u64,
     pub static_cache: usize,
     pub static_cache_bytes: u64,
+    /// The sidecar codings served, in the server's order of preference;
+    /// empty: sidecars are never looked for.
+    pub precompressed: Vec<Coding>,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
     pub send_timeout: Duration,
@@ -46,6 +82,8 @@ pub struct Runtime {
     pub max_header_bytes: usize,
     /// Where the access log goes; `Off` only for this log.
     pub access_log: LogTarget,
+    /// How each access line is written.
+    pub access_log_format: AccessLogFormat,
     /// Where errors are logged; never `Off`.
     pub error_log: LogTarget,
     pub stats_socket: Option<PathBuf>,
@@ -99,6 +137,17 @@ pub enum LogTarget {
     File(PathBuf),
 }
 
+/// `access-log-format`: how each access line is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AccessLogFormat {
+    /// nginx's `combined` format (the default): what goaccess, awstats and
+    /// most log tools read without configuration.
+    #[default]
+    Combined,
+    /// One JSON object per line.
+    Json,
+}
+
 /// A runtime file that could not be accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {
@@ -120,7 +169,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 20] = [
+pub const KEYS: [&str; 22] = [
     "listen",
     "workers",
     "io-threads",
@@ -128,12 +177,14 @@ pub const KEYS: [&str; 20] = [
     "send-file-max-chunk",
     "static-cache",
     "static-cache-bytes",
+    "precompressed",
     "header-timeout",
     "keepalive-timeout",
     "send-timeout",
     "max-connections",
     "max-header-bytes",
     "access-log",
+    "access-log-format",
     "error-log",
     "stats-socket",
     "tls-cert",
@@ -153,12 +204,14 @@ impl Default for Runtime {
             send_file_max_chunk: 2 << 20,
             static_cache: 1024,
             static_cache_bytes: 64 << 20,
+            precompressed: Coding::ALL.to_vec(),
             header_timeout: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(30),
             max_connections: 10_000,
             max_header_bytes: 32 << 10,
             access_log: LogTarget::Stderr,
+            access_log_format: AccessLogFormat::Combined,
             error_log: LogTarget::Stderr,
             stats_socket: None,
             tls_cert: None,
@@ -246,12 +299,23 @@ impl Runtime {
         line("send-file-max-chunk", Some(size(self.send_file_max_chunk)));
         line("static-cache", Some(self.static_cache.to_string()));
         line("static-cache-bytes", Some(size(self.static_cache_bytes)));
+        let codings: Vec<_> = self
+            .precompressed
+            .iter()
+            .map(|c| string(c.token()))
+            .collect();
+        line("precompressed", Some(format!("[{}]", codings.join(", "))));
         line("header-timeout", Some(duration(self.header_timeout)));
         line("keepalive-timeout", Some(duration(self.keepalive_timeout)));
         line("send-timeout", Some(duration(self.send_timeout)));
         line("max-connections", Some(self.max_connections.to_string()));
         line("max-header-bytes", Some(size(self.max_header_bytes as u64)));
         line("access-log", Some(log(&self.access_log)));
+        let format = match self.access_log_format {
+            AccessLogFormat::Combined => "combined",
+            AccessLogFormat::Json => "json",
+        };
+        line("access-log-format", Some(string(format)));
         line("error-log", Some(log(&self.error_log)));
         line("stats-socket", self.stats_socket.as_deref().map(path));
         line("tls-cert", self.tls_cert.as_deref().map(path));

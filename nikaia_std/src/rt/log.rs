@@ -4,18 +4,24 @@
 //! Access lines are gathered per worker and written once per loop turn, so a
 //! busy worker pays one `write` for many requests; error lines go out at once.
 
-use super::LogTarget;
+use super::{AccessLogFormat, LogTarget};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Where one log goes.
 pub(crate) enum Sink {
     Stderr,
-    File(Mutex<File>),
+    /// A file, and the path it was opened at: [`Sink::reopen`] opens the
+    /// path again after the operator moved the file away (SIGUSR1).
+    File {
+        path: PathBuf,
+        file: Mutex<File>,
+    },
     Off,
 }
 
@@ -24,9 +30,10 @@ impl Sink {
         match target {
             LogTarget::Stderr => Ok(Sink::Stderr),
             LogTarget::Off => Ok(Sink::Off),
-            LogTarget::File(p) => open_log(p)
-                .map(|f| Sink::File(Mutex::new(f)))
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display()))),
+            LogTarget::File(p) => Ok(Sink::File {
+                file: Mutex::new(open_log(p)?),
+                path: p.clone(),
+            }),
         }
     }
 
@@ -40,13 +47,28 @@ impl Sink {
             Sink::Stderr => {
                 let _ = io::stderr().lock().write_all(bytes);
             }
-            Sink::File(f) => {
-                if let Ok(mut f) = f.lock() {
+            Sink::File { file, .. } => {
+                if let Ok(mut f) = file.lock() {
                     let _ = f.write_all(bytes);
                 }
             }
             Sink::Off => {}
         }
+    }
+
+    /// Opens the file's path again (created if missing, appended to,
+    /// never truncated) and writes there from now on: logrotate's
+    /// convention, the file moved away and then SIGUSR1. The new file is
+    /// opened before the lock is taken and swapped in under it, so each
+    /// write goes whole to the old file or whole to the new one, and none
+    /// is lost. On an error the old file stays in use.
+    pub(crate) fn reopen(&self) -> io::Result<()> {
+        if let Sink::File { path, file } = self {
+            let new = open_log(path)?;
+            let old = std::mem::replace(&mut *file.lock().unwrap_or_else(|e| e.into_inner()), new);
+            drop(old);
+        }
+        Ok(())
     }
 }
 
@@ -54,23 +76,28 @@ impl Sink {
 /// it is missing: never truncated, never removed, never renamed (the rule in
 /// `spec/runtime-file.md`). Opened nonblocking so a FIFO nobody reads fails
 /// at once (ENXIO) instead of stalling the start; writes then block as usual.
-fn open_log(path: &std::path::Path) -> io::Result<File> {
+fn open_log(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o644)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)?;
-    let flags = rustix::fs::fcntl_getfl(&file)?;
-    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
-    Ok(file)
+    let opened = (|| {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o644)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)?;
+        let flags = rustix::fs::fcntl_getfl(&file)?;
+        rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
+        Ok::<_, io::Error>(file)
+    })();
+    opened.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
 /// The two logs of a server.
 pub(crate) struct Logs {
     pub(crate) access: Sink,
     pub(crate) error: Sink,
+    /// How access lines are written (`access-log-format`).
+    pub(crate) format: AccessLogFormat,
 }
 
 impl Logs {
@@ -82,49 +109,222 @@ impl Logs {
         line.push('\n');
         self.error.write(line.as_bytes());
     }
+
+    /// Reopens both log files at their paths (SIGUSR1); each failure is
+    /// reported on the error log, whichever file that now is.
+    pub(crate) fn reopen(&self) -> io::Result<()> {
+        let error = self.error.reopen();
+        let access = self.access.reopen();
+        if let Err(e) = &error {
+            self.error(format_args!(
+                "SIGUSR1: error log not reopened, the old file stays: {e}"
+            ));
+        }
+        if let Err(e) = &access {
+            self.error(format_args!(
+                "SIGUSR1: access log not reopened, the old file stays: {e}"
+            ));
+        }
+        error.and(access)
+    }
+}
+
+/// What an access line says about the request.
+pub(crate) enum RequestLine<'a> {
+    /// A request that was parsed and answered.
+    Parsed {
+        method: &'a [u8],
+        target: &'a [u8],
+        version: &'static str,
+    },
+    /// A head refused before it could be parsed: the first line as far as
+    /// it arrived (may be empty), and why it was refused.
+    Refused { line: &'a [u8], why: &'static str },
 }
 
 /// One request's access line, appended to a worker's batch.
 pub(crate) struct AccessEntry<'a> {
     pub peer: SocketAddr,
-    pub method: &'a str,
-    pub target: &'a str,
-    pub version: &'a str,
+    pub request: RequestLine<'a>,
     pub status: u16,
+    /// Body bytes sent.
     pub bytes: u64,
+    pub referer: Option<&'a [u8]>,
+    pub user_agent: Option<&'a [u8]>,
     pub duration: Duration,
+    /// How the body travelled (`None` for a refused head).
+    pub vehicle: Option<&'static str>,
 }
 
 impl AccessEntry<'_> {
-    /// `time peer "METHOD target VERSION" status bytes duration_us`
-    pub(crate) fn append_to(&self, out: &mut Vec<u8>) {
-        let _ = write!(out, "{} {} \"", timestamp(), self.peer);
-        escape_into(out, self.method);
-        out.push(b' ');
-        escape_into(out, self.target);
-        let _ = writeln!(
+    pub(crate) fn append_to(&self, out: &mut Vec<u8>, format: AccessLogFormat) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        match format {
+            AccessLogFormat::Combined => self.combined(out, now),
+            AccessLogFormat::Json => self.json(out, now),
+        }
+    }
+
+    /// nginx's `combined`: `$remote_addr - $remote_user [$time_local]
+    /// "$request" $status $body_bytes_sent "$http_referer"
+    /// "$http_user_agent"`, time in UTC, `-` for what is missing, text
+    /// escaped as nginx does.
+    fn combined(&self, out: &mut Vec<u8>, now: Duration) {
+        let _ = write!(out, "{} - - [", self.peer.ip());
+        time_local(out, now.as_secs());
+        out.extend_from_slice(b"] \"");
+        match self.request {
+            RequestLine::Parsed {
+                method,
+                target,
+                version,
+            } => {
+                nginx_escape(out, method);
+                out.push(b' ');
+                nginx_escape(out, target);
+                out.push(b' ');
+                out.extend_from_slice(version.as_bytes());
+            }
+            RequestLine::Refused { line: [], .. } => out.push(b'-'),
+            RequestLine::Refused { line, .. } => nginx_escape(out, line),
+        }
+        let _ = write!(out, "\" {} {} \"", self.status, self.bytes);
+        or_dash(out, self.referer);
+        out.extend_from_slice(b"\" \"");
+        or_dash(out, self.user_agent);
+        out.extend_from_slice(b"\"\n");
+    }
+
+    /// One JSON object; `null` for what is missing.
+    fn json(&self, out: &mut Vec<u8>, now: Duration) {
+        out.extend_from_slice(b"{\"time\":\"");
+        rfc3339(out, now);
+        let _ = write!(out, "\",\"remote_addr\":\"{}\",\"method\":", self.peer.ip());
+        let (method, target, protocol, refused) = match self.request {
+            RequestLine::Parsed {
+                method,
+                target,
+                version,
+            } => (Some(method), Some(target), Some(version.as_bytes()), None),
+            RequestLine::Refused { line, why } => (None, Some(line), None, Some(why)),
+        };
+        json_or_null(out, method);
+        out.extend_from_slice(b",\"target\":");
+        json_or_null(out, target);
+        out.extend_from_slice(b",\"protocol\":");
+        json_or_null(out, protocol);
+        let _ = write!(
             out,
-            " {}\" {} {} {}us",
-            self.version,
-            self.status,
-            self.bytes,
+            ",\"status\":{},\"bytes\":{},\"referer\":",
+            self.status, self.bytes
+        );
+        json_or_null(out, self.referer);
+        out.extend_from_slice(b",\"user_agent\":");
+        json_or_null(out, self.user_agent);
+        let _ = write!(
+            out,
+            ",\"duration_us\":{},\"vehicle\":",
             self.duration.as_micros()
         );
+        json_or_null(out, self.vehicle.map(str::as_bytes));
+        if let Some(why) = refused {
+            out.extend_from_slice(b",\"refused\":");
+            json_string(out, why.as_bytes());
+        }
+        out.extend_from_slice(b"}\n");
     }
 }
 
-/// Copies text into a log line with quotes, backslashes and anything not
-/// printable ASCII escaped, so a request cannot forge log lines.
-fn escape_into(out: &mut Vec<u8>, s: &str) {
-    for &b in s.as_bytes() {
+/// `01/Dec/2026:00:00:00 +0000`: nginx's `$time_local`, in UTC.
+fn time_local(out: &mut Vec<u8>, secs: u64) {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    let _ = write!(
+        out,
+        "{d:02}/{}/{y:04}:{:02}:{:02}:{:02} +0000",
+        MONTHS[(m as usize).clamp(1, 12) - 1],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    );
+}
+
+fn or_dash(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        Some(v) if !v.is_empty() => nginx_escape(out, v),
+        _ => out.push(b'-'),
+    }
+}
+
+/// nginx's escaping of a logged variable: `"`, `\\` and every byte outside
+/// printable ASCII (controls, DEL, 0x80 and up) as `\xHH`, so a request
+/// cannot forge a line or a field.
+fn nginx_escape(out: &mut Vec<u8>, s: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in s {
         match b {
-            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
-            0x21..=0x7e => out.push(b),
-            _ => {
-                let _ = write!(out, "\\x{b:02x}");
+            b'"' | b'\\' => out.extend_from_slice(&[
+                b'\\',
+                b'x',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]),
+            0x20..=0x7e => out.push(b),
+            _ => out.extend_from_slice(&[
+                b'\\',
+                b'x',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 15) as usize],
+            ]),
+        }
+    }
+}
+
+fn json_or_null(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        Some(v) => json_string(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// A JSON string of what a client sent: bytes that are not UTF-8 become
+/// U+FFFD, controls `\u00XX`.
+fn json_string(out: &mut Vec<u8>, v: &[u8]) {
+    out.push(b'"');
+    for c in String::from_utf8_lossy(v).chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => {
+                let mut buf = [0; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
             }
         }
     }
+    out.push(b'"');
+}
+
+/// RFC 3339 UTC with milliseconds: `2026-11-29T23:10:00.123Z`.
+fn rfc3339(out: &mut Vec<u8>, now: Duration) {
+    let secs = now.as_secs();
+    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    let _ = write!(
+        out,
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        now.subsec_millis()
+    );
 }
 
 /// Now as RFC 3339 UTC with milliseconds: `2026-11-29T23:10:00.123Z`.
@@ -132,16 +332,9 @@ pub(crate) fn timestamp() -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = now.as_secs();
-    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        now.subsec_millis()
-    )
+    let mut out = Vec::with_capacity(24);
+    rfc3339(&mut out, now);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -185,24 +378,74 @@ mod tests {
             .is_fifo());
     }
 
-    #[test]
-    fn access_lines_escape_what_a_client_sent() {
-        let mut out = Vec::new();
+    fn entry<'a>(target: &'a [u8], referer: Option<&'a [u8]>) -> AccessEntry<'a> {
         AccessEntry {
             peer: "127.0.0.1:9".parse().unwrap(),
-            method: "GET",
-            target: "/a\"b\\c\u{7f}",
-            version: "HTTP/1.1",
+            request: RequestLine::Parsed {
+                method: b"GET",
+                target,
+                version: "HTTP/1.1",
+            },
             status: 200,
             bytes: 5,
+            referer,
+            user_agent: Some(b"curl/8 (x\"y)"),
             duration: Duration::from_micros(42),
+            vehicle: Some("sendfile"),
         }
-        .append_to(&mut out);
+    }
+
+    #[test]
+    fn combined_lines_escape_what_a_client_sent_as_nginx_does() {
+        let mut out = Vec::new();
+        entry(b"/a\"b\\c\x7f\xc3\xa9", None).append_to(&mut out, AccessLogFormat::Combined);
         let line = String::from_utf8(out).unwrap();
-        assert!(
-            line.ends_with(" 127.0.0.1:9 \"GET /a\\\"b\\\\c\\x7f HTTP/1.1\" 200 5 42us\n"),
-            "{line}"
+        let (head, rest) = line.split_once(" [").unwrap();
+        assert_eq!(head, "127.0.0.1 - -");
+        assert_eq!(rest.find("] "), Some(26), "{line}");
+        assert_eq!(&rest[2..3], "/");
+        assert_eq!(&rest[20..26], " +0000");
+        assert_eq!(
+            &rest[28..],
+            "\"GET /a\\x22b\\x5Cc\\x7F\\xC3\\xA9 HTTP/1.1\" 200 5 \"-\" \"curl/8 (x\\x22y)\"\n"
         );
         assert_eq!(line.lines().count(), 1);
+    }
+
+    #[test]
+    fn time_local_is_nginx_s() {
+        let mut out = Vec::new();
+        // 2026-12-01T00:00:00Z
+        time_local(&mut out, 1_796_083_200);
+        assert_eq!(out, b"01/Dec/2026:00:00:00 +0000");
+    }
+
+    #[test]
+    fn json_lines_are_one_object_each() {
+        let mut out = Vec::new();
+        entry(b"/\n\"x\xff", Some(b"http://r/")).append_to(&mut out, AccessLogFormat::Json);
+        let line = String::from_utf8(out).unwrap();
+        assert!(line.ends_with("}\n") && line.lines().count() == 1, "{line}");
+        assert!(
+            line.contains(
+                "\"remote_addr\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/\\u000a\\\"x\u{fffd}\",\"protocol\":\"HTTP/1.1\",\"status\":200,\"bytes\":5,\"referer\":\"http://r/\",\"user_agent\":\"curl/8 (x\\\"y)\",\"duration_us\":42,\"vehicle\":\"sendfile\"}"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn reopen_writes_to_a_new_file_at_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("access.log");
+        let moved = dir.path().join("access.log.1");
+        let sink = Sink::open(&LogTarget::File(path.clone())).unwrap();
+        sink.write(b"one\n");
+        std::fs::rename(&path, &moved).unwrap();
+        sink.write(b"two\n");
+        sink.reopen().unwrap();
+        sink.write(b"three\n");
+        assert_eq!(std::fs::read_to_string(&moved).unwrap(), "one\ntwo\n");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
     }
 }

@@ -48,6 +48,16 @@ impl IoPool {
         cv.notify_one();
     }
 
+    /// Jobs waiting for a thread now.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .jobs
+            .len()
+    }
+
     /// Finishes queued jobs, then stops the threads.
     pub(crate) fn close(&self) {
         let (lock, cv) = &*self.queue;

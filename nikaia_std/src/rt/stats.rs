@@ -20,6 +20,8 @@ pub(crate) struct Stats {
     pub truncated: AtomicU64,
     /// Idle connections closed to admit new ones at `max-connections`.
     pub idle_closed: AtomicU64,
+    /// Responses by status class, 1xx to 5xx.
+    statuses: [AtomicU64; 5],
 }
 
 #[cfg(target_os = "linux")]
@@ -29,6 +31,17 @@ impl Stats {
         let t = usize::from(tls);
         self.requests[t][v.index()].fetch_add(1, Ordering::Relaxed);
         self.bytes[t][v.index()].fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts one response by its status class.
+    pub(crate) fn status(&self, status: u16) {
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        self.statuses[class].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Responses by status class: [1xx, 2xx, 3xx, 4xx, 5xx].
+    pub(crate) fn statuses(&self) -> [u64; 5] {
+        std::array::from_fn(|i| self.statuses[i].load(Ordering::Relaxed))
     }
 
     /// (vehicle, requests, bytes) for each vehicle, plain or through TLS.
@@ -78,6 +91,13 @@ pub struct Report {
     pub truncated: u64,
     /// Idle connections closed to make room at `max-connections`.
     pub idle_closed: u64,
+    /// Responses by status class: [1xx, 2xx, 3xx, 4xx, 5xx] (refused
+    /// heads included).
+    pub statuses: [u64; 5],
+    /// Connections open now (plain and TLS).
+    pub connections: u64,
+    /// Jobs waiting for an io-pool thread now.
+    pub pool_queued: u64,
     /// Each `Root::anywhere()` site seen in this process, with its opens.
     pub anywhere: Vec<(String, u64)>,
     /// The HTTPS side, when the server listens with TLS.
@@ -118,8 +138,17 @@ impl Report {
             self.cache_invalidations
         ));
         s.push_str(&format!(
-            ",\"cold_reads\":{},\"pool_opens\":{},\"truncated\":{},\"idle_closed\":{},\"anywhere\":[",
-            self.cold_reads, self.pool_opens, self.truncated, self.idle_closed
+            ",\"cold_reads\":{},\"pool_opens\":{},\"pool_queued\":{},\"truncated\":{},\"idle_closed\":{},\"connections\":{}",
+            self.cold_reads,
+            self.pool_opens,
+            self.pool_queued,
+            self.truncated,
+            self.idle_closed,
+            self.connections
+        ));
+        let [s1, s2, s3, s4, s5] = self.statuses;
+        s.push_str(&format!(
+            ",\"statuses\":{{\"1xx\":{s1},\"2xx\":{s2},\"3xx\":{s3},\"4xx\":{s4},\"5xx\":{s5}}},\"anywhere\":["
         ));
         for (i, (site, opens)) in self.anywhere.iter().enumerate() {
             if i > 0 {

@@ -10,8 +10,10 @@ use toml::Spanned;
 
 use super::units::{format_duration, format_size, parse_duration, parse_size};
 use super::units::{DURATION_FORMS, SIZE_FORMS};
-use super::KEYS;
-use super::{available_cores, CacheControl, ConfigError, Glob, LogTarget, Runtime, SendFile};
+use super::{
+    available_cores, AccessLogFormat, CacheControl, Coding, ConfigError, Glob, LogTarget, Runtime,
+    SendFile, KEYS,
+};
 
 /// Parses and validates `text`, the contents of the runtime file `file`.
 pub(super) fn parse(text: &str, file: &Path) -> Result<Runtime, Vec<ConfigError>> {
@@ -109,6 +111,7 @@ impl Checker<'_> {
                     let bytes = self.size(name, value, STATIC_CACHE_BYTES, "64MiB");
                     put(&mut rt.static_cache_bytes, bytes);
                 }
+                "precompressed" => put(&mut rt.precompressed, self.codings(name, value)),
                 "header-timeout" => {
                     let timeout = self.duration(name, value, millis(1)..=HOUR);
                     put(&mut rt.header_timeout, timeout);
@@ -130,6 +133,9 @@ impl Checker<'_> {
                     put(&mut rt.max_header_bytes, bytes.map(|n| n as usize));
                 }
                 "access-log" => put(&mut rt.access_log, self.log(name, value, true)),
+                "access-log-format" => {
+                    put(&mut rt.access_log_format, self.log_format(name, value));
+                }
                 "error-log" => put(&mut rt.error_log, self.log(name, value, false)),
                 "stats-socket" => rt.stats_socket = self.path(name, value),
                 "tls-cert" => rt.tls_cert = self.path(name, value),
@@ -206,6 +212,53 @@ impl Checker<'_> {
             DeValue::Integer(_) => self.bytes(key, value).map(SendFile::AtLeast),
             other => self.bad(key, value, format!("expected {WANT}, found {}", a(other))),
         }
+    }
+
+    /// `precompressed`: an array of distinct codings, in order of preference.
+    fn codings(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<Coding>> {
+        const WANT: &str = "an array of \"br\", \"zstd\" and \"gzip\" in order of preference, \
+                            such as [\"br\", \"zstd\", \"gzip\"] ([] serves no sidecars)";
+        let DeValue::Array(items) = value.get_ref() else {
+            let found = a(value.get_ref());
+            return self.bad(key, value, format!("expected {WANT}, found {found}"));
+        };
+        let mut codings = Vec::new();
+        let mut problems = Vec::new();
+        for item in items {
+            let DeValue::String(token) = item.get_ref() else {
+                let found = a(item.get_ref());
+                problems.push((item, format!("expected {WANT}, found {found} in it")));
+                continue;
+            };
+            let lower = token.to_ascii_lowercase();
+            match Coding::ALL.into_iter().find(|c| c.token() == token) {
+                Some(coding) if codings.contains(&coding) => problems.push((
+                    item,
+                    format!("\"{token}\" is named twice; name each coding once"),
+                )),
+                Some(coding) => codings.push(coding),
+                None => {
+                    let hint = Coding::ALL
+                        .into_iter()
+                        .find(|c| c.extension() == lower || c.token() == lower)
+                        .map_or(String::new(), |c| {
+                            format!("; did you mean \"{}\"?", c.token())
+                        });
+                    problems.push((
+                        item,
+                        format!(
+                            "unknown coding \"{token}\"{hint} \
+                             (the codings are \"br\", \"zstd\" and \"gzip\")"
+                        ),
+                    ));
+                }
+            }
+        }
+        let ok = problems.is_empty();
+        for (item, message) in problems {
+            self.bad::<()>(key, item, message);
+        }
+        ok.then_some(codings)
     }
 
     /// An integer key that counts something, as `usize`.
@@ -340,6 +393,15 @@ impl Checker<'_> {
                 format!("expected {want}, found an empty string"),
             ),
             path => Some(LogTarget::File(self.base.join(path))),
+        }
+    }
+
+    fn log_format(&mut self, key: &str, value: &Value<'_>) -> Option<AccessLogFormat> {
+        const WANT: &str = "\"combined\" (nginx's format) or \"json\"";
+        match self.string(key, value, WANT)? {
+            "combined" => Some(AccessLogFormat::Combined),
+            "json" => Some(AccessLogFormat::Json),
+            other => self.bad(key, value, format!("expected {WANT}, found \"{other}\"")),
         }
     }
 
