@@ -314,6 +314,293 @@ fn accept_under_emfile_after_the_limit_is_lowered() {
     }
 }
 
+// ---- cache-control, not-found and fallback from the runtime file ----------
+
+/// A site for the runtime's pages: hashed assets, a 404 page, a dot-file,
+/// a symlink out of the root.
+fn pages_site() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("site");
+    std::fs::create_dir_all(root.join("assets")).unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(tmp.path().join("secret.txt"), "OUTSIDE-SECRET").unwrap();
+    std::fs::write(root.join("index.html"), "<h1>app</h1>").unwrap();
+    std::fs::write(root.join("docs/index.html"), "<h1>docs</h1>").unwrap();
+    std::fs::write(root.join("404.html"), "<h1>not here</h1>").unwrap();
+    std::fs::write(root.join("assets/app-3fa9c1.js"), "let app = 1;").unwrap();
+    std::fs::write(root.join("assets/logo.png"), "PNG").unwrap();
+    std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+    std::os::unix::fs::symlink("../secret.txt", root.join("link-out")).unwrap();
+    tmp
+}
+
+/// `nikaia serve SITE --runtime FILE`, FILE holding `runtime`.
+fn serve_with_runtime(runtime: &str) -> Serving {
+    let tmp = pages_site();
+    let file = tmp.path().join("runtime.toml");
+    std::fs::write(&file, runtime).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve")
+        .arg(tmp.path().join("site"))
+        .args(["--listen", "127.0.0.1:0", "--runtime"])
+        .arg(&file);
+    let (child, addr) = spawn_serve(cmd);
+    Serving {
+        child,
+        addr,
+        _dir: tmp,
+    }
+}
+
+/// (status, head, body) of one request with extra header lines.
+fn request(addr: &str, method: &str, target: &str, extra: &str) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&all[..split]).into_owned();
+    let status = head[9..12].parse().unwrap();
+    (status, head, all[split..].to_vec())
+}
+
+fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+const CACHE_RULES: &str = r#"
+[cache-control]
+default = "max-age=60"
+"*.html" = "no-cache"
+"assets/*-[0-9a-f]*.*" = "public, max-age=31536000, immutable"
+"#;
+
+#[test]
+fn cache_control_by_pattern_and_default() {
+    let s = serve_with_runtime(CACHE_RULES);
+    let cc = |target: &str| {
+        let (status, head, _) = get(&s.addr, target);
+        (status, header(&head, "Cache-Control").map(str::to_owned))
+    };
+    let immutable = Some("public, max-age=31536000, immutable".to_owned());
+    assert_eq!(cc("/"), (200, Some("no-cache".into())), "index.html");
+    assert_eq!(cc("/docs/"), (200, Some("no-cache".into())), "at any depth");
+    assert_eq!(cc("/assets/app-3fa9c1.js"), (200, immutable.clone()));
+    assert_eq!(cc("/assets/logo.png"), (200, Some("max-age=60".into())));
+    // Only on file answers: not on a 404, not on a redirect.
+    assert_eq!(cc("/missing.js"), (404, None));
+    assert_eq!(cc("/.env"), (404, None));
+    assert_eq!(cc("/docs"), (301, None));
+    // 206 and 304 carry it too.
+    let (status, head, body) = request(
+        &s.addr,
+        "GET",
+        "/assets/app-3fa9c1.js",
+        "Range: bytes=0-2\r\n",
+    );
+    assert_eq!((status, &body[..]), (206, &b"let"[..]));
+    assert_eq!(header(&head, "Cache-Control").map(str::to_owned), immutable);
+    let etag = header(&head, "ETag").unwrap().to_owned();
+    let (status, head, _) = request(
+        &s.addr,
+        "GET",
+        "/assets/app-3fa9c1.js",
+        &format!("If-None-Match: {etag}\r\n"),
+    );
+    assert_eq!(status, 304);
+    assert_eq!(header(&head, "Cache-Control").map(str::to_owned), immutable);
+}
+
+#[test]
+fn a_not_found_page_for_missing_hidden_and_outside_names() {
+    let s = serve_with_runtime("not-found = \"404.html\"\n");
+    for target in [
+        "/missing.html",
+        "/no/such/dir/",
+        "/.env",
+        "/%2eenv",
+        "/link-out",
+        "/docs/../.env",
+    ] {
+        let (status, head, body) = get(&s.addr, target);
+        assert_eq!(status, 404, "{target}");
+        assert_eq!(body, b"<h1>not here</h1>", "{target}");
+        assert_eq!(
+            header(&head, "Content-Type"),
+            Some("text/html; charset=utf-8"),
+            "{target}"
+        );
+    }
+    // HEAD: the page's head, no body.
+    let (status, head, body) = request(&s.addr, "HEAD", "/missing", "");
+    assert_eq!(
+        (status, header(&head, "Content-Length"), body.len()),
+        (404, Some("17"), 0)
+    );
+    // The page itself is a file like any other; the rest is unchanged.
+    assert_eq!(get(&s.addr, "/404.html").0, 200);
+    assert_eq!(get(&s.addr, "/").2, b"<h1>app</h1>");
+    // A missing not-found page: the plain 404.
+    std::fs::remove_file(s._dir.path().join("site/404.html")).unwrap();
+    let (status, head, body) = get(&s.addr, "/missing.html");
+    assert_eq!((status, &body[..]), (404, &b"404 Not Found\n"[..]));
+    assert_eq!(
+        header(&head, "Content-Type"),
+        Some("text/plain; charset=utf-8")
+    );
+}
+
+#[test]
+fn the_fallback_answers_missing_names_but_never_hidden_or_outside_ones() {
+    let runtime = format!("fallback = \"index.html\"\nnot-found = \"404.html\"\n{CACHE_RULES}");
+    let s = serve_with_runtime(&runtime);
+    for target in [
+        "/some/app/route",
+        "/settings",
+        "/missing.js",
+        "/docs/nothing/",
+    ] {
+        let (status, head, body) = get(&s.addr, target);
+        assert_eq!((status, &body[..]), (200, &b"<h1>app</h1>"[..]), "{target}");
+        assert_eq!(
+            header(&head, "Content-Type"),
+            Some("text/html; charset=utf-8")
+        );
+        // The rule of the file sent: index.html's.
+        assert_eq!(header(&head, "Cache-Control"), Some("no-cache"), "{target}");
+    }
+    // Names that exist are themselves; a directory still gets its slash.
+    assert_eq!(get(&s.addr, "/docs/").2, b"<h1>docs</h1>");
+    assert_eq!(get(&s.addr, "/docs").0, 301);
+    // A dot-name or a symlink out is the 404 page, never the app.
+    for target in ["/.env", "/link-out", "/%2e%2e/secret.txt"] {
+        let (status, head, body) = get(&s.addr, target);
+        assert_eq!(
+            (status, &body[..]),
+            (404, &b"<h1>not here</h1>"[..]),
+            "{target}"
+        );
+        assert_eq!(header(&head, "Cache-Control"), None, "{target}");
+    }
+    // Without the fallback file: the not-found page.
+    std::fs::remove_file(s._dir.path().join("site/index.html")).unwrap();
+    assert_eq!(get(&s.addr, "/some/app/route").0, 404);
+    assert_eq!(get(&s.addr, "/some/app/route").2, b"<h1>not here</h1>");
+}
+
+#[test]
+fn a_bad_runtime_file_stops_serve_with_positions() {
+    let tmp = pages_site();
+    let file = tmp.path().join("runtime.toml");
+    std::fs::write(
+        &file,
+        "fallback = \"/srv/app/index.html\"\n[cache-control]\n\"a**\" = \"no-cache\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(tmp.path().join("site"))
+        .args(["--listen", "127.0.0.1:0", "--runtime"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("runtime.toml:1:12: error: key `fallback`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("runtime.toml:3:1: error: key `cache-control`: bad pattern"),
+        "{err}"
+    );
+}
+
+/// The fallback and the not-found page are files like any other: their
+/// precompressed sidecars are sent to a client that accepts them, with
+/// the page's own status, type and cache rule.
+#[test]
+fn the_pages_have_their_sidecars_too() {
+    let runtime = format!(
+        "precompressed = [\"gzip\"]\nfallback = \"index.html\"\nnot-found = \"404.html\"\n{CACHE_RULES}"
+    );
+    let s = serve_with_runtime(&runtime);
+    let site = s._dir.path().join("site");
+    std::fs::write(site.join("index.html.gz"), "GZ-APP").unwrap();
+    std::fs::write(site.join("404.html.gz"), "GZ-404").unwrap();
+    let gzip = "Accept-Encoding: gzip\r\n";
+    let (status, head, body) = request(&s.addr, "GET", "/some/app/route", gzip);
+    assert_eq!((status, &body[..]), (200, &b"GZ-APP"[..]));
+    assert_eq!(header(&head, "Content-Encoding"), Some("gzip"));
+    assert_eq!(header(&head, "Vary"), Some("Accept-Encoding"));
+    assert_eq!(header(&head, "Cache-Control"), Some("no-cache"));
+    assert_eq!(
+        header(&head, "Content-Type"),
+        Some("text/html; charset=utf-8")
+    );
+    for target in ["/.env", "/link-out"] {
+        let (status, head, body) = request(&s.addr, "GET", target, gzip);
+        assert_eq!((status, &body[..]), (404, &b"GZ-404"[..]), "{target}");
+        assert_eq!(header(&head, "Content-Encoding"), Some("gzip"), "{target}");
+        assert_eq!(header(&head, "Cache-Control"), None, "{target}");
+    }
+    // Without Accept-Encoding: the pages themselves.
+    let (status, head, body) = get(&s.addr, "/some/app/route");
+    assert_eq!((status, &body[..]), (200, &b"<h1>app</h1>"[..]));
+    assert_eq!(header(&head, "Content-Encoding"), None);
+    let (status, _, body) = get(&s.addr, "/.env");
+    assert_eq!((status, &body[..]), (404, &b"<h1>not here</h1>"[..]));
+}
+
+/// A program's own `Cache-Control` on `dir_handler`'s response wins over
+/// the runtime's.
+#[test]
+fn a_handler_set_cache_control_wins() {
+    use nikaia_std::http::{dir_handler, Server};
+    use nikaia_std::rt::Runtime;
+    let tmp = pages_site();
+    let file = tmp.path().join("runtime.toml");
+    std::fs::write(&file, CACHE_RULES).unwrap();
+    let rt = Runtime {
+        workers: 1,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        access_log: nikaia_std::rt::LogTarget::Off,
+        ..Runtime::load(&file).unwrap()
+    };
+    let root = nikaia_std::fs::Root::dir(tmp.path().join("site")).unwrap();
+    let plain = dir_handler(root.clone(), false, false);
+    let own = dir_handler(root, false, false);
+    let running = Server::with_runtime(rt)
+        .route("/own/*path", move |req| {
+            own(req).header("Cache-Control", "private, max-age=5")
+        })
+        .route("/*path", plain)
+        .start()
+        .unwrap();
+    let addr = running.local_addr().to_string();
+    let (status, head, body) = get(&addr, "/own/assets/app-3fa9c1.js");
+    assert_eq!((status, &body[..]), (200, &b"let app = 1;"[..]));
+    let values: Vec<&str> = head
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with("cache-control:"))
+        .collect();
+    assert_eq!(values, ["Cache-Control: private, max-age=5"]);
+    let (_, head, _) = get(&addr, "/assets/app-3fa9c1.js");
+    assert_eq!(
+        header(&head, "Cache-Control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    drop(running);
+}
+
 #[test]
 fn sigusr1_reopens_the_logs_after_logrotate_moved_them() {
     let dir = site();

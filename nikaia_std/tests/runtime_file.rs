@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use nikaia_std::rt::{
-    AccessLogFormat, Coding, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV,
+    AccessLogFormat, CacheControl, Coding, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV,
 };
 
 /// Tests that read or set `NIKAIA_RUNTIME` take this lock: tests run in
@@ -128,7 +128,84 @@ tls-key = "tls/key.pem"
             stats_socket: Some(etc.join("run/stats.sock")),
             tls_cert: Some(etc.join("tls/cert.pem")),
             tls_key: Some(etc.join("tls/key.pem")),
+            cache_control: CacheControl::default(),
+            not_found: None,
+            fallback: None,
         }
+    );
+}
+
+#[test]
+fn cache_control_not_found_and_fallback() {
+    let rt = ok(r#"
+not-found = "errors/404.html"
+fallback = "index.html"
+
+[cache-control]
+default = "no-cache"
+"*.html" = "no-cache"
+"assets/*-[0-9a-f]*.*" = "public, max-age=31536000, immutable"
+"assets/**" = "public, max-age=3600"
+"#);
+    assert_eq!(rt.not_found.as_deref(), Some("errors/404.html"));
+    assert_eq!(rt.fallback.as_deref(), Some("index.html"));
+    let cc = &rt.cache_control;
+    let patterns: Vec<&str> = cc.rules.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(patterns, ["*.html", "assets/*-[0-9a-f]*.*", "assets/**"]);
+    // The first rule that matches wins, in file order; else the default.
+    assert_eq!(
+        cc.value_for("assets/app-3fa9c1.js"),
+        Some("public, max-age=31536000, immutable")
+    );
+    assert_eq!(
+        cc.value_for("assets/logo.png"),
+        Some("public, max-age=3600")
+    );
+    assert_eq!(cc.value_for("docs/index.html"), Some("no-cache"));
+    assert_eq!(cc.value_for("robots.txt"), Some("no-cache"));
+    // A string is the value for every file; an inline table is a table.
+    let one = ok("cache-control = \"max-age=60\"\n").cache_control;
+    assert_eq!(
+        (one.default.as_deref(), one.rules.len()),
+        (Some("max-age=60"), 0)
+    );
+    let inline = ok("cache-control = { \"*.css\" = \"max-age=60\" }\n").cache_control;
+    assert_eq!(inline.value_for("a/b.css"), Some("max-age=60"));
+    assert_eq!(inline.value_for("a/b.js"), None, "no default: no header");
+    // A dot-name is allowed: the page need not be servable itself.
+    assert_eq!(
+        ok("not-found = \".errors/404.html\"").not_found.as_deref(),
+        Some(".errors/404.html")
+    );
+}
+
+#[test]
+fn bad_cache_control() {
+    insta::assert_snapshot!(errors(
+        r#"[cache-control]
+default = "no-cache\r\nSet-Cookie: a=b"
+"assets/**.js" = "max-age=60"
+"[a-" = "max-age=60"
+"docs/" = "max-age=60"
+"*.css" = 60
+"*.js" = ""
+"*.txt" = "café"
+"#
+    ));
+    insta::assert_snapshot!(
+        "cache_control_of_a_wrong_type",
+        errors("cache-control = [\"no-cache\"]\n")
+    );
+}
+
+#[test]
+fn not_found_and_fallback_are_names_under_the_served_root() {
+    insta::assert_snapshot!(errors(
+        "not-found = \"/var/www/404.html\"\nfallback = \"../app/index.html\"\n"
+    ));
+    insta::assert_snapshot!(
+        "not_found_empty_or_a_directory",
+        errors("not-found = \"\"\nfallback = \"app/\"\n")
     );
 }
 
@@ -252,6 +329,9 @@ error-log = "logs/it's \"quoted\".log"
 stats-socket = "/run/nikaia.sock"
 tls-cert = "cert.pem"
 tls-key = "key.pem"
+cache-control = { default = "no-cache", "assets/*-[0-9a-f]*.*" = "public, max-age=31536000, immutable" }
+not-found = "404.html"
+fallback = "app/index.html"
 "#;
     let file = Path::new("/srv/site/runtime.toml");
     let rt = Runtime::parse(text, file).unwrap();

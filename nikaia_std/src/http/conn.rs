@@ -3,7 +3,7 @@
 //! client or a limit ends it.
 
 use super::chunked::Chunked;
-use super::file::{self, File, Plan, Prepared, Step};
+use super::file::{self, File, Plan, Prepared, Step, Target};
 use super::out::{Flushed, Out, PlainWire, SendError, Sent, COLD_READ};
 use super::parse::{parse_head, Framing, Head, Reject};
 use super::request::{Request, Version};
@@ -19,7 +19,6 @@ use bytes::{Bytes, BytesMut};
 use rustix::io::Errno;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,7 +77,7 @@ pub(crate) enum IoDone {
     Opened {
         slot: usize,
         conn: u64,
-        name: PathBuf,
+        name: Target,
         result: Result<Opened, nfs::Error>,
     },
     Read {

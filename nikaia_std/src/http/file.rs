@@ -32,6 +32,21 @@ pub struct File {
     pub(crate) index: Option<String>,
     /// List a directory without an index; `Some(true)` shows dot-names too.
     pub(crate) list: Option<bool>,
+    /// Whether the server's `cache-control`, `not-found` and `fallback`
+    /// apply: only to the files of `dir_handler`.
+    pub(crate) pages: Pages,
+}
+
+/// How the runtime's pages apply to a [`File`] (spec/runtime-file.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// A program's own file: none of them.
+    Off,
+    /// A file of `dir_handler`: all of them.
+    On,
+    /// A name `dir_handler` refused (a dot-name): never opened; the answer
+    /// is the `not-found` page, or the plain 404, never the `fallback`.
+    Refused,
 }
 
 impl File {
@@ -43,6 +58,7 @@ impl File {
             root: root.clone(),
             index: None,
             list: None,
+            pages: Pages::Off,
         }
     }
 
@@ -101,6 +117,34 @@ pub(crate) trait Files {
     fn vehicle(&self, len: u64) -> Vehicle;
     /// The sidecar codings served (`precompressed`), in the server's order.
     fn precompressed(&self) -> &[Coding];
+    /// The runtime whose `cache-control`, `not-found` and `fallback` apply
+    /// to `dir_handler`'s files; none where there is no runtime file.
+    fn runtime(&self) -> Option<&crate::rt::Runtime> {
+        None
+    }
+}
+
+/// A name to open under the file's root, and what it is for.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub name: PathBuf,
+    phase: Phase,
+}
+
+impl AsRef<Path> for Target {
+    fn as_ref(&self) -> &Path {
+        &self.name
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The name the request asked for (or its index).
+    Asked,
+    /// The runtime's `fallback`, for a missing name: 200.
+    Fallback,
+    /// The runtime's `not-found` page: 404, whole.
+    NotFound,
 }
 
 /// A file response, decided: its head, and how its body travels.
@@ -129,9 +173,9 @@ pub(crate) enum Plan {
 /// Where resolving got to.
 pub(crate) enum Step {
     Ready(Prepared),
-    /// The open would wait for the disk: run `root.open(name)` on the io
+    /// The open would wait for the disk: run `root.open(target)` on the io
     /// pool and continue with [`opened`], handing back the [`Then`].
-    Open(PathBuf, Then),
+    Open(Target, Then),
 }
 
 /// What resolving carries across an open on the io pool: nothing while the
@@ -140,9 +184,10 @@ pub(crate) enum Step {
 #[derive(Default)]
 pub(crate) struct Then(Option<Box<Original>>);
 
-/// The file a request named, found, while its sidecars are looked for.
+/// The file a request named (or the runtime's page for it), found, while
+/// its sidecars are looked for.
 struct Original {
-    name: PathBuf,
+    target: Target,
     id: Identity,
     meta: Meta,
     source: Source,
@@ -157,13 +202,57 @@ struct Original {
 /// Starts resolving `file` for `req`: the kept table first, then an open
 /// that may only use the kernel's caches.
 pub(crate) fn begin(shared: &impl Files, req: &Request, user: &Response, file: &File) -> Step {
+    if file.pages == Pages::Refused {
+        return missing(shared, req, user, file, Phase::Asked, false);
+    }
     let name = match &file.index {
         Some(index) if file.name.as_os_str().is_empty() || ends_with_slash(&file.name) => {
             file.name.join(index)
         }
         _ => file.name.clone(),
     };
-    resolve(shared, req, user, file, name)
+    let target = Target {
+        name,
+        phase: Phase::Asked,
+    };
+    resolve(shared, req, user, file, target)
+}
+
+/// The answer for a name that is not there (`may_fall_back`: missing, not
+/// outside or refused), after trying `from`: the runtime's `fallback` for a
+/// GET or HEAD, else its `not-found` page, else the plain 404.
+fn missing(
+    shared: &impl Files,
+    req: &Request,
+    user: &Response,
+    file: &File,
+    from: Phase,
+    may_fall_back: bool,
+) -> Step {
+    let plain = || Step::Ready(status_only(Response::status_page(404)));
+    let Some(rt) = shared.runtime().filter(|_| file.pages != Pages::Off) else {
+        return plain();
+    };
+    let get = req.method() == "GET" || req.is_head();
+    let next = match from {
+        Phase::Asked if may_fall_back && get && rt.fallback.is_some() => {
+            rt.fallback.as_deref().map(|name| (name, Phase::Fallback))
+        }
+        Phase::Asked | Phase::Fallback => {
+            rt.not_found.as_deref().map(|name| (name, Phase::NotFound))
+        }
+        Phase::NotFound => None,
+    };
+    match next {
+        Some((name, phase)) => {
+            let target = Target {
+                name: PathBuf::from(name),
+                phase,
+            };
+            resolve(shared, req, user, file, target)
+        }
+        None => plain(),
+    }
 }
 
 /// What a file's headers need, derived once from its name and identity;
@@ -195,14 +284,23 @@ fn resolve(
     req: &Request,
     user: &Response,
     file: &File,
-    name: PathBuf,
+    target: Target,
 ) -> Step {
-    if let Some((bytes, id, meta)) = shared.kept(&file.root, &name) {
-        return found(shared, req, user, file, name, id, meta, Source::Kept(bytes));
+    if let Some((bytes, id, meta)) = shared.kept(&file.root, &target.name) {
+        return found(
+            shared,
+            req,
+            user,
+            file,
+            target,
+            id,
+            meta,
+            Source::Kept(bytes),
+        );
     }
-    match shared.open_now(&file.root, &name) {
-        Err(fs::Error::WouldBlock) => Step::Open(name, Then::default()),
-        result => opened(shared, req, user, file, name, Then::default(), result),
+    match shared.open_now(&file.root, &target.name) {
+        Err(fs::Error::WouldBlock) => Step::Open(target, Then::default()),
+        result => opened(shared, req, user, file, target, Then::default(), result),
     }
 }
 
@@ -213,39 +311,48 @@ pub(crate) fn opened(
     req: &Request,
     user: &Response,
     file: &File,
-    name: PathBuf,
+    target: Target,
     then: Then,
     result: Result<Opened, fs::Error>,
 ) -> Step {
     if let Then(Some(original)) = then {
-        return sidecar_opened(shared, req, user, file, *original, name, result);
+        return sidecar_opened(shared, req, user, file, *original, target, result);
     }
+    let asked = target.phase == Phase::Asked;
+    let name = &target.name;
     match result {
         Ok(opened) => {
-            let meta = Meta::of(&name, &opened.id);
-            let source = match shared.offer(&file.root, &name, &opened, &meta) {
+            let meta = Meta::of(name, &opened.id);
+            let source = match shared.offer(&file.root, name, &opened, &meta) {
                 Some(bytes) => Source::Kept(bytes),
                 None => Source::Open(opened.file),
             };
-            found(shared, req, user, file, name, opened.id, meta, source)
+            found(shared, req, user, file, target, opened.id, meta, source)
         }
         Err(fs::Error::NotAFile { directory: true })
-            if file.index.is_some() && name == file.name =>
+            if asked && file.index.is_some() && *name == file.name =>
         {
             if ends_with_slash(&file.name) || req.path().ends_with('/') {
                 let index = file.index.as_deref().unwrap_or_default();
-                resolve(shared, req, user, file, name.join(index))
+                let target = Target {
+                    name: name.join(index),
+                    phase: Phase::Asked,
+                };
+                resolve(shared, req, user, file, target)
             } else {
                 Step::Ready(status_only(redirect_to_slash(req)))
             }
         }
-        Err(fs::Error::WouldBlock) => Step::Open(name, Then::default()),
-        Err(fs::Error::NotFound) if file.listed_dir(&name).is_some() => {
-            let dir = file.listed_dir(&name).unwrap_or_default();
+        Err(fs::Error::WouldBlock) => Step::Open(target, Then::default()),
+        Err(fs::Error::NotFound) if asked && file.listed_dir(name).is_some() => {
+            let dir = file.listed_dir(name).unwrap_or_default();
             Step::Ready(status_only(listing(req, file, &dir)))
         }
-        Err(fs::Error::Outside(_) | fs::Error::NotFound | fs::Error::NotAFile { .. }) => {
-            Step::Ready(status_only(Response::status_page(404)))
+        // Outside the root: the same 404 as a missing name, never the
+        // fallback (a symlink out must not answer with the app).
+        Err(fs::Error::Outside(_)) => missing(shared, req, user, file, target.phase, false),
+        Err(fs::Error::NotFound | fs::Error::NotAFile { .. }) => {
+            missing(shared, req, user, file, target.phase, true)
         }
         Err(e) => Step::Ready(status_only(Response::internal_error(format!(
             "cannot open {:?}: {e}",
@@ -267,7 +374,7 @@ fn found(
     req: &Request,
     user: &Response,
     file: &File,
-    name: PathBuf,
+    target: Target,
     id: Identity,
     meta: Meta,
     source: Source,
@@ -281,7 +388,7 @@ fn found(
         Wanted::default()
     };
     let original = Original {
-        name,
+        target,
         id,
         meta,
         source,
@@ -302,27 +409,34 @@ fn next_sidecar(
     mut original: Original,
 ) -> Step {
     while let Some(coding) = original.left.next() {
-        let name = sidecar_name(&original.name, coding);
+        let name = sidecar_name(&original.target.name, coding);
         if let Some((bytes, id, meta)) = shared.kept(&file.root, &name) {
             if fresh(&id, &original.id) {
                 let source = Source::Kept(bytes);
                 return Step::Ready(coded(
-                    shared, req, user, &original, coding, id, &meta, source,
+                    shared, req, user, file, &original, coding, id, &meta, source,
                 ));
             }
             continue;
         }
         original.trying = Some(coding);
-        match shared.open_now(&file.root, &name) {
-            Err(fs::Error::WouldBlock) => return Step::Open(name, Then(Some(Box::new(original)))),
+        let target = Target {
+            name,
+            phase: original.target.phase,
+        };
+        match shared.open_now(&file.root, &target.name) {
+            Err(fs::Error::WouldBlock) => {
+                return Step::Open(target, Then(Some(Box::new(original))))
+            }
             result => {
-                if let Some(p) = use_sidecar(shared, req, user, file, &original, name, result) {
+                if let Some(p) = use_sidecar(shared, req, user, file, &original, target, result) {
                     return Step::Ready(p);
                 }
             }
         }
     }
     let Original {
+        target,
         id,
         meta,
         source,
@@ -335,7 +449,7 @@ fn next_sidecar(
         coding: None,
         vary,
     };
-    Step::Ready(build(shared, req, user, head, id, source))
+    Step::Ready(build(shared, req, user, file, &target, head, id, source))
 }
 
 /// Continues with a sidecar opened on the io pool.
@@ -345,10 +459,10 @@ fn sidecar_opened(
     user: &Response,
     file: &File,
     original: Original,
-    name: PathBuf,
+    sidecar: Target,
     result: Result<Opened, fs::Error>,
 ) -> Step {
-    match use_sidecar(shared, req, user, file, &original, name, result) {
+    match use_sidecar(shared, req, user, file, &original, sidecar, result) {
         Some(prepared) => Step::Ready(prepared),
         None => next_sidecar(shared, req, user, file, original),
     }
@@ -362,9 +476,10 @@ fn use_sidecar(
     user: &Response,
     file: &File,
     original: &Original,
-    name: PathBuf,
+    sidecar: Target,
     result: Result<Opened, fs::Error>,
 ) -> Option<Prepared> {
+    let name = sidecar.name;
     let coding = original.trying?;
     let opened = result.ok()?;
     if !fresh(&opened.id, &original.id) {
@@ -376,7 +491,7 @@ fn use_sidecar(
         None => Source::Open(opened.file),
     };
     Some(coded(
-        shared, req, user, original, coding, opened.id, &meta, source,
+        shared, req, user, file, original, coding, opened.id, &meta, source,
     ))
 }
 
@@ -387,6 +502,7 @@ fn coded(
     shared: &impl Files,
     req: &Request,
     user: &Response,
+    file: &File,
     original: &Original,
     coding: Coding,
     id: Identity,
@@ -399,7 +515,7 @@ fn coded(
         coding: Some(coding),
         vary: true,
     };
-    build(shared, req, user, head, id, source)
+    build(shared, req, user, file, &original.target, head, id, source)
 }
 
 /// A sidecar can stand for the file when it is not empty (no coding of
@@ -528,16 +644,23 @@ fn status_only(resp: Response) -> Prepared {
 
 /// Status, headers and body plan for a file (or sidecar) whose identity is
 /// `id`.
+#[allow(clippy::too_many_arguments)]
 fn build(
     shared: &impl Files,
     req: &Request,
     user: &Response,
+    file: &File,
+    target: &Target,
     head: Head<'_>,
     id: Identity,
     source: Source,
 ) -> Prepared {
     let v = head.validators;
-    let mut resp = Response::new(user.status);
+    let status = match target.phase {
+        Phase::NotFound => 404,
+        Phase::Asked | Phase::Fallback => user.status,
+    };
+    let mut resp = Response::new(status);
     resp.headers.reserve(user.headers.len() + 6);
     resp.headers.extend(user.headers.iter().cloned());
     for (name, value) in [("Last-Modified", &v.last_modified), ("ETag", &v.etag)] {
@@ -558,10 +681,17 @@ fn build(
         resp.push_header("Vary", Bytes::from_static(b"Accept-Encoding"));
     }
     resp.default_type = Some(head.content_type);
-    if user.status != 200 {
+    if status != 200 {
         // A handler's own status (a custom 404 page, say) is sent as is,
         // whole, without preconditions or ranges.
         return plan(shared, req, resp, source, 0, id.size);
+    }
+    if file.pages == Pages::On && resp.get_header("Cache-Control").is_none() {
+        let rules = shared.runtime().map(|rt| &rt.cache_control);
+        let name = target.name.to_string_lossy();
+        if let Some(value) = rules.and_then(|rules| rules.value_for(&name)) {
+            resp.push_header("Cache-Control", Bytes::copy_from_slice(value.as_bytes()));
+        }
     }
     match preconditions(req, v) {
         Precondition::NotModified => {

@@ -2,7 +2,7 @@
 //! host) can route: every name under one `Dir` root, `index.html` for a
 //! directory, a redirect to the slash, dot-names hidden.
 
-use super::file::File;
+use super::file::{File, Pages};
 use super::request::Request;
 use super::response::Response;
 use crate::fs::Root;
@@ -20,6 +20,11 @@ pub fn visible(name: &str) -> bool {
 /// the tail names under `root`, with `index.html` for directories (and a
 /// listing of a directory without one when `list`), dot-names answered 404
 /// unless `hidden`.
+///
+/// The server's runtime adds what the operator set (`spec/runtime-file.md`):
+/// `cache-control` on file answers (a `Cache-Control` the handler's response
+/// already has wins), the `not-found` page for a missing, hidden or outside
+/// name, and the `fallback` for a GET or HEAD of a missing name.
 pub fn dir_handler(
     root: Root,
     hidden: bool,
@@ -27,10 +32,14 @@ pub fn dir_handler(
 ) -> impl Fn(&Request) -> Response + Send + Sync + 'static {
     move |req| {
         let name = req.param().unwrap_or("");
+        let mut file = File::new(name, &root).index("index.html");
         if !hidden && !visible(name) {
-            return Response::status_page_for(404);
+            // Never opened: the answer is the runtime's `not-found` page or
+            // the plain 404, as for a missing name.
+            file.pages = Pages::Refused;
+            return Response::new(404).body(file);
         }
-        let file = File::new(name, &root).index("index.html");
+        file.pages = Pages::On;
         let file = if list { file.list(hidden) } else { file };
         Response::new(200).body(file)
     }

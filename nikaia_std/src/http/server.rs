@@ -260,6 +260,10 @@ impl super::file::Files for Shared {
         crate::send::choose(self.rt.send_file, len, self.tls.is_some())
     }
 
+    fn runtime(&self) -> Option<&Runtime> {
+        Some(&self.rt)
+    }
+
     fn precompressed(&self) -> &[crate::rt::Coding] {
         &self.rt.precompressed
     }

@@ -1,6 +1,7 @@
 //! The runtime file: TOML the operator writes to tune the mechanism on the
 //! machine the program runs on. Normative text: `spec/runtime-file.md`.
 
+mod glob;
 mod parse;
 mod units;
 
@@ -9,6 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use glob::Glob;
 pub use units::{format_duration, format_size};
 
 /// `send-file`: how std may send a file body.
@@ -87,6 +89,40 @@ pub struct Runtime {
     pub stats_socket: Option<PathBuf>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// `cache-control`: the header `http::dir_handler` puts on file answers.
+    pub cache_control: CacheControl,
+    /// `not-found`: a name under the served root answered with 404 for a
+    /// name that is missing, hidden or outside.
+    pub not_found: Option<String>,
+    /// `fallback`: a name under the served root answered with 200 for a GET
+    /// or HEAD of a missing name (single-page apps).
+    pub fallback: Option<String>,
+}
+
+/// `cache-control`: the `Cache-Control` value for a file `http::dir_handler`
+/// answers with, by its name under the served root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheControl {
+    /// The value when no rule matches; `None`: no header.
+    pub default: Option<String>,
+    /// The rules in file order; the first whose pattern matches wins.
+    pub rules: Vec<(Glob, String)>,
+}
+
+impl CacheControl {
+    /// The value for the file `name` (under the served root), if any.
+    pub fn value_for(&self, name: &str) -> Option<&str> {
+        self.rules
+            .iter()
+            .find(|(pattern, _)| pattern.matches(name))
+            .map(|(_, value)| value.as_str())
+            .or(self.default.as_deref())
+    }
+
+    /// Whether nothing is set: no rule, no default.
+    pub fn is_empty(&self) -> bool {
+        self.default.is_none() && self.rules.is_empty()
+    }
 }
 
 /// Where a log goes (`access-log`, `error-log`).
@@ -133,7 +169,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 19] = [
+pub const KEYS: [&str; 22] = [
     "listen",
     "workers",
     "io-threads",
@@ -153,6 +189,9 @@ pub const KEYS: [&str; 19] = [
     "stats-socket",
     "tls-cert",
     "tls-key",
+    "cache-control",
+    "not-found",
+    "fallback",
 ];
 
 impl Default for Runtime {
@@ -177,6 +216,9 @@ impl Default for Runtime {
             stats_socket: None,
             tls_cert: None,
             tls_key: None,
+            cache_control: CacheControl::default(),
+            not_found: None,
+            fallback: None,
         }
     }
 }
@@ -227,7 +269,8 @@ impl Runtime {
 
     /// The effective configuration as a runtime file: every key in the order
     /// of the spec, defaults filled in. Keys without a value (`stats-socket`,
-    /// `tls-cert`, `tls-key` when unset) are written as comments. Parsing the
+    /// `tls-cert`, `tls-key`, `cache-control`, `not-found`, `fallback` when
+    /// unset) are written as comments. Parsing the
     /// result gives this `Runtime` back.
     pub fn to_toml(&self) -> String {
         let mut out = String::new();
@@ -277,6 +320,22 @@ impl Runtime {
         line("stats-socket", self.stats_socket.as_deref().map(path));
         line("tls-cert", self.tls_cert.as_deref().map(path));
         line("tls-key", self.tls_key.as_deref().map(path));
+        // An inline table, so keys written after it stay top-level.
+        let cache_control = (!self.cache_control.is_empty()).then(|| {
+            let default = self.cache_control.default.iter().map(|v| ("default", v));
+            let rules = (self.cache_control.rules.iter()).map(|(p, v)| (p.as_str(), v));
+            let entries: Vec<String> = default
+                .chain(rules)
+                .map(|(k, v)| match k {
+                    "default" => format!("default = {}", string(v)),
+                    pattern => format!("{} = {}", string(pattern), string(v)),
+                })
+                .collect();
+            format!("{{ {} }}", entries.join(", "))
+        });
+        line("cache-control", cache_control);
+        line("not-found", self.not_found.as_deref().map(string));
+        line("fallback", self.fallback.as_deref().map(string));
         out
     }
 }

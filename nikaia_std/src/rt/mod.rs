@@ -11,7 +11,7 @@ pub(crate) mod stats;
 pub(crate) mod stats_socket;
 
 pub use config::{
-    format_duration, format_size, AccessLogFormat, Coding, ConfigError, Finding, LogTarget,
-    Runtime, SendFile, KEYS, RUNTIME_ENV,
+    format_duration, format_size, AccessLogFormat, CacheControl, Coding, ConfigError, Finding,
+    Glob, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
 };
 pub use stats::{Report, TlsReport};

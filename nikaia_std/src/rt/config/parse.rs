@@ -11,7 +11,8 @@ use toml::Spanned;
 use super::units::{format_duration, format_size, parse_duration, parse_size};
 use super::units::{DURATION_FORMS, SIZE_FORMS};
 use super::{
-    available_cores, AccessLogFormat, Coding, ConfigError, LogTarget, Runtime, SendFile, KEYS,
+    available_cores, AccessLogFormat, CacheControl, Coding, ConfigError, Glob, LogTarget, Runtime,
+    SendFile, KEYS,
 };
 
 /// Parses and validates `text`, the contents of the runtime file `file`.
@@ -139,6 +140,9 @@ impl Checker<'_> {
                 "stats-socket" => rt.stats_socket = self.path(name, value),
                 "tls-cert" => rt.tls_cert = self.path(name, value),
                 "tls-key" => rt.tls_key = self.path(name, value),
+                "cache-control" => put(&mut rt.cache_control, self.cache_control(name, value)),
+                "not-found" => rt.not_found = self.served_name(name, value),
+                "fallback" => rt.fallback = self.served_name(name, value),
                 _ => self.unknown_key(key),
             }
         }
@@ -410,6 +414,113 @@ impl Checker<'_> {
             ),
             path => Some(self.base.join(path)),
         }
+    }
+
+    /// `cache-control`: a value for every file (a string), or a table of
+    /// `"PATTERN" = "VALUE"` rules with an optional `default`.
+    fn cache_control(&mut self, key: &str, value: &Value<'_>) -> Option<CacheControl> {
+        const WANT: &str = "a header value such as \"no-cache\", or a table of \
+                            \"PATTERN\" = \"VALUE\" rules and an optional `default`";
+        let table = match value.get_ref() {
+            DeValue::String(s) => {
+                let default = self.header_value(key, value, s)?;
+                return Some(CacheControl {
+                    default: Some(default),
+                    rules: Vec::new(),
+                });
+            }
+            DeValue::Table(table) => table,
+            other => return self.bad(key, value, format!("expected {WANT}, found {}", a(other))),
+        };
+        let mut entries: Vec<_> = table.iter().collect();
+        entries.sort_by_key(|(pattern, _)| pattern.span().start);
+        let mut out = CacheControl::default();
+        let mut ok = true;
+        for (pattern, rule) in entries {
+            let text: &str = pattern.get_ref();
+            let value = match rule.get_ref() {
+                DeValue::String(s) => self.header_value(key, rule, s),
+                other => self.bad(
+                    key,
+                    rule,
+                    format!(
+                        "expected a header value such as \"no-cache\" for \"{text}\", found {}",
+                        a(other)
+                    ),
+                ),
+            };
+            if text == "default" {
+                out.default = value;
+                ok &= out.default.is_some();
+                continue;
+            }
+            let glob = match Glob::new(text) {
+                Ok(glob) => Some(glob),
+                Err(why) => {
+                    self.error(
+                        pattern.span().start,
+                        Some(key),
+                        format!("bad pattern: {why}"),
+                    );
+                    None
+                }
+            };
+            match (glob, value) {
+                (Some(glob), Some(value)) => out.rules.push((glob, value)),
+                _ => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// A header value: printable ASCII and spaces, not empty; never CR or LF.
+    fn header_value(&mut self, key: &str, value: &Value<'_>, s: &str) -> Option<String> {
+        if s.contains(['\r', '\n']) {
+            return self.bad(
+                key,
+                value,
+                "a header value cannot contain a line break (CR or LF)".into(),
+            );
+        }
+        if s.trim().is_empty() {
+            return self.bad(
+                key,
+                value,
+                "expected a header value such as \"no-cache\", found an empty string".into(),
+            );
+        }
+        if let Some(c) = s
+            .chars()
+            .find(|&c| !(c == ' ' || c == '\t' || c.is_ascii_graphic()))
+        {
+            return self.bad(
+                key,
+                value,
+                format!("a header value is printable ASCII; found {c:?}"),
+            );
+        }
+        Some(s.trim().to_owned())
+    }
+
+    /// `not-found`, `fallback`: a name under the served root, relative and
+    /// without `..`, never a host path.
+    fn served_name(&mut self, key: &str, value: &Value<'_>) -> Option<String> {
+        const WANT: &str = "a name under the served directory such as \"404.html\"";
+        let name = self.string(key, value, WANT)?;
+        let why = if name.is_empty() {
+            "found an empty string".to_string()
+        } else if name.starts_with(['/', '\\']) || name.get(1..2) == Some(":") {
+            format!("found the host path \"{name}\"; write it relative to the served directory")
+        } else if name.split('/').any(|c| c == "..") {
+            format!("found \"{name}\", which leaves the served directory (`..`)")
+        } else if name.contains('\0') {
+            "found a NUL character".to_string()
+        } else if name.ends_with('/') {
+            format!("found \"{name}\", a directory; name the file (\"{name}index.html\")")
+        } else {
+            return Some(name.to_owned());
+        };
+        self.bad(key, value, format!("expected {WANT}; {why}"))
     }
 
     /// The value as a string, or an error saying `want`.
