@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{get, spawn_serve};
+use common::{get, request, spawn_serve};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command};
@@ -350,23 +350,6 @@ fn serve_with_runtime(runtime: &str) -> Serving {
         addr,
         _dir: tmp,
     }
-}
-
-/// (status, head, body) of one request with extra header lines.
-fn request(addr: &str, method: &str, target: &str, extra: &str) -> (u16, String, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    s.read_to_end(&mut all).unwrap();
-    let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    let head = String::from_utf8_lossy(&all[..split]).into_owned();
-    let status = head[9..12].parse().unwrap();
-    (status, head, all[split..].to_vec())
 }
 
 fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {

@@ -34,11 +34,17 @@ pub fn spawn_serve(mut cmd: Command) -> (Child, String) {
 
 /// (status, headers, body) of one GET over a fresh connection.
 pub fn get(addr: &str, target: &str) -> (u16, String, Vec<u8>) {
+    request(addr, "GET", target, "")
+}
+
+/// (status, head, body) of one request over a fresh connection, with
+/// `extra` header lines (each ending in CRLF).
+pub fn request(addr: &str, method: &str, target: &str, extra: &str) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "GET {target} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        "{method} {target} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut all = Vec::new();
