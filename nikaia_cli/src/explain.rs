@@ -101,7 +101,7 @@ pub fn render(socket: &Path, r: &Value) -> String {
         format!("{:.1}%", 100.0 * hits as f64 / (hits + misses) as f64)
     };
     out += &format!(
-        "\nkept table    {} entries, {} mapped\n              hits {hits}, misses {misses}, hit rate {rate}, evictions {}, invalidations {}\n",
+        "\nkept table    {} entries, {} held\n              hits {hits}, misses {misses}, hit rate {rate}, evictions {}, invalidations {}\n",
         n(&c["entries"]),
         size(n(&c["bytes"])),
         n(&c["evictions"]),
