@@ -37,21 +37,29 @@ fn site() -> tempfile::TempDir {
     dir
 }
 
-/// Starts `nikaia serve DIR --listen 127.0.0.1:0 ...` and reads the URL it
-/// prints.
-fn serve(extra: &[&str]) -> Serving {
-    let dir = site();
+/// Starts `nikaia serve ROOT ARGS...` and reads the URL it prints; the
+/// returned `Serving` keeps `dir` (which holds ROOT) alive.
+fn start_serve(
+    dir: tempfile::TempDir,
+    root: &std::path::Path,
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+) -> Serving {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve")
-        .arg(dir.path())
-        .args(["--listen", "127.0.0.1:0"])
-        .args(extra);
+    cmd.arg("serve").arg(root).args(args);
     let (child, addr) = spawn_serve(cmd);
     Serving {
         child,
         addr,
         _dir: dir,
     }
+}
+
+/// Starts `nikaia serve DIR --listen 127.0.0.1:0 ...` over [`site`].
+fn serve(extra: &[&str]) -> Serving {
+    let dir = site();
+    let root = dir.path().to_path_buf();
+    let args = ["--listen", "127.0.0.1:0"].iter().chain(extra);
+    start_serve(dir, &root, args)
 }
 
 fn location(head: &str) -> Option<&str> {
@@ -257,18 +265,13 @@ fn accept_under_emfile_after_the_limit_is_lowered() {
         ),
     )
     .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve")
-        .arg(dir.path())
-        .arg("--runtime")
-        .arg(&runtime);
-    let (child, addr) = spawn_serve(cmd);
-    let pid = Pid::from_child(&child);
-    let s = Serving {
-        child,
-        addr,
-        _dir: dir,
-    };
+    let root = dir.path().to_path_buf();
+    let s = start_serve(
+        dir,
+        &root,
+        [std::ffi::OsStr::new("--runtime"), runtime.as_os_str()],
+    );
+    let pid = Pid::from_child(&s.child);
     let mut kept = TcpStream::connect(&s.addr).unwrap();
     kept.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     // Asked for again and again, the page is kept (a mapping): answering it
@@ -339,17 +342,9 @@ fn serve_with_runtime(runtime: &str) -> Serving {
     let tmp = pages_site();
     let file = tmp.path().join("runtime.toml");
     std::fs::write(&file, runtime).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve")
-        .arg(tmp.path().join("site"))
-        .args(["--listen", "127.0.0.1:0", "--runtime"])
-        .arg(&file);
-    let (child, addr) = spawn_serve(cmd);
-    Serving {
-        child,
-        addr,
-        _dir: tmp,
-    }
+    let root = tmp.path().join("site");
+    let listen = ["--listen", "127.0.0.1:0", "--runtime"].map(std::ffi::OsStr::new);
+    start_serve(tmp, &root, listen.into_iter().chain([file.as_os_str()]))
 }
 
 fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
@@ -598,17 +593,12 @@ fn sigusr1_reopens_the_logs_after_logrotate_moved_them() {
         "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"access.log\"\nerror-log = \"error.log\"\n",
     )
     .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve")
-        .arg(dir.path())
-        .arg("--runtime")
-        .arg(&runtime);
-    let (child, addr) = spawn_serve(cmd);
-    let mut s = Serving {
-        child,
-        addr,
-        _dir: dir,
-    };
+    let root = dir.path().to_path_buf();
+    let mut s = start_serve(
+        dir,
+        &root,
+        [std::ffi::OsStr::new("--runtime"), runtime.as_os_str()],
+    );
     let lines = |p: &std::path::Path| std::fs::read_to_string(p).map_or(0, |t| t.lines().count());
     let until = |what: &dyn Fn() -> bool| {
         let end = std::time::Instant::now() + Duration::from_secs(10);
