@@ -3,7 +3,7 @@
 mod check;
 mod compress;
 mod explain;
-mod nk;
+use nikaia_cli::nk;
 mod serve;
 mod stubtest;
 mod trust;

@@ -64,3 +64,8 @@ fn resolve() {
 fn connection() {
     replay("connection", nikaia_std::http::fuzzing::connection);
 }
+
+#[test]
+fn tls_connection() {
+    replay("tls_connection", nikaia_std::http::fuzzing::tls_connection);
+}

@@ -310,6 +310,31 @@ fn a_slowloris_client_is_closed_after_header_timeout() {
     assert_eq!(Client::connect(server.local_addr()).get("/").status, 200);
 }
 
+/// A client that sends its request and closes its end in one go (`nc -N`,
+/// `printf | nc`): the request and the FIN reach epoll in one edge, so the
+/// server must read on to EOF after the answer rather than wait for an edge
+/// that never comes; it answers and closes at once, not at keepalive-timeout.
+#[test]
+fn a_request_then_half_close_is_answered_and_closed_at_once() {
+    let server = start(Server::with_runtime(test_runtime()).route("/", |_| "x"));
+    for _ in 0..20 {
+        let mut sock = TcpStream::connect(server.local_addr()).unwrap();
+        // Registered in epoll by now: what follows arrives as one edge.
+        std::thread::sleep(Duration::from_millis(20));
+        sock.write_all(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        sock.shutdown(std::net::Shutdown::Write).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let started = Instant::now();
+        let mut got = Vec::new();
+        sock.read_to_end(&mut got)
+            .expect("closed by the server, not left to keepalive-timeout");
+        assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+        assert!(got.ends_with(b"\r\n\r\nx"));
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
 #[test]
 fn an_idle_keep_alive_connection_is_closed() {
     let rt = nikaia_std::rt::Runtime {

@@ -139,6 +139,11 @@ pub(crate) struct Conn {
     /// more. Edge-triggered epoll reports the next arrival, so no read is
     /// tried (and no `EAGAIN` paid) until then.
     drained: bool,
+    /// epoll reported the peer's FIN (`EPOLLRDHUP`) in an edge that also
+    /// brought data: a short read no longer means "wait for the next
+    /// edge" (none will come), so reads go on to EOF (nginx's
+    /// `pending_eof`).
+    peer_closed: bool,
 }
 
 enum Read {
@@ -171,6 +176,7 @@ impl Conn {
             close_now: false,
             idle_since: now,
             drained: false,
+            peer_closed: false,
         }
     }
 
@@ -178,9 +184,11 @@ impl Conn {
         self.id
     }
 
-    /// epoll said the socket is readable (or closed): read again.
-    pub(crate) fn readable(&mut self) {
+    /// epoll said the socket is readable (or closed): read again. `closed`:
+    /// it also said the peer has closed its end.
+    pub(crate) fn readable(&mut self, closed: bool) {
         self.drained = false;
+        self.peer_closed |= closed;
     }
 
     /// Idle: no request in progress and nothing to write.
@@ -786,7 +794,7 @@ impl Conn {
                 Ok(([], _)) => return Ok(Read::Eof),
                 Ok((filled, _)) => {
                     let n = filled.len();
-                    self.drained = n < offered;
+                    self.drained = n < offered && !self.peer_closed;
                     // SAFETY: the kernel initialised `n` bytes of the spare
                     // capacity that `read` was given.
                     unsafe { self.rbuf.set_len(self.rbuf.len() + n) };
@@ -813,7 +821,12 @@ impl Conn {
         let Some(session) = &mut self.tls else {
             return Ok(Read::Blocked);
         };
-        let input = session.read(self.fd.as_fd(), &mut self.rbuf, &mut self.drained);
+        let input = session.read(
+            self.fd.as_fd(),
+            &mut self.rbuf,
+            &mut self.drained,
+            self.peer_closed,
+        );
         if let (Some(kind), Some(tls)) = (session.established(), &turn.shared.tls) {
             let counter = match kind {
                 rustls::HandshakeKind::Resumed => &tls.counters.resumed,

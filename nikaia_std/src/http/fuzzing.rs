@@ -158,77 +158,90 @@ pub fn runtime_file(data: &[u8]) {
     }
 }
 
-/// One server for the connection target, started once per process.
-fn server() -> std::net::SocketAddr {
-    static SERVER: std::sync::OnceLock<super::Running> = std::sync::OnceLock::new();
-    SERVER
-        .get_or_init(|| {
-            let rt = crate::rt::Runtime {
-                listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-                workers: 1,
-                access_log: crate::rt::LogTarget::Off,
-                ..crate::rt::Runtime::default()
-            };
-            super::Server::with_runtime(rt)
-                .route("/a", |_| "A")
-                .route("/b", |_| "BB".repeat(3000))
-                .method("POST", "/echo", |req| Bytes::clone(req.body()))
-                .start()
-                .expect("the fuzz server starts")
-        })
-        .local_addr()
+/// The servers of the connection targets, started once per process: one
+/// over plain TCP, one over TLS (with the given certificate and key).
+fn server(tls: Option<(&str, &str)>) -> std::net::SocketAddr {
+    type Once = std::sync::OnceLock<super::Running>;
+    static PLAIN: Once = Once::new();
+    static TLS: Once = Once::new();
+    let once = if tls.is_some() { &TLS } else { &PLAIN };
+    once.get_or_init(|| {
+        let rt = crate::rt::Runtime {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            workers: 1,
+            access_log: crate::rt::LogTarget::Off,
+            // Longer than a client here waits (5 s): a connection the
+            // server forgets to close is a failure, not a slow pass.
+            header_timeout: std::time::Duration::from_secs(60),
+            keepalive_timeout: std::time::Duration::from_secs(60),
+            tls_cert: tls.map(|(cert, _)| cert.into()),
+            tls_key: tls.map(|(_, key)| key.into()),
+            ..crate::rt::Runtime::default()
+        };
+        super::Server::with_runtime(rt)
+            .route("/a", |_| "A")
+            .route("/b", |_| "BB".repeat(3000))
+            .method("POST", "/echo", |req| Bytes::clone(req.body()))
+            .start()
+            .expect("the fuzz server starts")
+    })
+    .local_addr()
 }
 
-/// The connection state machine: pipelined requests chosen by the input,
-/// written in pieces of the sizes it chooses; every response arrives whole,
-/// in order, none with another's bytes, and the server keeps serving.
-pub fn connection(data: &[u8]) {
-    use std::io::{Read, Write};
-    let Some((&pieces, choices)) = data.split_first() else {
-        return;
-    };
+/// A new connection to the plain or the TLS server, as a client that
+/// waits at most 5 s for a byte and does not hold small writes back.
+fn dial(tls: bool) -> std::net::TcpStream {
+    let server = server(tls.then_some((TLS_CERT, TLS_KEY)));
+    let sock = std::net::TcpStream::connect(server).expect("connect");
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .expect("timeout");
+    sock.set_nodelay(true).expect("nodelay");
+    sock
+}
+
+/// The requests a fuzz input chooses (at most 64, then one that closes)
+/// written back to back, and the answers they must get, in order:
+/// (status, body, a HEAD so no body is sent).
+type Pipeline = (Vec<u8>, Vec<(&'static str, Vec<u8>, bool)>);
+
+fn pipeline(choices: &[u8]) -> Option<Pipeline> {
     let mut wire = Vec::new();
-    // (status, body, a HEAD: no body sent)
-    let mut want: Vec<(&str, Vec<u8>, bool)> = Vec::new();
+    let mut want = Vec::new();
     for &c in choices.iter().take(64) {
-        let (req, body): (String, &[u8]) = match c % 5 {
-            0 => ("GET /a HTTP/1.1\r\nHost: t\r\n\r\n".into(), b"A"),
-            1 => ("GET /b HTTP/1.1\r\nHost: t\r\n\r\n".into(), b""),
-            2 => ("HEAD /a HTTP/1.1\r\nHost: t\r\n\r\n".into(), b""),
-            3 => (
-                "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\n"
-                    .into(),
-                b"xyz",
+        let (req, status, body): (&str, _, Vec<u8>) = match c % 5 {
+            0 => ("GET /a HTTP/1.1\r\nHost: t\r\n\r\n", "200", b"A".to_vec()),
+            1 => (
+                "GET /b HTTP/1.1\r\nHost: t\r\n\r\n",
+                "200",
+                "BB".repeat(3000).into_bytes(),
             ),
-            _ => ("GET /missing HTTP/1.1\r\nHost: t\r\n\r\n".into(), b"404 Not Found\n"),
-        };
-        let status = match c % 5 {
-            4 => "404",
-            _ => "200",
+            2 => ("HEAD /a HTTP/1.1\r\nHost: t\r\n\r\n", "200", Vec::new()),
+            3 => (
+                "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nxyz\r\n0\r\n\r\n",
+                "200",
+                b"xyz".to_vec(),
+            ),
+            _ => (
+                "GET /missing HTTP/1.1\r\nHost: t\r\n\r\n",
+                "404",
+                b"404 Not Found\n".to_vec(),
+            ),
         };
         wire.extend_from_slice(req.as_bytes());
-        let body = if c % 5 == 1 {
-            "BB".repeat(3000).into_bytes()
-        } else {
-            body.to_vec()
-        };
         want.push((status, body, c % 5 == 2));
     }
     if want.is_empty() {
-        return;
+        return None;
     }
     wire.extend_from_slice(b"GET /a HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     want.push(("200", b"A".to_vec(), false));
-    let mut sock = std::net::TcpStream::connect(server()).expect("connect");
-    sock.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .expect("timeout");
-    let step = usize::from(pieces).max(1);
-    for piece in wire.chunks(step) {
-        sock.write_all(piece).expect("write");
-    }
-    let mut got = Vec::new();
-    sock.read_to_end(&mut got).expect("read");
-    let mut rest = &got[..];
+    Some((wire, want))
+}
+
+/// Every answer of `want` arrives whole, in order, with its own bytes, and
+/// nothing follows the last.
+fn check_answers(got: &[u8], want: &[(&str, Vec<u8>, bool)]) {
+    let mut rest = got;
     for (i, (status, body, is_head)) in want.iter().enumerate() {
         let end = rest
             .windows(4)
@@ -256,4 +269,148 @@ pub fn connection(data: &[u8]) {
         "{} bytes after the last response",
         rest.len()
     );
+}
+
+/// The connection state machine: pipelined requests chosen by the input,
+/// written in pieces of the sizes it chooses; every response arrives whole,
+/// in order, none with another's bytes, and the server keeps serving.
+pub fn connection(data: &[u8]) {
+    use std::io::{Read, Write};
+    let Some((&pieces, choices)) = data.split_first() else {
+        return;
+    };
+    let Some((wire, want)) = pipeline(choices) else {
+        return;
+    };
+    let mut sock = dial(false);
+    let step = usize::from(pieces).max(1);
+    for piece in wire.chunks(step) {
+        sock.write_all(piece).expect("write");
+    }
+    let mut got = Vec::new();
+    sock.read_to_end(&mut got).expect("read");
+    check_answers(&got, &want);
+}
+
+/// The test certificate and key of the TLS target (`fuzz/tls/`, made once
+/// with openssl, valid for a century; the key protects nothing).
+const TLS_CERT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/tls/cert.pem");
+const TLS_KEY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/tls/key.pem");
+
+/// A client that trusts the test certificate; one for the process, so its
+/// sessions are resumed (a full handshake per input would be most of the
+/// time spent).
+fn tls_client() -> std::sync::Arc<rustls::ClientConfig> {
+    static CLIENT: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>> =
+        std::sync::OnceLock::new();
+    std::sync::Arc::clone(CLIENT.get_or_init(|| {
+        use rustls_pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        let cert =
+            rustls_pki_types::CertificateDer::from_pem_file(TLS_CERT).expect("fuzz/tls/cert.pem");
+        roots
+            .add(cert)
+            .expect("the test certificate is a trust anchor");
+        std::sync::Arc::new(
+            rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::aws_lc_rs::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+        )
+    }))
+}
+
+/// A connected rustls client over a new TCP connection to the TLS server,
+/// the handshake done.
+fn tls_connect() -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
+    let sock = dial(true);
+    let name = rustls_pki_types::ServerName::try_from("localhost").expect("a name");
+    let conn = rustls::ClientConnection::new(tls_client(), name).expect("a client");
+    let mut stream = rustls::StreamOwned::new(conn, sock);
+    while stream.conn.is_handshaking() {
+        stream
+            .conn
+            .complete_io(&mut stream.sock)
+            .expect("the handshake with the fuzz server");
+    }
+    stream
+}
+
+/// Reads until the server closes; the bytes it sent, or what went wrong.
+fn read_to_close(sock: &mut impl std::io::Read) -> Vec<u8> {
+    let mut got = Vec::new();
+    match sock.read_to_end(&mut got) {
+        Ok(_) => got,
+        // The server may reset a connection it refused with bytes unread.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => got,
+        Err(e) => panic!("the server did not close the connection: {e}"),
+    }
+}
+
+/// The TLS connection fed what the input chooses (its first byte picks):
+/// - raw bytes from the first, as records or anything else, then the
+///   client's end closed: the server closes too, and what it sent is TLS
+///   records (an alert) or, for a first byte that starts a method, the
+///   plain-HTTP refusal;
+/// - a real handshake, then pipelined requests (as [`connection`]) in
+///   records of the sizes the input chooses: the answers as over plain TCP;
+/// - a real handshake, then raw bytes on the socket: the server closes.
+///
+/// After each, the server still completes a handshake and answers.
+pub fn tls_connection(data: &[u8]) {
+    use std::io::{Read, Write};
+    let Some((&mode, data)) = data.split_first() else {
+        return;
+    };
+    match mode % 3 {
+        0 => {
+            let mut sock = dial(true);
+            // The server may close before it has read everything.
+            let _ = sock.write_all(data);
+            let _ = sock.shutdown(std::net::Shutdown::Write);
+            let got = read_to_close(&mut sock);
+            if let Some(&first) = got.first() {
+                if data.first().is_some_and(u8::is_ascii_uppercase) {
+                    assert!(got.starts_with(b"HTTP/1.1 400 "), "plain HTTP refused");
+                } else {
+                    // Handshake (ServerHello...) or alert records.
+                    assert!(first == 0x15 || first == 0x16, "not a TLS record: {first}");
+                }
+            }
+        }
+        1 => {
+            let Some((&pieces, choices)) = data.split_first() else {
+                return;
+            };
+            let Some((wire, want)) = pipeline(choices) else {
+                return;
+            };
+            let mut stream = tls_connect();
+            for piece in wire.chunks(usize::from(pieces).max(1)) {
+                // Each write is its own record.
+                stream.write_all(piece).expect("write");
+                stream.flush().expect("flush");
+            }
+            let got = read_to_close(&mut stream);
+            check_answers(&got, &want);
+        }
+        _ => {
+            let mut stream = tls_connect();
+            let _ = stream.sock.write_all(data);
+            let _ = stream.sock.shutdown(std::net::Shutdown::Write);
+            let mut rest = Vec::new();
+            // Whatever it sent (an alert, a ticket) is followed by its close.
+            let _ = read_to_close(&mut stream.sock);
+            let _ = stream.read_to_end(&mut rest);
+        }
+    }
+    let mut stream = tls_connect();
+    stream
+        .write_all(b"GET /a HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    let got = read_to_close(&mut stream);
+    check_answers(&got, &[("200", b"A".to_vec(), false)]);
 }

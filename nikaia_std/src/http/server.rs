@@ -563,7 +563,11 @@ impl Worker {
                                 | epoll::EventFlags::HUP
                                 | epoll::EventFlags::ERR,
                         ) {
-                            conn.readable();
+                            conn.readable(flags.intersects(
+                                epoll::EventFlags::RDHUP
+                                    | epoll::EventFlags::HUP
+                                    | epoll::EventFlags::ERR,
+                            ));
                         }
                     }
                     if !self.again.contains(&i) {

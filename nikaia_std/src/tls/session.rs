@@ -57,12 +57,14 @@ impl Session {
     }
 
     /// Moves what the socket has through the session into `rbuf`. `drained`
-    /// is the connection's "the socket is empty until the next EPOLLIN".
+    /// is the connection's "the socket is empty until the next EPOLLIN";
+    /// `peer_closed`: the peer's FIN was reported, so reads go on to EOF.
     pub(crate) fn read(
         &mut self,
         fd: BorrowedFd<'_>,
         rbuf: &mut BytesMut,
         drained: &mut bool,
+        peer_closed: bool,
     ) -> Input {
         loop {
             // Plaintext decrypted earlier goes first.
@@ -88,7 +90,7 @@ impl Session {
             }
             let mut src = FdRead { fd, short: false };
             match self.conn.read_tls(&mut src) {
-                Ok(_) => *drained = src.short,
+                Ok(_) => *drained = src.short && !peer_closed,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     *drained = true;
                     return Input::Blocked;
