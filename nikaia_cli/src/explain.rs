@@ -108,11 +108,12 @@ pub fn render(socket: &Path, r: &Value) -> String {
         n(&c["invalidations"]),
     );
     out += &format!(
-        "io pool       {} opens, {} cold reads\ncut short     {} file bodies (truncated or unreadable mid-transfer)\nmade room     {} idle connections closed at max-connections\n",
+        "io pool       {} opens, {} cold reads\ncut short     {} file bodies (truncated or unreadable mid-transfer)\nmade room     {} idle connections closed at max-connections\ntimed out     {} answers closed after send-timeout without progress\n",
         n(&r["pool_opens"]),
         n(&r["cold_reads"]),
         n(&r["truncated"]),
         n(&r["idle_closed"]),
+        n(&r["send_timeouts"]),
     );
     let tls = &r["tls"];
     if tls.is_object() {
@@ -236,6 +237,11 @@ pub fn prometheus(r: &Value) -> String {
         "nikaia_idle_closed_total",
         "Idle connections closed to admit new ones at max-connections.",
         vec![(vec![], n(&r["idle_closed"]))],
+    );
+    p.counter(
+        "nikaia_send_timeouts_total",
+        "Connections closed because an answer made no progress for send-timeout.",
+        vec![(vec![], n(&r["send_timeouts"]))],
     );
     p.counter(
         "nikaia_truncated_total",

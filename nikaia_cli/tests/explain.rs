@@ -116,6 +116,7 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
         "nikaia_io_pool_cold_reads",
         "nikaia_io_pool_queued",
         "nikaia_idle_closed",
+        "nikaia_send_timeouts",
         "nikaia_truncated",
         "nikaia_uptime_seconds",
     ] {

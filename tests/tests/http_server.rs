@@ -350,9 +350,11 @@ fn an_idle_keep_alive_connection_is_closed() {
 
 #[test]
 fn a_client_that_never_reads_is_dropped_and_others_are_served() {
+    let log = tempfile::NamedTempFile::new().unwrap();
     let rt = nikaia_std::rt::Runtime {
         send_timeout: Duration::from_millis(500),
         workers: 1,
+        error_log: nikaia_std::rt::LogTarget::File(log.path().to_path_buf()),
         ..test_runtime()
     };
     let big = Bytes::from(vec![b'z'; 32 << 20]);
@@ -382,6 +384,14 @@ fn a_client_that_never_reads_is_dropped_and_others_are_served() {
     assert!(
         got.len() < 32 << 20,
         "the stalled reader got the whole body"
+    );
+    // Counted, and said once in the error log (not once per reader).
+    assert_eq!(server.report().send_timeouts, 1);
+    let said = std::fs::read_to_string(log.path()).unwrap();
+    assert_eq!(
+        said.matches("made no progress for send-timeout").count(),
+        1,
+        "{said}"
     );
 }
 

@@ -290,6 +290,18 @@ impl Conn {
         now >= self.deadline
     }
 
+    /// An answer is partly out and the client has not taken the rest: past
+    /// the deadline, this is a send timeout (the client stopped reading, or
+    /// reads slower than the socket drains), not an idle or slow client.
+    pub(crate) fn is_sending(&self) -> bool {
+        !matches!(self.state, State::Lingering)
+            && (!self.out.is_empty() || self.tls.as_ref().is_some_and(|t| t.pending()))
+    }
+
+    pub(crate) fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
     fn flush(
         &mut self,
         turn: &mut Turn<'_>,

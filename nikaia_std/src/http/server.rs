@@ -318,6 +318,7 @@ impl Shared {
             pool_opens: self.stats.pool_opens.load(Relaxed),
             truncated: self.stats.truncated.load(Relaxed),
             idle_closed: self.stats.idle_closed.load(Relaxed),
+            send_timeouts: self.stats.send_timeouts.load(Relaxed),
             statuses: self.stats.statuses(),
             connections: self.connections.load(Relaxed) as u64,
             pool_queued: self.pool.queued() as u64,
@@ -773,9 +774,23 @@ impl Worker {
     /// back-off.
     fn sweep(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
-            if self.conns[i].as_ref().is_some_and(|c| c.expired(now)) {
-                self.close(i);
+            let Some(conn) = self.conns[i].as_ref().filter(|c| c.expired(now)) else {
+                continue;
+            };
+            if conn.is_sending() {
+                let stats = &self.shared.stats;
+                stats.send_timeouts.fetch_add(1, Ordering::Relaxed);
+                if let Some(unlogged) = stats.send_timeouts_logged.pass() {
+                    self.shared.logs.error(format_args!(
+                        "{}: closed: the answer made no progress for send-timeout ({:?}); \
+                         the client stopped reading or reads slower than that \
+                         ({unlogged} more not logged since the last line)",
+                        conn.peer(),
+                        self.shared.rt.send_timeout,
+                    ));
+                }
             }
+            self.close(i);
         }
         if self.accept_paused_until.is_some_and(|t| now >= t) {
             self.resume_accepting();

@@ -20,6 +20,10 @@ pub(crate) struct Stats {
     pub truncated: AtomicU64,
     /// Idle connections closed to admit new ones at `max-connections`.
     pub idle_closed: AtomicU64,
+    /// Connections closed because an answer made no progress for
+    /// `send-timeout`; and the error log's rate limit for saying so.
+    pub send_timeouts: AtomicU64,
+    pub send_timeouts_logged: crate::rt::log::Throttle,
     /// Responses by status class, 1xx to 5xx.
     statuses: [AtomicU64; 5],
 }
@@ -91,6 +95,9 @@ pub struct Report {
     pub truncated: u64,
     /// Idle connections closed to make room at `max-connections`.
     pub idle_closed: u64,
+    /// Connections closed because an answer made no progress for
+    /// `send-timeout` (the client stopped reading, or read too slowly).
+    pub send_timeouts: u64,
     /// Responses by status class: [1xx, 2xx, 3xx, 4xx, 5xx] (refused
     /// heads included).
     pub statuses: [u64; 5],
@@ -138,12 +145,13 @@ impl Report {
             self.cache_invalidations
         ));
         s.push_str(&format!(
-            ",\"cold_reads\":{},\"pool_opens\":{},\"pool_queued\":{},\"truncated\":{},\"idle_closed\":{},\"connections\":{}",
+            ",\"cold_reads\":{},\"pool_opens\":{},\"pool_queued\":{},\"truncated\":{},\"idle_closed\":{},\"send_timeouts\":{},\"connections\":{}",
             self.cold_reads,
             self.pool_opens,
             self.pool_queued,
             self.truncated,
             self.idle_closed,
+            self.send_timeouts,
             self.connections
         ));
         let [s1, s2, s3, s4, s5] = self.statuses;

@@ -94,10 +94,8 @@ pub(crate) struct Counters {
     pub failed: AtomicU64,
     /// Plain HTTP requests answered 400 on the TLS port.
     pub plain_http: AtomicU64,
-    /// Failures left out of the error log by its rate limit.
-    unlogged: AtomicU64,
-    /// Second (since the Unix epoch) of the last failure logged.
-    last_logged: AtomicU64,
+    /// The error log's rate limit for failures.
+    logged: crate::rt::log::Throttle,
 }
 
 /// The HTTPS side of a server: configuration, reload, counters.
@@ -146,25 +144,12 @@ impl Tls {
         Ok(())
     }
 
-    /// Counts a failed handshake and says whether to log it: the first
-    /// failure in a 10-second window is logged with the number left out
-    /// before it, so a scan cannot flood the error log.
+    /// Counts a failed handshake and says whether to log it (at most a
+    /// line per 10 s, with the number left out: [`Throttle`]).
+    ///
+    /// [`Throttle`]: crate::rt::log::Throttle
     pub(crate) fn failure_to_log(&self) -> Option<u64> {
-        let c = &self.counters;
-        c.failed.fetch_add(1, Ordering::Relaxed);
-        let now = SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let last = c.last_logged.load(Ordering::Relaxed);
-        if now >= last + 10
-            && c.last_logged
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            Some(c.unlogged.swap(0, Ordering::Relaxed))
-        } else {
-            c.unlogged.fetch_add(1, Ordering::Relaxed);
-            None
-        }
+        self.counters.failed.fetch_add(1, Ordering::Relaxed);
+        self.counters.logged.pass()
     }
 }
