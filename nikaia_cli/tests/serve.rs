@@ -2,23 +2,16 @@
 
 mod common;
 
-use common::{get, request, spawn_serve};
+use common::{get, request, spawn_serve, Served};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 struct Serving {
-    child: Child,
+    child: Served,
     addr: String,
     _dir: tempfile::TempDir,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn site() -> tempfile::TempDir {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{nikaia, spawn_serve};
+use common::{nikaia, spawn_serve, Served};
 use nikaia_tests::{TestPki, TlsClient};
 use std::io::Write;
 use std::path::Path;
@@ -36,7 +36,7 @@ fn setup(pki: &TestPki, extra: &str) -> tempfile::TempDir {
     dir
 }
 
-fn serve(dir: &Path) -> (Child, std::net::SocketAddr) {
+fn serve(dir: &Path) -> (Served, std::net::SocketAddr) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
     cmd.arg("serve")
         .arg(dir.join("site"))
@@ -50,7 +50,7 @@ fn signal(child: &Child, signal: rustix::process::Signal) {
     rustix::process::kill_process(rustix::process::Pid::from_child(child), signal).unwrap();
 }
 
-fn stop(mut child: Child) {
+fn stop(mut child: Served) {
     signal(&child, rustix::process::Signal::TERM);
     assert!(child.wait().unwrap().success());
 }

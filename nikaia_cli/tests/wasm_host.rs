@@ -8,19 +8,10 @@ mod common;
 
 use common::spawn_serve;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// (status line, header fields but Date, body) of one curl request.
@@ -71,8 +62,7 @@ fn the_wasm_host_answers_as_the_linux_build() {
         .arg("serve")
         .arg(&site)
         .args(["--listen", "127.0.0.1:0"]);
-    let (linux, linux_addr) = spawn_serve(linux);
-    let _linux = Killed(linux);
+    let (_linux, linux_addr) = spawn_serve(linux);
 
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -84,8 +74,7 @@ fn the_wasm_host_answers_as_the_linux_build() {
         .arg(&site)
         .arg(&node_addr)
         .stderr(Stdio::inherit());
-    let (node, wasm_addr) = spawn_serve(node);
-    let _node = Killed(node);
+    let (_node, wasm_addr) = spawn_serve(node);
     assert_eq!(wasm_addr, node_addr);
 
     let etag = curl(&linux_addr, "/style.css", &[])

@@ -9,16 +9,43 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+/// A spawned `nikaia serve`, killed when dropped: a test that fails midway
+/// leaves no server behind. Derefs to its [`Child`].
+pub struct Served(Child);
+
+impl std::ops::Deref for Served {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Served {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Spawns `cmd` (a `nikaia serve …` already given its arguments), reads the
 /// `Serving DIR at http://ADDR/` (or `https://`) line, and returns the
 /// child and ADDR.
-pub fn spawn_serve(mut cmd: Command) -> (Child, String) {
-    let mut child = cmd
-        .env("NIKAIA_RUNTIME", "")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+pub fn spawn_serve(mut cmd: Command) -> (Served, String) {
+    let mut child = Served(
+        cmd.env("NIKAIA_RUNTIME", "")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
