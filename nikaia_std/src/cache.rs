@@ -13,13 +13,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A file whose ctime is this close to now is not kept: a second change
 /// within one timestamp tick could leave its identity unchanged.
 const TICK_NS: i64 = 10_000_000;
 
 type Name = ((u64, u64), PathBuf);
+
+/// How long a sidecar found absent is taken as absent without an open: a
+/// sidecar that appears (`nikaia compress` on a live tree) is served within
+/// this, and a file asked for a thousand times a second costs one failed
+/// open per coding a second instead of a thousand.
+pub(crate) const ABSENT_FOR: Duration = Duration::from_secs(1);
 
 struct Entry<M> {
     bytes: Bytes,
@@ -38,6 +44,8 @@ struct Table<M> {
     /// Names seen once: a file is kept on its second request, so a name
     /// asked for only once never costs a mapping.
     seen: HashMap<Name, ()>,
+    /// Sidecar names whose open found nothing, and when.
+    absent: HashMap<Name, Instant>,
     bytes: u64,
     clock: u64,
 }
@@ -48,6 +56,7 @@ impl<M> Default for Table<M> {
             by_name: HashMap::new(),
             entries: HashMap::new(),
             seen: HashMap::new(),
+            absent: HashMap::new(),
             bytes: 0,
             clock: 0,
         }
@@ -147,6 +156,44 @@ impl<M: Clone> Cache<M> {
                 None
             }
         }
+    }
+
+    /// Whether `name` (a precompressed sidecar) was found absent under
+    /// `root` less than [`ABSENT_FOR`] ago, so its open can be skipped.
+    pub(crate) fn known_absent(&self, root: &Root, name: &Path) -> bool {
+        if !self.enabled() {
+            return false;
+        }
+        let Some(root_key) = root.cache_key() else {
+            return false;
+        };
+        let key: Name = (root_key, name.to_path_buf());
+        let mut t = self.lock();
+        match t.absent.get(&key) {
+            Some(at) if at.elapsed() < ABSENT_FOR => true,
+            Some(_) => {
+                t.absent.remove(&key);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Notes that the open of `name` (a sidecar) under `root` found nothing.
+    pub(crate) fn note_absent(&self, root: &Root, name: &Path) {
+        if !self.enabled() {
+            return;
+        }
+        let Some(root_key) = root.cache_key() else {
+            return;
+        };
+        let mut t = self.lock();
+        // Bounded like `seen`; the notes are cheap to make again.
+        if t.absent.len() >= self.max_entries.saturating_mul(4).max(64) {
+            t.absent.clear();
+        }
+        t.absent
+            .insert((root_key, name.to_path_buf()), Instant::now());
     }
 
     /// Offers a file just opened under `root` for keeping. Returns its kept

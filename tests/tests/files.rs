@@ -794,3 +794,34 @@ fn precompressed_follows_the_runtime_key() {
     assert_eq!(r.header("content-encoding"), Some("zstd"));
     assert_eq!(r.body, pattern(3100, 12));
 }
+
+/// A sidecar found absent is taken as absent for a second (the kept
+/// table's note, so a browser's Accept-Encoding does not cost a failed
+/// open per coding per request), and one that appears is served after
+/// that second. With the table off, every request looks.
+#[test]
+fn a_sidecar_that_appears_is_served_within_a_second() {
+    let s = sidecar_site();
+    let gz = s.root.join("plain.txt.gz");
+    for (table, remembers) in [(1024, true), (0, false)] {
+        let _ = std::fs::remove_file(&gz);
+        let server = file_server(rt_with(|rt| rt.static_cache = table), &s.root);
+        let addr = server.local_addr();
+        let r = curl_ae(addr, "/f/plain.txt", "gzip", &[]);
+        let noted = Instant::now();
+        assert_eq!(r.header("content-encoding"), None);
+        assert_eq!(r.body, b"no sidecar here");
+        std::fs::write(&gz, b"gzip bytes").unwrap();
+        let r = curl_ae(addr, "/f/plain.txt", "gzip", &[]);
+        // The note is a second old at most: only a run stalled that long
+        // could see the sidecar here with the table on.
+        if noted.elapsed() < Duration::from_millis(800) {
+            let want: &[u8] = if remembers { b"no sidecar here" } else { b"gzip bytes" };
+            assert_eq!(r.body, want, "table {table}, right after");
+        }
+        std::thread::sleep(Duration::from_millis(1100));
+        let r = curl_ae(addr, "/f/plain.txt", "gzip", &[]);
+        assert_eq!(r.header("content-encoding"), Some("gzip"), "table {table}");
+        assert_eq!(r.body, b"gzip bytes");
+    }
+}

@@ -113,6 +113,15 @@ pub(crate) trait Files {
     fn offer(&self, root: &Root, name: &Path, opened: &Opened, meta: &Meta) -> Option<Bytes>;
     /// Opens `name`; [`fs::Error::WouldBlock`] hands the open to the io pool.
     fn open_now(&self, root: &Root, name: &Path) -> Result<Opened, fs::Error>;
+    /// Whether `name`, a sidecar, was found absent a moment ago (the kept
+    /// table's [`ABSENT_FOR`]): its open is skipped.
+    ///
+    /// [`ABSENT_FOR`]: crate::cache::ABSENT_FOR
+    fn known_absent(&self, _root: &Root, _name: &Path) -> bool {
+        false
+    }
+    /// Notes that the open of `name`, a sidecar, found nothing.
+    fn note_absent(&self, _root: &Root, _name: &Path) {}
     /// How `len` bytes of a file that is not kept travel.
     fn vehicle(&self, len: u64) -> Vehicle;
     /// The sidecar codings served (`precompressed`), in the server's order.
@@ -419,6 +428,9 @@ fn next_sidecar(
             }
             continue;
         }
+        if shared.known_absent(&file.root, &name) {
+            continue;
+        }
         original.trying = Some(coding);
         let target = Target {
             name,
@@ -428,6 +440,7 @@ fn next_sidecar(
             Err(fs::Error::WouldBlock) => {
                 return Step::Open(target, Then(Some(Box::new(original))))
             }
+            Err(fs::Error::NotFound) => shared.note_absent(&file.root, &target.name),
             result => {
                 if let Some(p) = use_sidecar(shared, req, user, file, &original, target, result) {
                     return Step::Ready(p);
@@ -462,6 +475,9 @@ fn sidecar_opened(
     sidecar: Target,
     result: Result<Opened, fs::Error>,
 ) -> Step {
+    if let Err(fs::Error::NotFound) = result {
+        shared.note_absent(&file.root, &sidecar.name);
+    }
     match use_sidecar(shared, req, user, file, &original, sidecar, result) {
         Some(prepared) => Step::Ready(prepared),
         None => next_sidecar(shared, req, user, file, original),

@@ -256,6 +256,14 @@ impl super::file::Files for Shared {
         root.open_cached(name)
     }
 
+    fn known_absent(&self, root: &crate::fs::Root, name: &std::path::Path) -> bool {
+        self.cache.known_absent(root, name)
+    }
+
+    fn note_absent(&self, root: &crate::fs::Root, name: &std::path::Path) {
+        self.cache.note_absent(root, name)
+    }
+
     fn vehicle(&self, len: u64) -> crate::send::Vehicle {
         crate::send::choose(self.rt.send_file, len, self.tls.is_some())
     }
