@@ -816,7 +816,11 @@ fn a_sidecar_that_appears_is_served_within_a_second() {
         // The note is a second old at most: only a run stalled that long
         // could see the sidecar here with the table on.
         if noted.elapsed() < Duration::from_millis(800) {
-            let want: &[u8] = if remembers { b"no sidecar here" } else { b"gzip bytes" };
+            let want: &[u8] = if remembers {
+                b"no sidecar here"
+            } else {
+                b"gzip bytes"
+            };
             assert_eq!(r.body, want, "table {table}, right after");
         }
         std::thread::sleep(Duration::from_millis(1100));
