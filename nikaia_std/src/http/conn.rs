@@ -139,8 +139,8 @@ pub(crate) struct Conn {
     /// more. Edge-triggered epoll reports the next arrival, so no read is
     /// tried (and no `EAGAIN` paid) until then.
     drained: bool,
-    /// epoll reported the peer's FIN (`EPOLLRDHUP`) in an edge that also
-    /// brought data: a short read no longer means "wait for the next
+    /// epoll reported the peer's FIN (`EPOLLRDHUP`, often in the same edge
+    /// as its last bytes): a short read no longer means "wait for the next
     /// edge" (none will come), so reads go on to EOF (nginx's
     /// `pending_eof`).
     peer_closed: bool,
