@@ -361,7 +361,7 @@ fn read_to_close(sock: &mut impl std::io::Read) -> Vec<u8> {
 ///
 /// After each, the server still completes a handshake and answers.
 pub fn tls_connection(data: &[u8]) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let Some((&mode, data)) = data.split_first() else {
         return;
     };
@@ -401,10 +401,8 @@ pub fn tls_connection(data: &[u8]) {
             let mut stream = tls_connect();
             let _ = stream.sock.write_all(data);
             let _ = stream.sock.shutdown(std::net::Shutdown::Write);
-            let mut rest = Vec::new();
             // Whatever it sent (an alert, a ticket) is followed by its close.
             let _ = read_to_close(&mut stream.sock);
-            let _ = stream.read_to_end(&mut rest);
         }
     }
     let mut stream = tls_connect();
