@@ -3,25 +3,9 @@
 //! points (`http::fuzzing`, `fs::fuzzing`). CI replays; it does not fuzz.
 #![cfg(target_os = "linux")]
 
-use std::path::Path;
-
 fn replay(target: &str, run: fn(&[u8])) {
-    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    let mut inputs = 0;
-    for dir in ["corpus", "regressions"] {
-        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
-            continue;
-        };
-        let mut paths: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
-        paths.sort();
-        for path in paths {
-            let data = std::fs::read(&path).unwrap();
-            let caught = std::panic::catch_unwind(|| run(&data));
-            assert!(caught.is_ok(), "{}: {target} failed on it", path.display());
-            inputs += 1;
-        }
-    }
-    assert!(inputs > 0, "no corpus for {target}");
+    let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    nikaia_std::http::fuzzing::replay(&fuzz, target, run);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Entry points for the fuzz targets (`nikaia_std/fuzz/`) and for the
 //! stable test that replays their corpora and every crash they found
-//! (`nikaia_std/tests/fuzz_replay.rs`). Each takes arbitrary bytes and
+//! (`nikaia_std/tests/fuzz_replay.rs`, and `nikaia_cli`'s through
+//! [`replay`]). Each takes arbitrary bytes and
 //! panics only when an invariant of ours breaks; an error answer is not a
 //! failure. Not part of the language surface.
 
@@ -12,6 +13,30 @@ use crate::fs::Identity;
 use bytes::Bytes;
 
 const MAX_HEAD: usize = 32 << 10;
+
+/// Runs every input a fuzz target kept (`FUZZ/corpus/TARGET/`) and every
+/// crash it found (`FUZZ/regressions/TARGET/`) through `run`, in name
+/// order; panics naming the first input `run` panics on, or when there is
+/// none at all. The stable replay of both crates' fuzz directories.
+pub fn replay(fuzz: &std::path::Path, target: &str, run: fn(&[u8])) {
+    let mut inputs = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries
+            .map(|e| e.expect("a fuzz directory entry").path())
+            .collect();
+        paths.sort();
+        for path in paths {
+            let data = std::fs::read(&path).expect("a fuzz input");
+            let caught = std::panic::catch_unwind(|| run(&data));
+            assert!(caught.is_ok(), "{}: {target} failed on it", path.display());
+            inputs += 1;
+        }
+    }
+    assert!(inputs > 0, "no corpus for {target}");
+}
 
 /// The request-head parser with our validation: an accepted head's offsets
 /// lie inside it, and parsing exactly the head again gives the same head.
