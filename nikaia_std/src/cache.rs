@@ -161,13 +161,9 @@ impl<M: Clone> Cache<M> {
     /// Whether `name` (a precompressed sidecar) was found absent under
     /// `root` less than [`ABSENT_FOR`] ago, so its open can be skipped.
     pub(crate) fn known_absent(&self, root: &Root, name: &Path) -> bool {
-        if !self.enabled() {
-            return false;
-        }
-        let Some(root_key) = root.cache_key() else {
+        let Some(key) = self.absent_key(root, name) else {
             return false;
         };
-        let key: Name = (root_key, name.to_path_buf());
         let mut t = self.lock();
         match t.absent.get(&key) {
             Some(at) if at.elapsed() < ABSENT_FOR => true,
@@ -181,10 +177,7 @@ impl<M: Clone> Cache<M> {
 
     /// Notes that the open of `name` (a sidecar) under `root` found nothing.
     pub(crate) fn note_absent(&self, root: &Root, name: &Path) {
-        if !self.enabled() {
-            return;
-        }
-        let Some(root_key) = root.cache_key() else {
+        let Some(key) = self.absent_key(root, name) else {
             return;
         };
         let mut t = self.lock();
@@ -192,8 +185,16 @@ impl<M: Clone> Cache<M> {
         if t.absent.len() >= self.max_entries.saturating_mul(4).max(64) {
             t.absent.clear();
         }
-        t.absent
-            .insert((root_key, name.to_path_buf()), Instant::now());
+        t.absent.insert(key, Instant::now());
+    }
+
+    /// The key of an absence note: none while the table is off or for a
+    /// root the table does not serve.
+    fn absent_key(&self, root: &Root, name: &Path) -> Option<Name> {
+        if !self.enabled() {
+            return None;
+        }
+        Some((root.cache_key()?, name.to_path_buf()))
     }
 
     /// Offers a file just opened under `root` for keeping. Returns its kept
