@@ -65,6 +65,33 @@ def proc_cpu(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def worker_cpu(pid):
+    """{tid: utime+stime jiffies} of the threads named nikaia-worker-N."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        if name.startswith("nikaia-worker"):
+            fields = text.rsplit(")", 1)[1].split()
+            out[tid] = int(fields[11]) + int(fields[12])
+    return out
+
+
+def worker_shares(w0, w1):
+    """Each worker's share of the workers' CPU over a run, largest first, in %."""
+    used = [w1[t] - w0.get(t, 0) for t in w1]
+    total = sum(used)
+    return sorted((100.0 * u / total for u in used), reverse=True) if total else []
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
@@ -151,8 +178,8 @@ class Server:
         else:
             rt = os.path.join(self.workdir, f"runtime-{self.port}.toml")
             with open(rt, "w") as f:
-                f.write(f'listen = "127.0.0.1:{self.port}"\nworkers = 1\naccess-log = "off"\n'
-                        + self.runtime_extra)
+                f.write(f'listen = "127.0.0.1:{self.port}"\nworkers = {self.args.workers}\n'
+                        'access-log = "off"\n' + self.runtime_extra)
             self.proc = subprocess.Popen(
                 [self.binary, "serve", self.root, "--runtime", rt],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -225,12 +252,13 @@ def measure(server, url, seconds, conns, script=None):
     if script:
         cmd += ["-s", script]
     cmd.append(url)
-    m0, p0, t0 = machine_busy(), proc_cpu(server.pid), time.time()
+    m0, p0, w0, t0 = machine_busy(), proc_cpu(server.pid), worker_cpu(server.pid), time.time()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    m1, p1, t1 = machine_busy(), proc_cpu(server.pid), time.time()
+    m1, p1, w1, t1 = machine_busy(), proc_cpu(server.pid), worker_cpu(server.pid), time.time()
     rps, mibs, total, lat = parse_wrk(out)
     us = 1e6 / CLK_TCK
     return {
+        "worker_shares": worker_shares(w0, w1),
         "rps": rps,
         "mibs": mibs,
         "server_us": (p1 - p0) * us / total,
@@ -519,8 +547,10 @@ def measure_wrk_tls(server, url, seconds, conns, env, script=None, headers=()):
         cmd += ["-s", script]
     cmd.append(url)
     m0, p0, c0, t0 = machine_busy(), proc_cpu(server.pid), children_cpu_us(), time.time()
+    w0 = worker_cpu(server.pid)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
     m1, p1, c1, t1 = machine_busy(), proc_cpu(server.pid), children_cpu_us(), time.time()
+    w1 = worker_cpu(server.pid)
     rps, mibs, total, lat = parse_wrk(out)
     if total == 0:
         raise SystemExit(f"wrk made no requests to {server.label}:\n{out}")
@@ -528,7 +558,8 @@ def measure_wrk_tls(server, url, seconds, conns, env, script=None, headers=()):
     return {"rps": rps, "mibs": mibs,
             "server_us": (p1 - p0) * us / total, "machine_us": (m1 - m0) * us / total,
             "p50_us": lat.get("50"), "p99_us": lat.get("99"), "socket_errors": wrk_socket_errors(out),
-            "other_cpu_pct": other_cpu_pct(m0, m1, p0, p1, c0, c1, t1 - t0)}
+            "other_cpu_pct": other_cpu_pct(m0, m1, p0, p1, c0, c1, t1 - t0),
+            "worker_shares": worker_shares(w0, w1)}
 
 
 def measure_stime(server, seconds, env, cert, clients=STIME_CLIENTS):
@@ -737,6 +768,7 @@ def tls_bench(args, root):
 
 VERSUS_CASES = [
     ("4 KiB × 64 (named)", None, "/4k/"),
+    ("4 KiB × 64 (named, Connection: close)", None, "/4k/", ("Connection: close",)),
     ("page 4 KiB (constant)", "/page.html", None),
     ("1 MiB × 64 (named)", None, "/1m/"),
 ]
@@ -790,19 +822,20 @@ def same_answers_lines(a, b, ok, rows):
     return lines
 
 
-def measure_wrk(server, url, seconds, conns, script=None):
-    return measure_wrk_tls(server, url, seconds, conns, None, script)
+def measure_wrk(server, url, seconds, conns, script=None, headers=()):
+    return measure_wrk_tls(server, url, seconds, conns, None, script, headers)
 
 
 def guarded_pair(args, servers, cases):
     results = {s.label: {c[0]: [] for c in cases} for s in servers}
     redone = []
     for rep in range(args.repeats):
-        for name, path, prefix in cases:
+        for name, path, prefix, *headers in cases:
+            headers = headers[0] if headers else ()
             for s in (servers if rep % 2 == 0 else servers[::-1]):
                 def run(s=s, url=s.base + (path or "/"), script=lua_rotation(prefix) if prefix else None):
-                    measure_wrk(s, url, 1, args.conns, script)  # warm-up
-                    return measure_wrk(s, url, args.seconds, args.conns, script)
+                    measure_wrk(s, url, 1, args.conns, script, headers)  # warm-up
+                    return measure_wrk(s, url, args.seconds, args.conns, script, headers)
                 results[s.label][name].append(guarded(args, run, redone))
                 r = results[s.label][name][-1]
                 print(f"[{time.strftime('%H:%M:%S')}] {rep + 1}/{args.repeats} {name} {s.label}: {r['rps']:.0f} req/s, "
@@ -832,6 +865,14 @@ def pair_lines(args, title, servers, cases, results, redone, num, den, cpu_note)
         f"{name}: " + ", ".join(f"{s.label} {med([x['p50_us'] for x in results[s.label][name]]):.0f} / "
                                 f"{med([x['p99_us'] for x in results[s.label][name]]):.0f}" for s in servers)
         for name, *_ in cases) + "."]
+    if args.workers > 1:
+        def shares(r):
+            runs = [x["worker_shares"] for x in r if x.get("worker_shares")]
+            return "/".join(f"{med([run[i] for run in runs]):.0f}" for i in range(min(map(len, runs)))) if runs else "?"
+        lines += ["", f"Each worker's share of the workers' CPU (threads nikaia-worker-N, /proc/PID/task), busiest "
+                  "first, % (medians): " + "; ".join(
+                      f"{name}: " + ", ".join(f"{s.label} {shares(results[s.label][name])}" for s in servers)
+                      for name, *_ in cases) + "."]
     lines += ["", "wrk socket errors over all measured runs: " + ", ".join(
         f"{s.label} {sum(x['socket_errors'] for r in results[s.label].values() for x in r)}" for s in servers) + "."]
     others = [x["other_cpu_pct"] for s in servers for r in results[s.label].values() for x in r]
@@ -877,8 +918,8 @@ def versus_bench(args, root, work):
     before = Server("nikaia", args, root, work, binary=args.versus); before.label = "before"
     versions = [f"after (--nikaia): {binary_id(args.nikaia)}", f"before (--versus): {binary_id(args.versus)}"]
     return two_builds(args, root, [after, before], VERSUS_CASES, "after", "before",
-                      "nikaia serve: two builds, one worker each (after = --nikaia, before = --versus)",
-                      "Both are the same `nikaia serve ROOT --runtime FILE` with `workers = 1`, "
+                      f"nikaia serve: two builds, {args.workers} worker(s) each (after = --nikaia, before = --versus)",
+                      f"Both are the same `nikaia serve ROOT --runtime FILE` with `workers = {args.workers}`, "
                       "`access-log = \"off\"` and the defaults otherwise; machine CPU includes wrk.", versions)
 
 
@@ -905,6 +946,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="workers of each nikaia serve (nginx keeps one)")
     ap.add_argument("--only", choices=["nginx", "pinned", "fairness"], action="append")
     ap.add_argument("--tls", action="store_true",
                     help="HTTPS: nikaia vs nginx, TLS 1.3 only (plaintext sections run only if --only names them)")

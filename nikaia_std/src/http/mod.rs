@@ -34,6 +34,8 @@ pub use request::{Request, Version};
 pub use response::{IntoResponse, Response};
 pub use serve::{dir_handler, visible};
 #[cfg(target_os = "linux")]
+pub(crate) use server::bind as bind_probe;
+#[cfg(target_os = "linux")]
 pub use server::{Running, SHUTDOWN_GRACE};
 #[cfg(target_arch = "wasm32")]
 pub use wasm::{handle, Answer};

@@ -1,5 +1,6 @@
-//! The server: worker threads, each with its own epoll and its own
-//! `SO_REUSEPORT` listener; no hand-off between threads per request.
+//! The server: worker threads, each with its own epoll, sharing one
+//! listening socket per address (each worker waits on it with
+//! `EPOLLEXCLUSIVE`); no hand-off between threads per request.
 
 use super::app::Server;
 use super::conn::{Conn, IoDone, Next, Turn};
@@ -53,13 +54,8 @@ impl Server {
     /// Binds, starts the workers, and returns at once.
     pub fn start(self) -> io::Result<Running> {
         let workers = self.rt.workers.max(1);
-        let mut listeners = Vec::with_capacity(workers);
-        let first = listen(self.rt.listen)?;
-        let addr = local_addr(&first)?;
-        listeners.push(first);
-        for _ in 1..workers {
-            listeners.push(listen(addr)?);
-        }
+        let listener = Arc::new(listen(self.rt.listen)?);
+        let addr = local_addr(&listener)?;
         let mut shared = Shared::new(self.router, self.rt)?;
         shared.max_connections = connection_budget(&shared, workers);
         let shared = Arc::new(shared);
@@ -72,13 +68,13 @@ impl Server {
         };
         let mut threads = Vec::with_capacity(workers);
         let mut wakers = Vec::with_capacity(workers);
-        for (i, listener) in listeners.into_iter().enumerate() {
+        for i in 0..workers {
             let waker = rustix::event::eventfd(
                 0,
                 rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
             )?;
             let mailbox = Arc::new(Mailbox::new(waker));
-            let worker = Worker::new(shared.clone(), listener, mailbox.clone())?;
+            let worker = Worker::new(shared.clone(), listener.clone(), mailbox.clone())?;
             wakers.push(mailbox);
             threads.push(
                 std::thread::Builder::new()
@@ -393,7 +389,23 @@ fn connection_budget(shared: &Shared, workers: usize) -> usize {
     asked
 }
 
+/// The one listening socket of `addr`, which every worker shares.
+///
+/// It is bound without `SO_REUSEPORT`, so the bind itself is the check that
+/// nobody holds the address: a socket of any process bound there (with the
+/// option or without it) makes it fail, and no socket bound later can join
+/// ours, whatever options it sets (`spec/http.md`, "Threads").
+/// `SO_REUSEADDR` only lets a restart bind past connections in TIME_WAIT.
 fn listen(addr: SocketAddr) -> io::Result<OwnedFd> {
+    let fd = bind(addr)?;
+    rustix::net::listen(&fd, 1024)?;
+    Ok(fd)
+}
+
+/// A nonblocking TCP socket bound to `addr` and not yet listening; an
+/// address someone holds is [`io::ErrorKind::AddrInUse`], with a message
+/// that names it.
+pub(crate) fn bind(addr: SocketAddr) -> io::Result<OwnedFd> {
     let family = if addr.is_ipv4() {
         AddressFamily::INET
     } else {
@@ -406,14 +418,16 @@ fn listen(addr: SocketAddr) -> io::Result<OwnedFd> {
         None,
     )?;
     rustix::net::sockopt::set_socket_reuseaddr(&fd, true)?;
-    rustix::net::sockopt::set_socket_reuseport(&fd, true)?;
     rustix::net::bind(&fd, &addr).map_err(|e| {
+        let why = match e {
+            Errno::ADDRINUSE => "address already in use".to_owned(),
+            e => io::Error::from(e).to_string(),
+        };
         io::Error::new(
             io::Error::from(e).kind(),
-            format!("cannot listen on {addr}: {e}"),
+            format!("cannot listen on {addr}: {why}"),
         )
     })?;
-    rustix::net::listen(&fd, 1024)?;
     Ok(fd)
 }
 
@@ -422,10 +436,25 @@ fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
         .map_err(|_| io::Error::other("listener has no IP address"))
 }
 
+/// Waits on the shared listener level-triggered with `EPOLLEXCLUSIVE`: a new
+/// connection wakes one idle worker, not all of them (a worker that is busy
+/// finds it at its next wait, and its `accept` may find nothing: `EAGAIN`).
+fn watch_listener(epoll: &OwnedFd, listener: &OwnedFd) -> io::Result<()> {
+    epoll::add(
+        epoll,
+        listener,
+        epoll::EventData::new_u64(LISTENER),
+        epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
+    )?;
+    Ok(())
+}
+
 struct Worker {
     shared: Arc<Shared>,
     epoll: OwnedFd,
-    listener: Option<OwnedFd>,
+    /// The listener every worker shares; `None` once this one stopped
+    /// accepting for good.
+    listener: Option<Arc<OwnedFd>>,
     mailbox: Arc<Mailbox<IoDone>>,
     next_id: u64,
     conns: Vec<Option<Conn>>,
@@ -442,16 +471,11 @@ struct Worker {
 impl Worker {
     fn new(
         shared: Arc<Shared>,
-        listener: OwnedFd,
+        listener: Arc<OwnedFd>,
         mailbox: Arc<Mailbox<IoDone>>,
     ) -> io::Result<Worker> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        epoll::add(
-            &epoll,
-            &listener,
-            epoll::EventData::new_u64(LISTENER),
-            epoll::EventFlags::IN,
-        )?;
+        watch_listener(&epoll, &listener)?;
         epoll::add(
             &epoll,
             mailbox.waker(),
@@ -728,27 +752,23 @@ impl Worker {
             .map(|(_, i)| i)
     }
 
+    /// Stops waiting on the listener (an `EPOLLEXCLUSIVE` entry cannot be
+    /// modified, only removed and added again); while this worker does not
+    /// wait, new connections wake the others.
     fn pause_accepting(&mut self, now: Instant) {
-        if let Some(l) = &self.listener {
-            let _ = epoll::modify(
-                &self.epoll,
-                l,
-                epoll::EventData::new_u64(LISTENER),
-                epoll::EventFlags::empty(),
-            );
+        if self.accept_paused_until.is_none() {
+            if let Some(l) = &self.listener {
+                let _ = epoll::delete(&self.epoll, l.as_fd());
+            }
         }
         self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
     }
 
     fn resume_accepting(&mut self) {
-        self.accept_paused_until = None;
-        if let Some(l) = &self.listener {
-            let _ = epoll::modify(
-                &self.epoll,
-                l,
-                epoll::EventData::new_u64(LISTENER),
-                epoll::EventFlags::IN,
-            );
+        if self.accept_paused_until.take().is_some() {
+            if let Some(l) = &self.listener {
+                let _ = watch_listener(&self.epoll, l);
+            }
         }
     }
 
@@ -766,9 +786,12 @@ impl Worker {
         if self.shared.stop.load(Ordering::SeqCst) && !self.stopping {
             self.stopping = true;
             self.grace_end = Some(now + SHUTDOWN_GRACE);
-            // Closing the listener stops accepting on this worker.
+            // This worker stops accepting; the socket closes when the last
+            // worker lets go of it.
             if let Some(l) = self.listener.take() {
-                let _ = epoll::delete(&self.epoll, l.as_fd());
+                if self.accept_paused_until.is_none() {
+                    let _ = epoll::delete(&self.epoll, l.as_fd());
+                }
             }
             for i in 0..self.conns.len() {
                 if self.conns[i].as_ref().is_some_and(Conn::is_idle) {

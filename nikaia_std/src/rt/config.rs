@@ -371,6 +371,26 @@ impl Runtime {
                 });
             }
         }
+        // A busy address is only a warning: the server holding it may be the
+        // one this file configures, and checking it must not fail.
+        #[cfg(target_os = "linux")]
+        if self.listen.port() != 0 {
+            if let Err(e) = crate::http::bind_probe(self.listen) {
+                let held = e.kind() == std::io::ErrorKind::AddrInUse;
+                found.push(Finding {
+                    key: "listen",
+                    message: if held {
+                        format!("{e} (perhaps by the server this file configures)")
+                    } else {
+                        e.to_string()
+                    },
+                    warning: matches!(
+                        e.kind(),
+                        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
+                    ),
+                });
+            }
+        }
         #[cfg(target_os = "linux")]
         if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
             match crate::tls::Pair::load(cert, key) {
