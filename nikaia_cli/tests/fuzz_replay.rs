@@ -5,5 +5,5 @@
 #[test]
 fn nk() {
     let fuzz = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    nikaia_std::http::fuzzing::replay(&fuzz, "nk", nikaia_cli::fuzzing::nk);
+    nikaia_std::fuzzing::replay(&fuzz, "nk", nikaia_cli::fuzzing::nk);
 }

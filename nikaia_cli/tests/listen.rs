@@ -208,7 +208,7 @@ fn ipv6_loopback_the_same() {
         eprintln!("skipped: this machine has no ::1");
         return;
     };
-    drop(free);
+    let _ = free;
     let dir = site("v6");
     let (_running, addr, _conf) = serve(dir.path(), "[::1]:0", 2);
     assert!(addr.starts_with("[::1]:"), "{addr}");

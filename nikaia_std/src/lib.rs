@@ -6,19 +6,49 @@
 //!   writes.
 //! - [`http`]: the HTTP/1.1 server, the body rows ([`http::IntoResponse`]) and
 //!   [`http::File`].
-//! - [`rt`]: the operator's runtime file, worker threads, stats and logs.
+//! - [`rt`]: the operator's runtime file and the counters.
 //!
 //! How a file travels to the socket (sendfile, a kept mapping, or read+write)
 //! is decided inside this crate at run time; programs never choose it.
+//!
+//! The crate is cut in two: `http/` (with `fs/` and `rt/`) decides every
+//! answer and is the same on every target; one backend per target moves the
+//! bytes — `linux/` (sockets, epoll, TLS, the kept table, the io pool) and
+//! `wasm/` (a JS host's entry).
 
-#[cfg(target_os = "linux")]
-pub(crate) mod cache;
+// On wasm32 the code only the Linux backend calls (HTTP/1 head writing, the
+// access log's view of a request, mapped bodies) is compiled but idle.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+
 pub mod fs;
 pub mod html;
 pub mod http;
 pub mod rt;
-pub(crate) mod send;
+
 #[cfg(target_os = "linux")]
-pub(crate) mod tls;
+mod linux;
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+
+/// What the target's backend adds to [`http`]: the running server on Linux,
+/// the host's entry on wasm32.
+#[cfg(target_os = "linux")]
+mod backend {
+    pub use crate::linux::{Running, SHUTDOWN_GRACE};
+}
+#[cfg(target_arch = "wasm32")]
+mod backend {
+    pub use crate::wasm::{handle, Answer};
+}
+
+/// Entry points for `cargo fuzz` (`nikaia_std/fuzz`) and the corpus replay.
+#[cfg(all(target_os = "linux", feature = "fuzzing"))]
+#[doc(hidden)]
+pub use linux::fuzzing;
+
+/// The send path without the HTTP layer, for `benches/sendfile`.
+#[cfg(all(target_os = "linux", feature = "bench"))]
+#[doc(hidden)]
+pub use linux::bench;
 
 pub use bytes::Bytes;

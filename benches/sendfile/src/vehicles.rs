@@ -4,8 +4,8 @@
 
 use crate::uring::Splice;
 use memmap2::Mmap;
+use nikaia_std::bench::{AutoSender, BenchRequest};
 use nikaia_std::fs::{Identity, Root};
-use nikaia_std::http::bench::{AutoSender, BenchRequest};
 use nikaia_std::rt::Runtime;
 use std::collections::HashMap;
 use std::fs::File;

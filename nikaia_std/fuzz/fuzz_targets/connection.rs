@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nikaia_std::http::fuzzing::connection(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nikaia_std::fuzzing::connection(data));

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nikaia_std::http::fuzzing::request_head(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nikaia_std::fuzzing::request_head(data));

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nikaia_std::http::fuzzing::runtime_file(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nikaia_std::fuzzing::runtime_file(data));

@@ -51,6 +51,33 @@ pub(crate) type OpenFile = std::fs::File;
 /// The open file an [`Opened`] holds: the host's handle elsewhere.
 #[cfg(not(target_os = "linux"))]
 pub(crate) type OpenFile = HostFile;
+/// Reads into `buf` from `offset` until it is full or the file ends;
+/// returns how many bytes were read (fewer than `buf.len()` only at the
+/// end of the file). The one whole-read loop every backend uses: the io
+/// pool's cold pages, the kept table's copies, the wasm32 host's chunks.
+pub(crate) fn read_full_at(file: &OpenFile, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match read_at(file, &mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(target_os = "linux")]
+fn read_at(file: &OpenFile, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_at(file: &OpenFile, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    file.read_at(buf, offset)
+}
+
 #[doc(hidden)]
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, DirEntry, Root};

@@ -1,15 +1,12 @@
 //! What a program builds, on every target: the server's routes and runtime
-//! ([`Server`]), and the step every backend shares when a request arrives:
-//! routing it and running its handler ([`route`]).
-//!
-//! The Linux backend (`server.rs`) binds sockets and runs the event loop;
-//! the wasm32 backend (`wasm.rs`) registers the routes for a JS host.
+//! ([`Server`]). Each backend gives it `start` and `run`: the Linux one
+//! binds sockets and runs the event loop (`linux/server.rs`), the wasm32
+//! one registers the routes for a JS host (`wasm/mod.rs`).
 
 use super::request::Request;
-use super::response::{IntoResponse, Response};
-use super::router::{Found, Router};
+use super::response::IntoResponse;
+use super::router::Router;
 use crate::rt::Runtime;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// An HTTP/1.1 server: routes, then [`Server::run`] (or [`Server::start`]).
 ///
@@ -19,7 +16,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// ```
 pub struct Server {
     pub(crate) router: Router,
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) rt: Runtime,
 }
 
@@ -76,35 +72,5 @@ impl Server {
             Box::new(move |req| handler(req).into_response()),
         );
         self
-    }
-}
-
-/// The response a request gets before its body is resolved: its route's
-/// handler (a panic is a logged 500), 405 with `Allow` for a known path and
-/// another method, 404 otherwise. `param` is filled in for the handler.
-pub(crate) fn route(router: &Router, req: &mut Request) -> Response {
-    match router.find(req.method(), &req.path) {
-        Found::Handler(handler, param) => {
-            req.param = param;
-            catch_unwind(AssertUnwindSafe(|| handler(req))).unwrap_or_else(|_| {
-                Response::internal_error(format!(
-                    "handler panicked on {} {}",
-                    req.method(),
-                    req.target()
-                ))
-            })
-        }
-        Found::WrongMethod(allow) => Response::status_page(405).header("Allow", allow),
-        Found::Nothing => Response::status_page(404),
-    }
-}
-
-/// A response that carries an error for the log goes to the client as a
-/// plain 500: the detail stays in the log.
-pub(crate) fn hide_error(resp: Response) -> Response {
-    if resp.log_error.is_some() && resp.status != 500 {
-        Response::status_page(500)
-    } else {
-        resp
     }
 }

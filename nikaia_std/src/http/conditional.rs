@@ -198,7 +198,6 @@ pub(crate) fn span(req: &Request, size: u64, v: &Validators) -> Span {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
     fn req(method: &str, headers: &[(&str, &str)]) -> Request {
         let mut head = format!("{method} /f HTTP/1.1\r\nHost: t\r\n");
@@ -206,15 +205,7 @@ mod tests {
             head.push_str(&format!("{n}: {v}\r\n"));
         }
         head.push_str("\r\n");
-        let parsed = super::super::parse::parse_head(head.as_bytes(), 1 << 16)
-            .unwrap()
-            .unwrap();
-        Request::new(
-            Bytes::from(head),
-            parsed,
-            Bytes::new(),
-            "127.0.0.1:1".parse().unwrap(),
-        )
+        crate::http::h1::parse::test_request(&head)
     }
 
     fn v() -> Validators {

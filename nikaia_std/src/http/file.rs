@@ -8,7 +8,7 @@ use super::request::Request;
 use super::response::{Body, Response};
 use crate::fs::{self, Identity, Opened, Root};
 use crate::rt::Coding;
-use crate::send::Vehicle;
+use crate::rt::Vehicle;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -879,15 +879,7 @@ mod tests {
             head.push_str(&format!("Accept-Encoding: {v}\r\n"));
         }
         head.push_str("\r\n");
-        let parsed = super::super::parse::parse_head(head.as_bytes(), 1 << 16)
-            .unwrap()
-            .unwrap();
-        let req = Request::new(
-            Bytes::from(head),
-            parsed,
-            Bytes::new(),
-            "127.0.0.1:1".parse().unwrap(),
-        );
+        let req = crate::http::h1::parse::test_request(&head);
         let mut w = Wanted::of(&req, offered);
         std::iter::from_fn(|| w.next()).collect()
     }

@@ -1,41 +1,27 @@
-//! `std::http`: an HTTP/1.1 server and the body table (D1).
+//! `std::http`: deciding the answer, the same on every target — the server
+//! builder and router, the request, the body table (D1), conditionals,
+//! content-coding negotiation, `http::File`, and the one answer pipeline
+//! every backend calls (`answer.rs`). The wire formats are sans-IO units
+//! beside it (`h1/`). Nothing here names a socket or a descriptor: how the
+//! bytes move is the backend's (`linux/`, `wasm/`).
 //!
 //! Normative text: `spec/http.md`.
 
+pub(crate) mod answer;
 mod app;
-#[cfg(target_os = "linux")]
-#[doc(hidden)]
-pub mod bench;
-#[cfg(target_os = "linux")]
-mod chunked;
-mod conditional;
-#[cfg(target_os = "linux")]
-mod conn;
+pub(crate) mod conditional;
 pub(crate) mod date;
-mod file;
-#[cfg(target_os = "linux")]
-#[doc(hidden)]
-pub mod fuzzing;
-#[cfg(target_os = "linux")]
-pub(crate) mod out;
-mod parse;
-mod request;
-mod response;
-mod router;
+pub(crate) mod file;
+pub(crate) mod h1;
+pub(crate) mod request;
+pub(crate) mod response;
+pub(crate) mod router;
 mod serve;
-#[cfg(target_os = "linux")]
-mod server;
-#[cfg(target_arch = "wasm32")]
-mod wasm;
+mod target;
 
+pub use crate::backend::*;
 pub use app::Server;
 pub use file::File;
-pub use request::{Request, Version};
+pub use request::{Peer, Request, Version};
 pub use response::{IntoResponse, Response};
 pub use serve::{dir_handler, visible};
-#[cfg(target_os = "linux")]
-pub(crate) use server::bind as bind_probe;
-#[cfg(target_os = "linux")]
-pub use server::{Running, SHUTDOWN_GRACE};
-#[cfg(target_arch = "wasm32")]
-pub use wasm::{handle, Answer};

@@ -1,21 +1,77 @@
-//! A parsed request as a handler sees it.
+//! A request as a handler sees it, whichever protocol carried it.
 
 use bytes::Bytes;
-use std::net::SocketAddr;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 
 /// The HTTP version of a request.
+///
+/// Non-exhaustive: HTTP/2 is the next version a server answers, so a
+/// `match` on it needs an arm for the versions to come (`spec/http.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Version {
     Http10,
     Http11,
 }
 
-/// One request: its head (kept as the bytes that arrived, with offsets into
-/// them), the decoded path, the route's wildcard value, and the body.
+/// Who is at the other end of a connection: an address and port for TCP,
+/// or a peer on a Unix socket (which has no address worth naming).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Peer {
+    Tcp(SocketAddr),
+    Unix,
+}
+
+impl Peer {
+    /// The peer's IP address, for TCP.
+    pub fn ip(&self) -> Option<IpAddr> {
+        match self {
+            Peer::Tcp(a) => Some(a.ip()),
+            Peer::Unix => None,
+        }
+    }
+}
+
+impl From<SocketAddr> for Peer {
+    fn from(a: SocketAddr) -> Peer {
+        Peer::Tcp(a)
+    }
+}
+
+/// `203.0.113.7:52814`, `[2001:db8::1]:443`; `unix:` for a Unix socket's
+/// peer, as nginx logs it.
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Tcp(a) => a.fmt(f),
+            Peer::Unix => f.write_str("unix:"),
+        }
+    }
+}
+
+/// The text of a request, as ranges of one buffer: the bytes of an HTTP/1
+/// head as they arrived, or fields a protocol decoded into a buffer of its
+/// own. What each protocol fills in before a [`Request`] is made.
+#[derive(Debug)]
+pub(crate) struct Parts {
+    pub fields: Bytes,
+    pub method: Range<usize>,
+    pub target: Range<usize>,
+    pub version: Version,
+    pub headers: Vec<(Range<usize>, Range<usize>)>,
+    /// The target's path, percent-decoded once.
+    pub path: String,
+    pub query: Option<Range<usize>>,
+}
+
+/// One request: its text ([`Parts`]), the route's wildcard value, the body,
+/// the peer and the client.
 #[derive(Clone, Debug)]
 pub struct Request {
-    pub(crate) head: Bytes,
+    pub(crate) fields: Bytes,
     pub(crate) method: Range<usize>,
     pub(crate) target: Range<usize>,
     pub(crate) version: Version,
@@ -24,33 +80,30 @@ pub struct Request {
     pub(crate) query: Option<Range<usize>>,
     pub(crate) param: Option<String>,
     pub(crate) body: Bytes,
-    pub(crate) peer: SocketAddr,
+    pub(crate) peer: Peer,
+    pub(crate) client: Peer,
 }
 
 impl Request {
-    /// A request from its head's bytes and what the parser found in them.
-    pub(crate) fn new(
-        head: Bytes,
-        parsed: super::parse::Head,
-        body: Bytes,
-        peer: SocketAddr,
-    ) -> Request {
+    /// A request from what its protocol parsed, its body and its peer.
+    pub(crate) fn new(parts: Parts, body: Bytes, peer: Peer) -> Request {
         Request {
-            head,
-            method: parsed.method,
-            target: parsed.target,
-            version: parsed.version,
-            headers: parsed.headers,
-            path: parsed.path,
-            query: parsed.query,
+            fields: parts.fields,
+            method: parts.method,
+            target: parts.target,
+            version: parts.version,
+            headers: parts.headers,
+            path: parts.path,
+            query: parts.query,
             param: None,
             body,
+            client: peer.clone(),
             peer,
         }
     }
 
     fn slice(&self, r: &Range<usize>) -> &[u8] {
-        &self.head[r.clone()]
+        &self.fields[r.clone()]
     }
 
     fn text(&self, r: &Range<usize>) -> &str {
@@ -101,9 +154,8 @@ impl Request {
             .map(|(_, v)| self.slice(v))
     }
 
-    /// Where the first header with this name has its value in the head
-    /// (for the access line, which keeps the head, not the request).
-    #[cfg(target_os = "linux")]
+    /// Where the first header with this name has its value in the request's
+    /// text (for the access line, which keeps the text, not the request).
     pub(crate) fn header_range(&self, name: &str) -> Option<Range<usize>> {
         self.headers
             .iter()
@@ -123,12 +175,30 @@ impl Request {
         &self.body
     }
 
-    /// The client's address.
-    pub fn peer(&self) -> SocketAddr {
-        self.peer
+    /// Who is at the other end of the connection.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The client the request is from: the peer, until a server is told
+    /// which proxies in front of it to trust.
+    pub fn client(&self) -> &Peer {
+        &self.client
     }
 
     pub(crate) fn is_head(&self) -> bool {
         self.method() == "HEAD"
     }
+}
+
+/// Why a request was refused before it reached a route: the status to
+/// answer with (then close), and the reason for the log.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Reject {
+    pub status: u16,
+    pub why: &'static str,
+}
+
+pub(crate) fn reject(status: u16, why: &'static str) -> Reject {
+    Reject { status, why }
 }

@@ -11,9 +11,8 @@ pub(crate) enum Body {
     Empty,
     Bytes(Bytes),
     /// Bytes of a program's `fs::Mapped`: a mapping of a file someone may
-    /// truncate, so never read in user mode (under TLS they are copied by
-    /// the kernel first: `send::guarded_copy`). Linux only.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    /// truncate, so never read in user mode (under TLS the backend has the
+    /// kernel copy them first). Only where `fs::map` exists.
     Mapped(Bytes),
     /// Resolved after the handler returns (`http::File`).
     File(Box<super::file::File>),
@@ -109,6 +108,22 @@ impl Response {
             .and_then(|(_, v)| std::str::from_utf8(v).ok())
     }
 
+    /// The row of a program's `fs::Mapped` (same as `Bytes`): its bytes are
+    /// a mapping, which the backend never reads in user mode.
+    pub(crate) fn mapped(bytes: Bytes) -> Response {
+        let mut r = row(Bytes::new(), OCTETS);
+        r.body = Body::Mapped(bytes);
+        r
+    }
+
+    /// The length and bytes of a body held in memory (none for a file).
+    pub(crate) fn memory_body(&self) -> (u64, Bytes) {
+        match &self.body {
+            Body::Bytes(b) | Body::Mapped(b) => (b.len() as u64, b.clone()),
+            Body::Empty | Body::File(_) => (0, Bytes::new()),
+        }
+    }
+
     /// A short text page for a status (`404 Not Found`), as the server's
     /// own answers carry.
     pub fn status_page_for(status: u16) -> Response {
@@ -126,7 +141,6 @@ impl Response {
 
     /// The answer to a plain HTTP request on the TLS port, in plain HTTP,
     /// with nginx's words so clients and people recognise it.
-    #[cfg(target_os = "linux")]
     pub(crate) fn plain_http_on_tls_port() -> Response {
         let mut r = Response::new(400);
         r.body = Body::Bytes(Bytes::from_static(
@@ -208,15 +222,6 @@ impl IntoResponse for Bytes {
     }
 }
 
-#[cfg(target_os = "linux")]
-impl IntoResponse for crate::fs::Mapped {
-    fn into_response(self) -> Response {
-        let mut r = row(Bytes::new(), OCTETS);
-        r.body = Body::Mapped(Bytes::from(self));
-        r
-    }
-}
-
 impl<T: IntoResponse, E: Display> IntoResponse for Result<T, E> {
     fn into_response(self) -> Response {
         match self {
@@ -263,40 +268,6 @@ pub(crate) fn bodiless(status: u16) -> bool {
     (100..200).contains(&status) || status == 204 || status == 304
 }
 
-/// Writes the status line and headers. `length` is the body's length (also
-/// for HEAD, which sends no body); `close` adds `Connection: close`, and
-/// `keep_alive_10` answers an HTTP/1.0 keep-alive request.
-#[cfg(target_os = "linux")]
-pub(crate) fn write_head(
-    out: &mut Vec<u8>,
-    resp: &Response,
-    length: u64,
-    date: &[u8],
-    close: bool,
-    keep_alive_10: bool,
-) {
-    let mut itoa = itoa_buf();
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(fmt_u64(&mut itoa, u64::from(resp.status)));
-    out.push(b' ');
-    out.extend_from_slice(reason(resp.status).as_bytes());
-    out.extend_from_slice(b"\r\nDate: ");
-    out.extend_from_slice(date);
-    out.extend_from_slice(b"\r\n");
-    each_field(resp, length, |name, value| {
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
-    });
-    if close {
-        out.extend_from_slice(b"Connection: close\r\n");
-    } else if keep_alive_10 {
-        out.extend_from_slice(b"Connection: keep-alive\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-}
-
 /// The header fields every backend sends after `Date`, in order: `Server`,
 /// the row's `Content-Type` unless a header overrides it, the response's
 /// own headers (but `Connection`, which is the connection's), and
@@ -319,11 +290,11 @@ pub(crate) fn each_field(resp: &Response, length: u64, mut field: impl FnMut(&[u
     }
 }
 
-fn itoa_buf() -> [u8; 20] {
+pub(crate) fn itoa_buf() -> [u8; 20] {
     [0; 20]
 }
 
-fn fmt_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
+pub(crate) fn fmt_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;

@@ -341,7 +341,7 @@ impl Runtime {
 }
 
 /// Something about the machine, not the file's text, that a server started
-/// with a runtime would run into: found by [`Runtime::preflight`].
+/// with a runtime would run into: found by `Runtime::preflight` (Linux).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
     /// The key whose value leads to it.
@@ -351,76 +351,6 @@ pub struct Finding {
     /// `false`: a server would refuse to start. `true`: it would start, but
     /// the operator should know (`nikaia check` exits 0).
     pub warning: bool,
-}
-
-impl Runtime {
-    /// Looks at what the settings name on this machine, as a server starting
-    /// with them would: what `nikaia check` reports beyond the file's text.
-    pub fn preflight(&self) -> Vec<Finding> {
-        #[allow(unused_mut)]
-        let mut found = Vec::new();
-        #[cfg(target_os = "linux")]
-        if let Some(path) = &self.stats_socket {
-            if let Err(e) = super::stats_socket::inspect(path) {
-                found.push(Finding {
-                    key: "stats-socket",
-                    message: e.to_string(),
-                    // A live server on the socket is likely the one this file
-                    // configures: starting a second would fail, checking not.
-                    warning: e.kind() == std::io::ErrorKind::AddrInUse,
-                });
-            }
-        }
-        // A busy address is only a warning: the server holding it may be the
-        // one this file configures, and checking it must not fail.
-        #[cfg(target_os = "linux")]
-        if self.listen.port() != 0 {
-            if let Err(e) = crate::http::bind_probe(self.listen) {
-                let held = e.kind() == std::io::ErrorKind::AddrInUse;
-                found.push(Finding {
-                    key: "listen",
-                    message: if held {
-                        format!("{e} (perhaps by the server this file configures)")
-                    } else {
-                        e.to_string()
-                    },
-                    warning: matches!(
-                        e.kind(),
-                        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
-                    ),
-                });
-            }
-        }
-        #[cfg(target_os = "linux")]
-        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
-            match crate::tls::Pair::load(cert, key) {
-                Err((key, message)) => found.push(Finding {
-                    key,
-                    message,
-                    warning: false,
-                }),
-                Ok(pair) => {
-                    if let Some(end) = pair.not_after() {
-                        if end <= std::time::SystemTime::now() {
-                            let date = end
-                                .duration_since(std::time::UNIX_EPOCH)
-                                .map_or(0, |d| d.as_secs());
-                            found.push(Finding {
-                                key: "tls-cert",
-                                message: format!(
-                                    "{}: the certificate expired on {} (clients will refuse it)",
-                                    cert.display(),
-                                    String::from_utf8_lossy(&crate::http::date::imf_fixdate(date))
-                                ),
-                                warning: true,
-                            });
-                        }
-                    }
-                }
-            }
-        }
-        found
-    }
 }
 
 /// `FILE:LINE:COL: error: key `KEY`: MESSAGE`, one line; the position is left

@@ -3,17 +3,16 @@
 //! prices nikaia_std's own code (the kept table and its statx, the vehicle
 //! choice, validators, the residency probe), not a copy of it.
 
-use super::file::{self, Plan, Step};
-use super::out::{Flushed, Out, PlainWire};
-use super::parse::parse_head;
-use super::request::Request;
-use super::response::Response;
-use super::router::Router;
-use super::server::Shared;
-use super::File;
+use super::out::{Flushed, Out};
+use super::send::FileSend;
+use super::shared::Shared;
+use super::transport::Socket;
 use crate::fs::Root;
+use crate::http::file::{self, Plan, Step};
+use crate::http::h1::parse::parse_head;
+use crate::http::router::Router;
+use crate::http::{File, Request, Response};
 use crate::rt::Runtime;
-use crate::send::FileSend;
 use bytes::Bytes;
 use std::io::{self, Write};
 use std::net::TcpStream;
@@ -58,12 +57,7 @@ impl AutoSender {
             .flatten()
             .expect("a well-formed bench request");
         BenchRequest {
-            req: Request::new(
-                Bytes::from(head),
-                h,
-                Bytes::new(),
-                "127.0.0.1:0".parse().expect("an address"),
-            ),
+            req: h.request(Bytes::from(head), Bytes::new(), crate::http::Peer::Unix),
             file: File::new(name, root),
         }
     }
@@ -104,12 +98,12 @@ impl AutoSender {
                     let mut budget = usize::MAX;
                     let mut progress = false;
                     let forever = std::time::Instant::now() + std::time::Duration::from_secs(3600);
-                    let mut wire = PlainWire(std::os::fd::AsFd::as_fd(sock));
+                    let mut wire = Socket(std::os::fd::AsFd::as_fd(sock));
                     match out.flush(&mut wire, &mut budget, forever, &mut progress, |_| {}) {
                         Ok(Flushed::All) => return Ok(end - start),
                         Ok(Flushed::Cold { offset, len }) => {
                             let mut data = vec![0; len];
-                            let n = crate::send::pread(&file, &mut data, offset)?;
+                            let n = crate::fs::read_full_at(&file, &mut data, offset)?;
                             data.truncate(n);
                             out.fill(Ok(data))
                                 .map_err(|e| io::Error::other(format!("{e:?}")))?;

@@ -3,18 +3,19 @@
 //! (Node's `node:http`, `nikaia_std/wasm/`) hands each request to
 //! [`handle`] and writes the [`Answer`] back. What the answer is — routing,
 //! handlers, `http::File` with its statuses, headers, ranges and
-//! conditionals — is decided by the same code as on Linux; only how the
-//! bytes move differs (`spec/targets.md`).
+//! conditionals — is decided by the same pipeline as on Linux
+//! (`http::answer`); this side is only the host's entry and the body it
+//! pulls (`spec/targets.md`).
 
-use super::app::{hide_error, route, Server};
-use super::date::imf_fixdate;
-use super::file::{self, Files, Meta, Plan, Prepared, Step};
-use super::parse::parse_head;
-use super::request::Request;
-use super::response::{each_field, reason, Body, Response};
-use super::router::Router;
 use crate::fs::{self, Identity, Opened, Root};
-use crate::send::Vehicle;
+use crate::http::answer::{self, Payload, Progress};
+use crate::http::date::imf_fixdate;
+use crate::http::file::{Files, Meta};
+use crate::http::h1::parse::parse_head;
+use crate::http::response::{each_field, reason};
+use crate::http::router::Router;
+use crate::http::{Peer, Request, Response, Server};
+use crate::rt::Vehicle;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::path::Path;
@@ -133,26 +134,24 @@ impl Answer {
             Source::File { file, offset, end } => {
                 let n = ((*end - *offset) as usize).min(CHUNK);
                 let mut buf = vec![0u8; n];
-                let mut got = 0;
-                while got < n {
-                    match file.read_at(&mut buf[got..], *offset + got as u64) {
-                        Ok(0) => {
-                            let why = format!(
-                                "the file ended {} bytes early (truncated?)",
-                                *end - *offset - got as u64
-                            );
-                            console_error(&why);
-                            return Err(JsError::new(&why));
-                        }
-                        Ok(k) => got += k,
-                        Err(e) => {
-                            console_error(&format!("reading a file body: {e}"));
-                            return Err(JsError::new(&e.to_string()));
-                        }
+                match fs::read_full_at(file, &mut buf, *offset) {
+                    Ok(got) if got < n => {
+                        let why = format!(
+                            "the file ended {} bytes early (truncated?)",
+                            *end - *offset - got as u64
+                        );
+                        console_error(&why);
+                        Err(JsError::new(&why))
+                    }
+                    Ok(_) => {
+                        *offset += n as u64;
+                        Ok(buf)
+                    }
+                    Err(e) => {
+                        console_error(&format!("reading a file body: {e}"));
+                        Err(JsError::new(&e.to_string()))
                     }
                 }
-                *offset += n as u64;
-                Ok(buf)
             }
         }
     }
@@ -174,10 +173,11 @@ pub fn handle(
     let Some(router) = APP.with(|app| app.borrow().clone()) else {
         let mut r = Response::status_page(503);
         r.log_error = Some("no routes: the program did not call Server::run".into());
-        return answer(r, None, true, false);
+        return status_answer(r);
     };
-    // The head as it would have come off a socket, so the same parser
-    // validates it; the host has already taken the body's framing.
+    // The host speaks HTTP/1.1: its request is checked by the same rules as
+    // one off a socket, from the head it would have been. The host has
+    // already taken the body's framing.
     let mut head = format!("{method} {target} HTTP/1.1\r\n").into_bytes();
     for pair in headers.chunks(2) {
         let [name, value] = pair else { break };
@@ -195,67 +195,62 @@ pub fn handle(
     let head = Bytes::from(head);
     let parsed = match parse_head(&head, crate::rt::Runtime::default().max_header_bytes) {
         Ok(Some(parsed)) => parsed,
-        Ok(None) => return answer(Response::status_page(400), None, true, false),
-        Err(reject) => return answer(Response::status_page(reject.status), None, true, false),
+        Ok(None) => return status_answer(Response::status_page(400)),
+        Err(reject) => return status_answer(Response::status_page(reject.status)),
     };
-    let keep_alive = parsed.keep_alive;
-    let close = |resp: &Response| {
-        !keep_alive
-            || resp
-                .get_header("connection")
-                .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    let may_keep = parsed.keep_alive;
+    let len = parsed.len;
+    // The host knows no peer address it could give.
+    let mut req = parsed.request(head.slice(..len), Bytes::from(body), Peer::Unix);
+    let mut log =
+        |req: &Request, e: &str| console_error(&format!("{} {}: {e}", req.method(), req.target()));
+    let mut progress = answer::answer(&HostFiles, &router, &mut req, may_keep, &mut log);
+    // Opens are synchronous here: the pipeline never has to wait long.
+    let answer = loop {
+        match progress {
+            Progress::Ready(answer) => break answer,
+            Progress::Open(target, waiting) => {
+                let opened = waiting.root().open(&target);
+                progress = waiting.opened(&HostFiles, &req, target, opened, &mut log);
+            }
+        }
     };
-    let unknown_peer = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
-    let mut req = Request::new(
-        head.slice(..parsed.len),
-        parsed,
-        Bytes::from(body),
-        unknown_peer,
-    );
-    let resp = route(&router, &mut req);
-    log(&req, &resp);
-    let mut resp = hide_error(resp);
-    let head_only = req.is_head();
-    match std::mem::replace(&mut resp.body, Body::Empty) {
-        Body::File(f) => {
-            let mut step = file::begin(&HostFiles, &req, &resp, &f);
-            let prepared = loop {
-                match step {
-                    Step::Ready(prepared) => break prepared,
-                    // Opens are synchronous here; this is not reached.
-                    Step::Open(name, then) => {
-                        let opened = f.root.open(&name);
-                        step = file::opened(&HostFiles, &req, &resp, &f, name, then, opened)
-                    }
-                }
-            };
-            log(&req, &prepared.resp);
-            let close = close(&resp);
-            let Prepared { resp, length, plan } = prepared;
-            answer(resp, Some((length, plan)), close, head_only)
-        }
-        body => {
-            resp.body = body;
-            let close = close(&resp);
-            answer(resp, None, close, head_only)
-        }
-    }
+    to_host(answer)
 }
 
-fn log(req: &Request, resp: &Response) {
+/// A status page answered before a request could reach the pipeline; the
+/// connection closes after it.
+fn status_answer(resp: Response) -> Answer {
     if let Some(e) = &resp.log_error {
-        console_error(&format!("{} {}: {e}", req.method(), req.target()));
+        console_error(e);
     }
+    let length = resp.body.len();
+    let (_, body) = resp.memory_body();
+    host_answer(&resp, length, true, Source::Bytes(body))
 }
 
-/// The head fields and the body source of a decided response.
-fn answer(resp: Response, file: Option<(u64, Plan)>, close: bool, head_only: bool) -> Answer {
-    let (length, plan) = file.unwrap_or((resp.body.len(), Plan::None));
+/// The host's view of a decided answer: head fields and the body it pulls.
+fn to_host(answer: answer::Answer) -> Answer {
+    let body = match answer.payload {
+        Payload::None => Source::Bytes(Bytes::new()),
+        Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => Source::Bytes(b),
+        Payload::File {
+            file, start, end, ..
+        } => Source::File {
+            file,
+            offset: start,
+            end,
+        },
+    };
+    host_answer(&answer.resp, answer.length, answer.close, body)
+}
+
+fn host_answer(resp: &Response, length: u64, close: bool, body: Source) -> Answer {
     let mut headers = vec![
         "Date".to_owned(),
         String::from_utf8_lossy(&imf_fixdate(host_now_seconds())).into_owned(),
     ];
-    each_field(&resp, length, |name, value| {
+    each_field(resp, length, |name, value| {
         headers.push(String::from_utf8_lossy(name).into_owned());
         headers.push(String::from_utf8_lossy(value).into_owned());
     });
@@ -263,26 +258,8 @@ fn answer(resp: Response, file: Option<(u64, Plan)>, close: bool, head_only: boo
         headers.push("Connection".to_owned());
         headers.push("close".to_owned());
     }
-    let send_body = !head_only && !super::response::bodiless(resp.status);
-    let body = match (send_body, plan, resp.body) {
-        (false, _, _) => Source::Bytes(Bytes::new()),
-        (true, Plan::Kept(b), _) => Source::Bytes(b),
-        (
-            true,
-            Plan::File {
-                file, start, end, ..
-            },
-            _,
-        ) => Source::File {
-            file,
-            offset: start,
-            end,
-        },
-        (true, Plan::None, Body::Bytes(b) | Body::Mapped(b)) => Source::Bytes(b),
-        (true, Plan::None, _) => Source::Bytes(Bytes::new()),
-    };
     Answer {
-        status: resp.status,
+        status: resp.status(),
         headers,
         body,
     }

@@ -9,7 +9,7 @@
 //! FIFO, a live socket) stops the server from starting and is left as it was
 //! (`spec/runtime-file.md`, "What the server may delete").
 
-use super::Report;
+use crate::rt::Report;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 use std::fs::FileType;
 use std::io::{self, Write};

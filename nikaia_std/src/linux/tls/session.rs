@@ -4,7 +4,7 @@
 //! writes and push the records out, arming EPOLLOUT (by returning `EAGAIN`)
 //! when the socket is full.
 
-use crate::http::out::Wire;
+use crate::linux::out::Wire;
 use bytes::BytesMut;
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};

@@ -4,11 +4,11 @@
 //! Access lines are gathered per worker and written once per loop turn, so a
 //! busy worker pays one `write` for many requests; error lines go out at once.
 
-use super::{AccessLogFormat, LogTarget};
+use crate::http::Peer;
+use crate::rt::{AccessLogFormat, LogTarget};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -145,7 +145,7 @@ pub(crate) enum RequestLine<'a> {
 
 /// One request's access line, appended to a worker's batch.
 pub(crate) struct AccessEntry<'a> {
-    pub peer: SocketAddr,
+    pub peer: &'a Peer,
     pub request: RequestLine<'a>,
     pub status: u16,
     /// Body bytes sent.
@@ -155,6 +155,18 @@ pub(crate) struct AccessEntry<'a> {
     pub duration: Duration,
     /// How the body travelled (`None` for a refused head).
     pub vehicle: Option<&'static str>,
+}
+
+/// nginx's `$remote_addr`: the peer's IP, or `unix:` for a Unix socket.
+struct RemoteAddr<'a>(&'a Peer);
+
+impl fmt::Display for RemoteAddr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.ip() {
+            Some(ip) => ip.fmt(f),
+            None => self.0.fmt(f),
+        }
+    }
 }
 
 impl AccessEntry<'_> {
@@ -173,7 +185,7 @@ impl AccessEntry<'_> {
     /// "$http_user_agent"`, time in UTC, `-` for what is missing, text
     /// escaped as nginx does.
     fn combined(&self, out: &mut Vec<u8>, now: Duration) {
-        let _ = write!(out, "{} - - [", self.peer.ip());
+        let _ = write!(out, "{} - - [", RemoteAddr(self.peer));
         time_local(out, now.as_secs());
         out.extend_from_slice(b"] \"");
         match self.request {
@@ -202,7 +214,11 @@ impl AccessEntry<'_> {
     fn json(&self, out: &mut Vec<u8>, now: Duration) {
         out.extend_from_slice(b"{\"time\":\"");
         rfc3339(out, now);
-        let _ = write!(out, "\",\"remote_addr\":\"{}\",\"method\":", self.peer.ip());
+        let _ = write!(
+            out,
+            "\",\"remote_addr\":\"{}\",\"method\":",
+            RemoteAddr(self.peer)
+        );
         let (method, target, protocol, refused) = match self.request {
             RequestLine::Parsed {
                 method,
@@ -411,9 +427,14 @@ mod tests {
             .is_fifo());
     }
 
+    const PEER: Peer = Peer::Tcp(std::net::SocketAddr::V4(std::net::SocketAddrV4::new(
+        std::net::Ipv4Addr::new(127, 0, 0, 1),
+        9,
+    )));
+
     fn entry<'a>(target: &'a [u8], referer: Option<&'a [u8]>) -> AccessEntry<'a> {
         AccessEntry {
-            peer: "127.0.0.1:9".parse().unwrap(),
+            peer: &PEER,
             request: RequestLine::Parsed {
                 method: b"GET",
                 target,

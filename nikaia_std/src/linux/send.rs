@@ -1,11 +1,16 @@
-//! The Linux backend: the only place `sendfile`, `pread` and the residency
-//! probe are called.
+//! How a file travels on Linux (D3): the vehicles' syscalls — the only
+//! place `sendfile`, `pread` and the residency probe are called — the
+//! choice between them, and the state of one file body being sent.
+//! Normative text: `spec/files.md`.
 
 use rustix::io::{Errno, ReadWriteFlags};
 use std::fs::File;
 use std::io::IoSliceMut;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::rt::{SendFile, Vehicle};
 
 /// `sendfile(sock, file, offset, count)`: the kernel copies page-cache pages
 /// to the socket; the program never has the bytes. Advances `offset`.
@@ -158,4 +163,99 @@ mod tests {
         );
         assert_eq!(guarded_copy_by_pipe(&map, Vec::new(), 0), Err(Errno::FAULT));
     }
+}
+
+/// Files at most this large may be kept as mappings (D8). On this machine
+/// a validated kept mapping costs less machine CPU than `sendfile` of a
+/// file opened per request at 4 and 8 KiB, as much or more at 16 KiB, and
+/// more from 32 KiB up (benches/sendfile, `docs/history/zero-copy-send.md`);
+/// the record saw it tie at 64 KiB.
+pub(crate) const KEEP_MAX: u64 = 8 << 10;
+
+/// Bytes read per `pread` on the read vehicle, and the size of a pooled buffer.
+pub(crate) const READ_BUF: usize = 64 << 10;
+
+/// The vehicle for a body of `len` bytes that is not kept, under the
+/// runtime file's `send-file`. Through TLS the bytes must pass through the
+/// session, so they are read (kTLS, which would let `sendfile` encrypt in
+/// the kernel, is not built: `spec/tls.md`).
+pub(crate) fn choose(policy: SendFile, len: u64, tls: bool) -> Vehicle {
+    if tls {
+        return Vehicle::Read;
+    }
+    match policy {
+        // sendfile was never worse than reading, at any size, in either
+        // family, in every run of the record and of benches/sendfile here.
+        SendFile::Auto => Vehicle::Sendfile,
+        SendFile::Never => Vehicle::Read,
+        SendFile::AtLeast(min) if len >= min => Vehicle::Sendfile,
+        SendFile::AtLeast(_) => Vehicle::Read,
+    }
+}
+
+/// A file body in a connection's queue: the descriptor opened for this
+/// response and the part of it still to send.
+#[derive(Debug)]
+pub(crate) struct FileSend {
+    pub file: Arc<File>,
+    /// Where this response's part of the file starts (for the log).
+    pub start: u64,
+    pub offset: u64,
+    pub end: u64,
+    pub vehicle: Vehicle,
+    /// Bytes read (by `pread` here or on the io pool) and not yet written.
+    pub buf: Option<Buffered>,
+    /// Up to where the page cache was last found warm.
+    pub warm_to: u64,
+    /// A read of cold pages is on the io pool.
+    pub waiting: bool,
+    /// For the error log when the file turns out shorter than promised.
+    pub name: Arc<str>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Buffered {
+    pub data: Vec<u8>,
+    pub pos: usize,
+}
+
+impl FileSend {
+    /// Bytes `start..end` of `file`, by `vehicle`; `name` is for the log.
+    pub(crate) fn new(
+        file: Arc<File>,
+        start: u64,
+        end: u64,
+        vehicle: Vehicle,
+        name: &str,
+    ) -> FileSend {
+        FileSend {
+            file,
+            start,
+            offset: start,
+            end,
+            vehicle,
+            buf: None,
+            warm_to: 0,
+            waiting: false,
+            name: Arc::from(name),
+        }
+    }
+
+    pub(crate) fn remaining(&self) -> u64 {
+        self.end - self.offset
+            + self
+                .buf
+                .as_ref()
+                .map_or(0, |b| (b.data.len() - b.pos) as u64)
+    }
+}
+
+/// The offsets probed before sending `[from, to)`: its first and last byte
+/// and one in each 256 KiB between, so a window evicted in part is caught.
+pub(crate) fn probe_points(from: u64, to: u64) -> impl Iterator<Item = u64> {
+    const STEP: u64 = 256 << 10;
+    let last = to.saturating_sub(1).max(from);
+    (from..last)
+        .step_by(STEP as usize)
+        .chain(std::iter::once(last))
 }

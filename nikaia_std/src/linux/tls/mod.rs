@@ -95,7 +95,7 @@ pub(crate) struct Counters {
     /// Plain HTTP requests answered 400 on the TLS port.
     pub plain_http: AtomicU64,
     /// The error log's rate limit for failures.
-    logged: crate::rt::log::Throttle,
+    logged: crate::linux::log::Throttle,
 }
 
 /// The HTTPS side of a server: configuration, reload, counters.
@@ -147,7 +147,7 @@ impl Tls {
     /// Counts a failed handshake and says whether to log it (at most a
     /// line per 10 s, with the number left out: [`Throttle`]).
     ///
-    /// [`Throttle`]: crate::rt::log::Throttle
+    /// [`Throttle`]: crate::linux::log::Throttle
     pub(crate) fn failure_to_log(&self) -> Option<u64> {
         self.counters.failed.fetch_add(1, Ordering::Relaxed);
         self.counters.logged.pass()

@@ -5,11 +5,10 @@
 //! panics only when an invariant of ours breaks; an error answer is not a
 //! failure. Not part of the language surface.
 
-use super::chunked::Chunked;
-use super::conditional::{preconditions, span, Span, Validators};
-use super::parse::{parse_head, percent_decode, Framing};
-use super::request::Request;
 use crate::fs::Identity;
+use crate::http::conditional::{preconditions, span, Span, Validators};
+use crate::http::h1::chunked::Chunked;
+use crate::http::h1::parse::{parse_head, percent_decode, Framing};
 use bytes::Bytes;
 
 const MAX_HEAD: usize = 32 << 10;
@@ -122,12 +121,7 @@ pub fn ranges_and_conditionals(data: &[u8]) {
     let Ok(Some(parsed)) = parse_head(head.as_bytes(), MAX_HEAD) else {
         return;
     };
-    let req = Request::new(
-        Bytes::from(head),
-        parsed,
-        Bytes::new(),
-        "127.0.0.1:1".parse().unwrap_or_else(|_| unreachable!()),
-    );
+    let req = parsed.request(Bytes::from(head), Bytes::new(), crate::http::Peer::Unix);
     let v = Validators::of(&Identity {
         dev: 1,
         ino: 2,
@@ -152,10 +146,14 @@ pub fn decode_and_route(data: &[u8]) {
         return;
     };
     assert!(!path.contains('\0'), "a decoded NUL");
-    let mut router = super::router::Router::default();
-    router.add("GET", "/f/*name", Box::new(|_| super::Response::new(200)));
-    router.add("GET", "/", Box::new(|_| super::Response::new(200)));
-    if let super::router::Found::Handler(_, Some(param)) = router.find("GET", &path) {
+    let mut router = crate::http::router::Router::default();
+    router.add(
+        "GET",
+        "/f/*name",
+        Box::new(|_| crate::http::Response::new(200)),
+    );
+    router.add("GET", "/", Box::new(|_| crate::http::Response::new(200)));
+    if let crate::http::router::Found::Handler(_, Some(param)) = router.find("GET", &path) {
         assert!(path.ends_with(&param) && path.starts_with("/f/"));
     }
 }
@@ -203,7 +201,7 @@ fn server(tls: Option<(&str, &str)>) -> std::net::SocketAddr {
             tls_key: tls.map(|(_, key)| key.into()),
             ..crate::rt::Runtime::default()
         };
-        super::Server::with_runtime(rt)
+        crate::http::Server::with_runtime(rt)
             .route("/a", |_| "A")
             .route("/b", |_| "BB".repeat(3000))
             .method("POST", "/echo", |req| Bytes::clone(req.body()))

@@ -6,8 +6,8 @@
 //! led to it; every hit revalidated with one `statx`; invisible to programs.
 //! Normative text: `spec/files.md`.
 
+use super::send::KEEP_MAX;
 use crate::fs::{self, Identity, Opened, Root};
-use crate::send::KEEP_MAX;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -314,12 +314,8 @@ impl<M> Table<M> {
 /// a file changed while it was read is not kept.
 fn copy_opened(opened: &Opened) -> Option<Bytes> {
     let mut data = vec![0u8; usize::try_from(opened.id.size).ok()?];
-    let mut got = 0;
-    while got < data.len() {
-        match crate::send::pread(&opened.file, &mut data[got..], got as u64) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => got += n,
-        }
+    if fs::read_full_at(&opened.file, &mut data, 0).ok()? < data.len() {
+        return None;
     }
     let after = rustix::fs::fstat(&opened.file).ok()?;
     (fs::identity_of(&after) == opened.id).then(|| Bytes::from(data))

@@ -4,10 +4,10 @@
 //! head before a file body is sent with `MSG_MORE` so it leaves in the same
 //! packets as the file's first bytes.
 
-use crate::send::{self, Buffered, FileSend, Residency, Vehicle};
+use super::send::{self, Buffered, FileSend, Residency};
+use crate::rt::Vehicle;
 use bytes::{Buf, Bytes};
 use rustix::io::Errno;
-use rustix::net::{SendAncillaryBuffer, SendFlags};
 use std::collections::VecDeque;
 use std::io::IoSlice;
 use std::time::Instant;
@@ -67,8 +67,8 @@ pub(crate) enum SendError {
     },
 }
 
-/// Where a connection's queue writes: the socket itself, or a TLS session
-/// in front of it (`tls::TlsWire`).
+/// Where a connection's queue writes: its transport (`transport.rs`: the
+/// socket itself, or a TLS session in front of it), or a test's fake.
 pub(crate) trait Wire {
     /// Writes a prefix of `iov`, returning its length; `EAGAIN` when
     /// nothing could be taken. `more`: a file body follows at once.
@@ -80,35 +80,6 @@ pub(crate) trait Wire {
         offset: &mut u64,
         count: usize,
     ) -> Result<usize, Errno>;
-}
-
-/// A plain TCP socket.
-pub(crate) struct PlainWire<'a>(pub std::os::fd::BorrowedFd<'a>);
-
-impl Wire for PlainWire<'_> {
-    fn send(&mut self, iov: &[IoSlice<'_>], more: bool) -> Result<usize, Errno> {
-        let flags = if more {
-            SendFlags::NOSIGNAL | SendFlags::MORE
-        } else {
-            SendFlags::NOSIGNAL
-        };
-        let mut control = SendAncillaryBuffer::default();
-        loop {
-            match rustix::net::sendmsg(self.0, iov, &mut control, flags) {
-                Err(Errno::INTR) => continue,
-                other => return other,
-            }
-        }
-    }
-
-    fn sendfile(
-        &mut self,
-        file: &std::fs::File,
-        offset: &mut u64,
-        count: usize,
-    ) -> Result<usize, Errno> {
-        send::sendfile(self.0, file, offset, count)
-    }
 }
 
 #[derive(Default, Debug)]

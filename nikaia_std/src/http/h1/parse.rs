@@ -1,7 +1,9 @@
 //! Request heads: parsing (httparse on a bounded buffer) and the framing
 //! checks of RFC 9112 that keep a connection in sync (no smuggling).
 
-use super::request::Version;
+use crate::http::request::{reject, Parts, Peer, Reject, Request, Version};
+use crate::http::target::{split_target, valid_host};
+use bytes::Bytes;
 use std::ops::Range;
 
 /// The most header fields one request may carry; past it, 431.
@@ -17,7 +19,6 @@ pub(crate) enum Framing {
 
 /// A complete, accepted request head.
 #[derive(Debug)]
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct Head {
     pub len: usize,
     pub method: Range<usize>,
@@ -31,15 +32,26 @@ pub(crate) struct Head {
     pub expect_continue: bool,
 }
 
-/// Why a head was refused: the status to answer with (then close).
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Reject {
-    pub status: u16,
-    pub why: &'static str,
-}
+impl Head {
+    /// The request this head carries: `bytes` are the head's (the ranges
+    /// point into them), with its `body` and `peer`.
+    pub(crate) fn request(mut self, bytes: Bytes, body: Bytes, peer: Peer) -> Request {
+        Request::new(self.parts(bytes), body, peer)
+    }
 
-fn reject(status: u16, why: &'static str) -> Reject {
-    Reject { status, why }
+    /// The request's text, given the head's bytes (`len` of them) that the
+    /// ranges point into.
+    pub(crate) fn parts(&mut self, fields: Bytes) -> Parts {
+        Parts {
+            fields,
+            method: self.method.clone(),
+            target: self.target.clone(),
+            version: self.version,
+            headers: std::mem::take(&mut self.headers),
+            path: std::mem::take(&mut self.path),
+            query: self.query.clone(),
+        }
+    }
 }
 
 /// A request line whose version httparse refused: 505 only for a
@@ -181,53 +193,12 @@ pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, R
     }))
 }
 
-/// Splits a request target into its path and query. Origin-form (`/p?q`) and
-/// absolute-form (`http://host/p?q`) are accepted; `*` only for OPTIONS.
-fn split_target<'a>(method: &str, target: &'a str) -> Result<(&'a str, Option<&'a str>), Reject> {
-    let rest = if target.starts_with('/') {
-        target
-    } else if target == "*" && method == "OPTIONS" {
-        return Ok(("*", None));
-    } else if let Some(after) = strip_scheme(target) {
-        match after.find(['/', '?']) {
-            Some(i) if after.as_bytes()[i] == b'/' => &after[i..],
-            _ => return Err(reject(400, "absolute-form target without a path")),
-        }
-    } else {
-        return Err(reject(400, "request target is not a path"));
-    };
-    Ok(match rest.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (rest, None),
-    })
-}
-
-fn strip_scheme(target: &str) -> Option<&str> {
-    let lower = target.get(..8)?.to_ascii_lowercase();
-    if lower.starts_with("http://") {
-        Some(&target[7..])
-    } else if lower == "https://" {
-        Some(&target[8..])
-    } else {
-        None
-    }
-}
-
 /// `Content-Length = 1*DIGIT`: no sign, no spaces, no lists, no overflow.
 fn parse_content_length(v: &[u8]) -> Result<u64, Reject> {
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
         return Err(reject(400, "invalid Content-Length"));
     }
     Ok(v.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
-}
-
-/// A Host value: `uri-host [ ":" port ]`, or empty. Refuses anything that
-/// could not be a host (spaces, slashes, `@`, controls).
-fn valid_host(v: &[u8]) -> bool {
-    v.iter().all(|&b| {
-        b.is_ascii_alphanumeric()
-            || matches!(b, b'-' | b'.' | b':' | b'[' | b']' | b'_' | b'~' | b'%')
-    })
 }
 
 /// Decodes `%XX` escapes exactly once. `None` for a bad escape, bytes that
@@ -270,6 +241,15 @@ pub(crate) fn hex(c: u8) -> Option<u8> {
         b'A'..=b'F' => Some(c - b'A' + 10),
         _ => None,
     }
+}
+
+/// The request a complete head carries, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_request(head: &str) -> Request {
+    let parsed = parse_head(head.as_bytes(), 1 << 16)
+        .expect("a well-formed head")
+        .expect("a complete head");
+    parsed.request(Bytes::from(head.to_owned()), Bytes::new(), Peer::Unix)
 }
 
 #[cfg(test)]

@@ -1,0 +1,65 @@
+//! A connection's lines in the access log: one per answer written, and one
+//! per request refused before it was parsed (what came of its first line,
+//! as nginx logs it).
+
+use super::Turn;
+use crate::http::request::Reject;
+use crate::http::Peer;
+use crate::linux::log::{AccessEntry, RequestLine};
+use crate::linux::out::Sent;
+use crate::rt::{AccessLogFormat, Vehicle};
+use std::time::{Duration, Instant};
+
+/// The most of a refused request line the access log shows.
+const MAX_LOGGED_LINE: usize = 1024;
+
+/// The line of an answer whose last byte was written.
+pub(super) fn sent(
+    out: &mut Vec<u8>,
+    format: AccessLogFormat,
+    peer: &Peer,
+    sent: &Sent,
+    tls: bool,
+    now: Instant,
+) {
+    let bytes = |r: &std::ops::Range<usize>| sent.head.get(r.clone()).unwrap_or_default();
+    AccessEntry {
+        peer,
+        request: RequestLine::Parsed {
+            method: bytes(&sent.method),
+            target: bytes(&sent.target),
+            version: sent.version,
+        },
+        status: sent.status,
+        bytes: sent.bytes,
+        referer: sent.referer.as_ref().map(bytes),
+        user_agent: sent.user_agent.as_ref().map(bytes),
+        duration: now.saturating_duration_since(sent.started),
+        vehicle: Some(match sent.vehicle {
+            Vehicle::Kept if tls => "kept copy",
+            v => v.name(),
+        }),
+    }
+    .append_to(out, format);
+}
+
+/// The line of a request refused with `reject`, from what `rbuf` holds of
+/// it.
+pub(super) fn refused(turn: &mut Turn<'_>, peer: &Peer, rbuf: &[u8], reject: Reject) {
+    let line = rbuf.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    AccessEntry {
+        peer,
+        request: RequestLine::Refused {
+            line: &line[..line.len().min(MAX_LOGGED_LINE)],
+            why: reject.why,
+        },
+        status: reject.status,
+        bytes: 0,
+        referer: None,
+        user_agent: None,
+        duration: Duration::ZERO,
+        vehicle: None,
+    }
+    .append_to(turn.access, turn.shared.logs.format);
+}

@@ -1,0 +1,418 @@
+//! The HTTP/1.1 unit of a connection: read a head, read or refuse its
+//! body, hand the request to the answer pipeline, queue the answer's head
+//! and body; again, in order (pipelined requests wait their turn), until
+//! the client or a limit ends it. The wire format is `http::h1`; what the
+//! answer is, `http::answer`.
+
+use super::{access, Link, Next, Turn};
+use crate::fs::{self as nfs, Opened};
+use crate::http::answer::{self, Answer, Payload, Progress, Waiting};
+use crate::http::file::Target;
+use crate::http::h1::chunked::Chunked;
+use crate::http::h1::head::write_head;
+use crate::http::h1::parse::{parse_head, Framing, Head};
+use crate::http::request::Reject;
+use crate::http::{Request, Response, Version};
+use crate::linux::out::Sent;
+use crate::linux::send::{guarded_copy, FileSend};
+use crate::linux::transport::Input;
+use bytes::{Bytes, BytesMut};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+/// The largest request body read into memory; past it, 413 and close.
+pub(crate) const MAX_BODY: usize = 1 << 20;
+/// Pipelined responses gathered before they are written together.
+const BATCH_BYTES: usize = 64 << 10;
+
+enum State {
+    /// Between requests: nothing of the next one has arrived.
+    Idle,
+    /// Part of a head has arrived.
+    Head,
+    /// A head is parsed and its body is still arriving.
+    Body(Box<Head>, BodyRead),
+    /// An answer waits for its file to open on the io pool.
+    Opening(Box<Opening>),
+}
+
+/// A request whose file is being opened on the io pool.
+struct Opening {
+    req: Request,
+    waiting: Waiting,
+    started: Instant,
+}
+
+enum BodyRead {
+    Length(usize),
+    Chunked(Chunked),
+}
+
+pub(super) struct H1 {
+    /// What has arrived of the requests not yet answered.
+    rbuf: BytesMut,
+    state: State,
+}
+
+impl Default for H1 {
+    fn default() -> H1 {
+        H1 {
+            rbuf: BytesMut::new(),
+            state: State::Idle,
+        }
+    }
+}
+
+impl H1 {
+    /// No request in progress, nothing of the next one here.
+    pub(super) fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle) && self.rbuf.is_empty()
+    }
+
+    /// An answer waits for the io pool.
+    pub(super) fn is_waiting(&self) -> bool {
+        matches!(self.state, State::Opening(_))
+    }
+
+    /// More pipelined requests are here and may be answered in the same
+    /// write as the one just queued.
+    pub(super) fn more_pipelined(&self, link: &Link) -> bool {
+        !self.rbuf.is_empty() && link.out.queued() < BATCH_BYTES && !link.close_after
+    }
+
+    /// Everything queued was written: how long the client may take to send
+    /// more.
+    pub(super) fn written(&self, link: &mut Link, turn: &Turn<'_>) {
+        let rt = &turn.shared.rt;
+        if link.lingering {
+            return;
+        }
+        link.deadline = match self.state {
+            State::Idle if self.rbuf.is_empty() => {
+                link.idle_since = turn.now;
+                turn.now + rt.keepalive_timeout
+            }
+            _ => turn.now + rt.header_timeout,
+        };
+    }
+
+    /// Moves the current request one step. `Ok(true)`: an answer was
+    /// queued. `Ok(false)`: progress, go round again. `Err(next)`: stop here.
+    pub(super) fn advance(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<bool, Next> {
+        let rt = &turn.shared.rt;
+        if let State::Body(..) = self.state {
+            return self.advance_body(link, turn);
+        }
+        match parse_head(&self.rbuf, rt.max_header_bytes) {
+            Err(reject) => {
+                self.refuse(link, turn, reject);
+                Ok(true)
+            }
+            Ok(None) => {
+                self.read_more(link, turn)?;
+                Ok(false)
+            }
+            Ok(Some(head)) => {
+                let body = match head.framing {
+                    Framing::None => BodyRead::Length(0),
+                    Framing::Length(n) if n > MAX_BODY as u64 => {
+                        self.refuse(
+                            link,
+                            turn,
+                            Reject {
+                                status: 413,
+                                why: "request body larger than allowed",
+                            },
+                        );
+                        return Ok(true);
+                    }
+                    Framing::Length(n) => BodyRead::Length(n as usize),
+                    Framing::Chunked => {
+                        BodyRead::Chunked(Chunked::new(MAX_BODY, rt.max_header_bytes))
+                    }
+                };
+                let waiting = match &body {
+                    BodyRead::Length(n) => self.rbuf.len() < head.len + n,
+                    BodyRead::Chunked(_) => true,
+                };
+                if head.expect_continue && waiting {
+                    link.out
+                        .push(Bytes::from_static(b"HTTP/1.1 100 Continue\r\n\r\n"));
+                }
+                self.state = State::Body(Box::new(head), body);
+                self.advance_body(link, turn)
+            }
+        }
+    }
+
+    fn advance_body(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<bool, Next> {
+        let State::Body(head, body) = &mut self.state else {
+            return Ok(false);
+        };
+        let body_end = match body {
+            BodyRead::Length(n) => {
+                let end = head.len + *n;
+                (self.rbuf.len() >= end).then_some(end)
+            }
+            BodyRead::Chunked(dec) => {
+                let from = head.len + dec.consumed;
+                match dec.feed(&self.rbuf[from..]) {
+                    Ok(true) => Some(head.len + dec.consumed),
+                    Ok(false) => None,
+                    Err(reject) => {
+                        self.refuse(link, turn, reject);
+                        return Ok(true);
+                    }
+                }
+            }
+        };
+        let Some(end) = body_end else {
+            if !link.out.is_empty() {
+                // A 100 Continue waits to be written first.
+                return Ok(false);
+            }
+            self.read_more(link, turn)?;
+            link.deadline = turn.now + turn.shared.rt.header_timeout;
+            return Ok(false);
+        };
+        let State::Body(mut head, body) = std::mem::replace(&mut self.state, State::Idle) else {
+            unreachable!("checked above");
+        };
+        let head_bytes = self.rbuf.split_to(head.len).freeze();
+        let body = match body {
+            BodyRead::Length(n) => self.rbuf.split_to(n).freeze(),
+            BodyRead::Chunked(dec) => {
+                let _ = self.rbuf.split_to(end - head.len);
+                Bytes::from(dec.body)
+            }
+        };
+        self.respond(link, turn, &mut head, head_bytes, body);
+        // Bytes of the next request are already here (unless this one
+        // waits for its file to open: then they wait too).
+        if matches!(self.state, State::Idle) && !self.rbuf.is_empty() {
+            self.state = State::Head;
+        }
+        Ok(true)
+    }
+
+    /// Hands the request to the answer pipeline.
+    fn respond(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        head: &mut Head,
+        head_bytes: Bytes,
+        body: Bytes,
+    ) {
+        let started = Instant::now();
+        let may_keep =
+            head.keep_alive && !turn.stopping && !turn.shared.rt.keepalive_timeout.is_zero();
+        let mut req = Request::new(head.parts(head_bytes), body, link.peer.clone());
+        let progress = answer::answer(
+            &**turn.shared,
+            &turn.shared.router,
+            &mut req,
+            may_keep,
+            &mut log_error(turn, link),
+        );
+        self.go_on(link, turn, req, progress, started);
+    }
+
+    /// Queues a decided answer, or sends the open it waits for to the pool.
+    fn go_on(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        req: Request,
+        progress: Progress,
+        started: Instant,
+    ) {
+        match progress {
+            Progress::Ready(answer) => self.queue(link, turn, &req, answer, started),
+            Progress::Open(target, waiting) => {
+                link.open_on_pool(turn, target, waiting.root().clone());
+                // Requests pipelined behind this one wait their turn.
+                self.state = State::Opening(Box::new(Opening {
+                    req,
+                    waiting,
+                    started,
+                }));
+            }
+        }
+    }
+
+    /// The io pool opened the file an answer waits for.
+    pub(super) fn opened(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        name: Target,
+        result: Result<Opened, nfs::Error>,
+    ) {
+        let State::Opening(pending) = std::mem::replace(&mut self.state, State::Idle) else {
+            return;
+        };
+        let Opening {
+            req,
+            waiting,
+            started,
+        } = *pending;
+        let progress = waiting.opened(
+            &**turn.shared,
+            &req,
+            name,
+            result,
+            &mut log_error(turn, link),
+        );
+        self.go_on(link, turn, req, progress, started);
+        if let State::Idle = self.state {
+            if !self.rbuf.is_empty() {
+                self.state = State::Head;
+            }
+        }
+    }
+
+    /// Queues an answer's head and body, and the marker that logs it.
+    fn queue(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        req: &Request,
+        answer: Answer,
+        started: Instant,
+    ) {
+        let answer = match answer.payload {
+            // Through TLS rustls reads the body in user mode: a program's
+            // mapping is copied by the kernel first, where a file cut short
+            // is an error and not SIGBUS.
+            Payload::Mapped(b) if link.transport.encrypts() => match guarded_copy(&b) {
+                Ok(copy) => Answer {
+                    payload: Payload::Memory(Bytes::from(copy)),
+                    ..answer
+                },
+                Err(e) => {
+                    turn.shared.logs.error(format_args!(
+                        "{} {} {}: the mapped body could not be read ({}); did its file shrink?",
+                        link.peer,
+                        req.method(),
+                        req.target(),
+                        std::io::Error::from(e)
+                    ));
+                    answer::page(req, Response::status_page_for(500), answer.close)
+                }
+            },
+            _ => answer,
+        };
+        let Answer {
+            resp,
+            length,
+            payload,
+            close,
+        } = answer;
+        let mut head = Vec::with_capacity(256);
+        write_head(&mut head, &resp, length, turn.date, close, req.version);
+        link.out.push(Bytes::from(head));
+        let vehicle = payload.vehicle();
+        let bytes = payload.len();
+        match payload {
+            Payload::None => {}
+            Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => link.out.push(b),
+            Payload::File {
+                file,
+                start,
+                end,
+                vehicle,
+            } => link
+                .out
+                .push_file(FileSend::new(file, start, end, vehicle, req.path())),
+        }
+        link.out.end(Sent {
+            head: req.fields.clone(),
+            method: req.method.clone(),
+            target: req.target.clone(),
+            version: match req.version {
+                Version::Http10 => "HTTP/1.0",
+                _ => "HTTP/1.1",
+            },
+            referer: req.header_range("referer"),
+            user_agent: req.header_range("user-agent"),
+            status: resp.status(),
+            bytes,
+            vehicle,
+            started,
+        });
+        link.close_after |= close;
+        // From here the client has send-timeout to take each part of it.
+        link.deadline = turn.now + turn.shared.rt.send_timeout;
+    }
+
+    /// Answers a request that cannot be served with its status, then closes.
+    fn refuse(&mut self, link: &mut Link, turn: &mut Turn<'_>, reject: Reject) {
+        let page = Response::status_page_for(reject.status);
+        self.refuse_with(link, turn, reject, page);
+    }
+
+    /// [`H1::refuse`] with a page of its own.
+    fn refuse_with(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        reject: Reject,
+        resp: Response,
+    ) {
+        let mut head = Vec::with_capacity(160);
+        let (length, body) = resp.memory_body();
+        write_head(&mut head, &resp, length, turn.date, true, Version::Http11);
+        link.out.push(Bytes::from(head));
+        link.out.push(body);
+        turn.shared.stats.status(reject.status);
+        if turn.shared.logs.access.is_on() {
+            access::refused(turn, &link.peer, &self.rbuf, reject);
+        }
+        self.state = State::Idle;
+        self.rbuf.clear();
+        link.close_after = true;
+        link.deadline = turn.now + turn.shared.rt.send_timeout;
+    }
+
+    /// Reads what the transport has. `Err(Wait)` when it has nothing yet,
+    /// `Err(Close)` at EOF or on an error.
+    fn read_more(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<(), Next> {
+        match link.read(turn, &mut self.rbuf)? {
+            Input::PlainOnTls => {
+                if let Some(tls) = &turn.shared.tls {
+                    tls.counters.plain_http.fetch_add(1, Relaxed);
+                }
+                self.refuse_with(
+                    link,
+                    turn,
+                    Reject {
+                        status: 400,
+                        why: "plain HTTP on the TLS port",
+                    },
+                    Response::plain_http_on_tls_port(),
+                );
+            }
+            _ => {
+                if let State::Idle = self.state {
+                    // The next request has begun: its head has header-timeout.
+                    self.state = State::Head;
+                    link.deadline = turn.now + turn.shared.rt.header_timeout;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes an error an answer hides from its client to the error log.
+fn log_error<'a>(turn: &'a Turn<'_>, link: &'a Link) -> impl FnMut(&Request, &str) + 'a {
+    move |req, e| {
+        turn.shared.logs.error(format_args!(
+            "{} {} {}: {e}",
+            link.peer,
+            req.method(),
+            req.target()
+        ))
+    }
+}

@@ -1,0 +1,383 @@
+//! One connection: its [`Link`] (the transport, the send queue, the
+//! deadline — what every protocol shares) and its protocol unit, which
+//! reads requests off the link and queues their answers (`h1.rs`; HTTP/2
+//! goes beside it). The worker drives it turn by turn:
+//!
+//! accept → (TLS handshake) → request → answer → send → keep-alive or close
+//! (`spec/http.md`, "A connection's life").
+
+mod access;
+mod h1;
+
+use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
+use super::shared::Shared;
+use super::tls::Session;
+use super::transport::{Input, Transport};
+use super::worker::Mailbox;
+use crate::fs::{self as nfs, Opened, Root};
+use crate::http::file::Target;
+use crate::http::Peer;
+use h1::H1;
+use rustix::io::Errno;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a closing connection keeps draining what the client still sends,
+/// so its last response is not destroyed by a reset.
+const LINGER: Duration = Duration::from_secs(2);
+/// Requests one connection may run in one loop turn before others go.
+const BATCH_REQUESTS: usize = 32;
+/// The longest one connection writes in one loop turn (besides the
+/// `send-file-max-chunk` byte bound) before the worker serves the others.
+const SLICE: Duration = Duration::from_micros(200);
+
+/// What the worker should do with the connection next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A syscall said EAGAIN: wait for epoll.
+    Wait,
+    /// Work remains, but this turn's share is used: run again next turn.
+    Yield,
+    Close,
+}
+
+/// What the io pool sends back to a worker, for one connection.
+pub(crate) enum IoDone {
+    Opened {
+        slot: usize,
+        conn: u64,
+        name: Target,
+        result: Result<Opened, nfs::Error>,
+    },
+    Read {
+        slot: usize,
+        conn: u64,
+        result: Result<Vec<u8>, Errno>,
+    },
+}
+
+impl IoDone {
+    pub(crate) fn target(&self) -> (usize, u64) {
+        match self {
+            IoDone::Opened { slot, conn, .. } | IoDone::Read { slot, conn, .. } => (*slot, *conn),
+        }
+    }
+}
+
+/// What the worker lends a connection for one turn.
+pub(crate) struct Turn<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub date: &'a [u8],
+    pub access: &'a mut Vec<u8>,
+    pub now: Instant,
+    pub stopping: bool,
+    /// Where the io pool posts results for this worker.
+    pub mailbox: &'a Arc<Mailbox>,
+    /// This connection's slot in the worker.
+    pub slot: usize,
+}
+
+/// What every protocol unit of a connection shares.
+pub(crate) struct Link {
+    /// Unique in its worker: io results for a closed connection whose slot
+    /// was reused are recognised and dropped.
+    id: u64,
+    transport: Transport,
+    out: Out,
+    peer: Peer,
+    deadline: Instant,
+    /// When the connection last began to wait for a request (accepted, or
+    /// its last response written): the oldest idle one is closed first
+    /// when the server is full.
+    idle_since: Instant,
+    /// Close once everything queued is written.
+    close_after: bool,
+    /// Close at once: a file body failed after its head went out.
+    close_now: bool,
+    /// The last answer is out and the sending side closed; draining the
+    /// client's input until EOF or the deadline.
+    lingering: bool,
+}
+
+pub(crate) struct Conn {
+    link: Link,
+    proto: H1,
+}
+
+impl Conn {
+    pub(crate) fn new(
+        id: u64,
+        fd: OwnedFd,
+        tls: Option<Box<Session>>,
+        peer: Peer,
+        now: Instant,
+        shared: &Shared,
+    ) -> Conn {
+        Conn {
+            link: Link {
+                id,
+                transport: Transport::new(fd, tls),
+                out: Out::default(),
+                peer,
+                // The first request's head must arrive within header-timeout.
+                deadline: now + shared.rt.header_timeout,
+                idle_since: now,
+                close_after: false,
+                close_now: false,
+                lingering: false,
+            },
+            proto: H1::default(),
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.link.id
+    }
+
+    /// epoll said the socket is readable (or closed): read again. `closed`:
+    /// it also said the peer has closed its end.
+    pub(crate) fn readable(&mut self, closed: bool) {
+        self.link.transport.readable(closed);
+    }
+
+    /// Idle: no request in progress and nothing to write.
+    pub(crate) fn is_idle(&self) -> bool {
+        !self.link.lingering
+            && self.proto.is_idle()
+            && self.link.out.is_empty()
+            && !self.link.transport.pending()
+    }
+
+    /// Since when it has been idle (waiting for a request, nothing of it
+    /// arrived, nothing to write), if it is.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        self.is_idle().then_some(self.link.idle_since)
+    }
+
+    /// Called when the deadline passed: a slow head, an idle keep-alive, a
+    /// reader that stopped reading, or a linger that ran out.
+    pub(crate) fn expired(&self, now: Instant) -> bool {
+        now >= self.link.deadline
+    }
+
+    /// An answer is partly out and the client has not taken the rest: past
+    /// the deadline, this is a send timeout (the client stopped reading, or
+    /// reads slower than the socket drains), not an idle or slow client.
+    pub(crate) fn is_sending(&self) -> bool {
+        !self.link.lingering && (!self.link.out.is_empty() || self.link.transport.pending())
+    }
+
+    pub(crate) fn peer(&self) -> &Peer {
+        &self.link.peer
+    }
+
+    /// Runs the connection as far as it can go without waiting.
+    pub(crate) fn drive(&mut self, turn: &mut Turn<'_>) -> Next {
+        let mut budget = turn.shared.rt.send_file_max_chunk as usize;
+        let slice_end = Instant::now() + SLICE;
+        let mut requests = 0;
+        loop {
+            let link = &mut self.link;
+            if link.close_now {
+                return Next::Close;
+            }
+            if !link.out.is_empty() {
+                match link.flush(turn, &mut budget, slice_end) {
+                    Ok(Flushed::All) => self.proto.written(&mut self.link, turn),
+                    Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
+                    Ok(Flushed::Budget) => return Next::Yield,
+                    Ok(Flushed::Cold { offset, len }) => {
+                        link.read_on_pool(turn, offset, len);
+                        return Next::Wait;
+                    }
+                    Err(e) => {
+                        link.log_send_error(turn, e);
+                        return Next::Close;
+                    }
+                }
+            }
+            let link = &mut self.link;
+            // What the transport still holds goes out before anything else.
+            match link.transport.push() {
+                Ok(true) => {}
+                Ok(false) => return Next::Wait,
+                Err(_) => return Next::Close,
+            }
+            if link.close_after && !link.lingering {
+                match link.transport.close_write() {
+                    Ok(true) => {}
+                    Ok(false) => return Next::Wait,
+                    Err(_) => return Next::Close,
+                }
+                link.lingering = true;
+                link.deadline = turn.now + LINGER;
+            }
+            if link.lingering {
+                return match link.transport.discard() {
+                    true => Next::Close,
+                    false => Next::Wait,
+                };
+            }
+            if self.proto.is_waiting() {
+                return Next::Wait;
+            }
+            if turn.stopping && self.is_idle() {
+                return Next::Close;
+            }
+            if requests >= BATCH_REQUESTS {
+                return Next::Yield;
+            }
+            match self.proto.advance(&mut self.link, turn) {
+                Ok(true) => {
+                    requests += 1;
+                    if self.proto.more_pipelined(&self.link) {
+                        continue;
+                    }
+                }
+                Ok(false) => {}
+                Err(next) => return next,
+            }
+        }
+    }
+
+    /// A result from the io pool for this connection.
+    pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
+        match done {
+            IoDone::Opened { name, result, .. } => {
+                self.proto.opened(&mut self.link, turn, name, result);
+            }
+            IoDone::Read { result, .. } => {
+                if let Err(e) = self.link.out.fill(result) {
+                    self.link.log_send_error(turn, e);
+                    self.link.close_now = true;
+                }
+            }
+        }
+    }
+}
+
+impl Link {
+    fn flush(
+        &mut self,
+        turn: &mut Turn<'_>,
+        budget: &mut usize,
+        slice_end: Instant,
+    ) -> Result<Flushed, SendError> {
+        let mut progress = false;
+        let access = &mut *turn.access;
+        let log_on = turn.shared.logs.access.is_on();
+        let format = turn.shared.logs.format;
+        let stats = &turn.shared.stats;
+        let peer = &self.peer;
+        let tls = self.transport.encrypts();
+        let done = |sent: Box<Sent>| {
+            stats.record(sent.vehicle, sent.bytes, tls);
+            stats.status(sent.status);
+            if log_on {
+                access::sent(access, format, peer, &sent, tls, Instant::now());
+            }
+        };
+        let r = self
+            .out
+            .flush(&mut self.transport, budget, slice_end, &mut progress, done);
+        if progress {
+            self.deadline = turn.now + turn.shared.rt.send_timeout;
+        }
+        r
+    }
+
+    /// Reads what the transport has into `buf`. `Err(Wait)` when it has
+    /// nothing yet, `Err(Close)` at EOF, on an error, or for a client on the
+    /// wrong listener (a plain request on the TLS one is refused first).
+    fn read(&mut self, turn: &mut Turn<'_>, buf: &mut bytes::BytesMut) -> Result<Input, Next> {
+        let input = self.transport.read(buf);
+        if let (Some(kind), Some(tls)) = (self.transport.established(), &turn.shared.tls) {
+            let counter = match kind {
+                rustls::HandshakeKind::Resumed => &tls.counters.resumed,
+                _ => &tls.counters.full,
+            };
+            counter.fetch_add(1, Relaxed);
+        }
+        match input {
+            Input::Data | Input::PlainOnTls => Ok(input),
+            Input::Blocked => Err(Next::Wait),
+            Input::Closed | Input::TlsOnPlain => Err(Next::Close),
+            Input::Failed { error, handshake } => {
+                if let Some(tls) = &turn.shared.tls {
+                    let stage = if handshake { "handshake" } else { "session" };
+                    if let Some(unlogged) = tls.failure_to_log() {
+                        turn.shared.logs.error(format_args!(
+                            "{}: TLS {stage} failed: {error} ({unlogged} more failures not logged since the last line)",
+                            self.peer
+                        ));
+                    }
+                }
+                Err(Next::Close)
+            }
+        }
+    }
+
+    /// Reads cold file pages on the io pool (D9); the send resumes when they
+    /// arrive.
+    fn read_on_pool(&mut self, turn: &mut Turn<'_>, offset: u64, len: usize) {
+        let Some(file) = self.out.front_file() else {
+            return;
+        };
+        turn.shared.stats.cold_reads.fetch_add(1, Relaxed);
+        let mailbox = turn.mailbox.clone();
+        let (slot, conn) = (turn.slot, self.id);
+        let len = len.min(COLD_READ);
+        turn.shared.pool.submit(move || {
+            let mut data = vec![0u8; len];
+            let result = nfs::read_full_at(&file, &mut data, offset).map(|got| {
+                data.truncate(got);
+                data
+            });
+            mailbox.post(IoDone::Read {
+                slot,
+                conn,
+                result: result.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO)),
+            });
+        });
+    }
+
+    /// Opens `name` under `root` on the io pool; the answer goes on in
+    /// [`Conn::io_done`].
+    fn open_on_pool(&mut self, turn: &mut Turn<'_>, name: Target, root: Root) {
+        turn.shared.stats.pool_opens.fetch_add(1, Relaxed);
+        let mailbox = turn.mailbox.clone();
+        let (slot, conn) = (turn.slot, self.id);
+        turn.shared.pool.submit(move || {
+            let result = root.open(&name);
+            mailbox.post(IoDone::Opened {
+                slot,
+                conn,
+                name,
+                result,
+            });
+        });
+        self.deadline = turn.now + turn.shared.rt.send_timeout;
+    }
+
+    fn log_send_error(&self, turn: &Turn<'_>, e: SendError) {
+        if let SendError::File {
+            name,
+            sent,
+            promised,
+            cause,
+        } = e
+        {
+            turn.shared.stats.truncated.fetch_add(1, Relaxed);
+            let why = match cause {
+                None => "the file ended early (truncated?)".to_owned(),
+                Some(errno) => format!("{}", std::io::Error::from(errno)),
+            };
+            turn.shared.logs.error(format_args!(
+                "{}: sending {name:?}: {why}; sent {sent} of {promised} bytes, connection closed",
+                self.peer
+            ));
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The Linux backend: everything that moves bytes. The running server and
+//! its signals (`server.rs`), what the workers share (`shared.rs`), the
+//! listeners (`listen.rs`), the worker loop (`worker.rs`), the transport
+//! that reads and writes a socket plainly or through rustls
+//! (`transport.rs`, `tls/`), a connection with its protocol unit (`conn/`:
+//! `h1.rs` today), the send queue (`out.rs`), the vehicles (`send.rs`), the
+//! kept table (`cache.rs`), the io pool (`pool.rs`), the counters
+//! (`stats.rs`), the stats socket and the log sinks.
+//!
+//! What an answer is, is decided in `http/`; this side calls its pipeline
+//! (`http::answer`) and frames the result.
+
+#[cfg(feature = "bench")]
+pub mod bench;
+pub(crate) mod cache;
+mod conn;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+mod listen;
+pub(crate) mod log;
+mod out;
+mod pool;
+mod preflight;
+pub(crate) mod send;
+mod server;
+mod shared;
+pub(crate) mod stats;
+pub(crate) mod stats_socket;
+pub(crate) mod tls;
+mod transport;
+mod worker;
+
+pub use server::{Running, SHUTDOWN_GRACE};
+
+/// `fs::Mapped`, a row of the body table where mappings exist: the same row
+/// as `Bytes`, its bytes never read in user mode.
+impl crate::http::IntoResponse for crate::fs::Mapped {
+    fn into_response(self) -> crate::http::Response {
+        crate::http::Response::mapped(bytes::Bytes::from(self))
+    }
+}

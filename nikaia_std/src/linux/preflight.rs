@@ -1,0 +1,72 @@
+//! What `nikaia check` looks at beyond the runtime file's text: the
+//! machine a server would start on — the stats socket's path, the `listen`
+//! address, the TLS pair.
+
+use crate::rt::{Finding, Runtime};
+
+impl Runtime {
+    /// Looks at what the settings name on this machine, as a server starting
+    /// with them would: what `nikaia check` reports beyond the file's text.
+    /// (Linux: the machine is the Linux backend's.)
+    pub fn preflight(&self) -> Vec<Finding> {
+        let mut found = Vec::new();
+        if let Some(path) = &self.stats_socket {
+            if let Err(e) = super::stats_socket::inspect(path) {
+                found.push(Finding {
+                    key: "stats-socket",
+                    message: e.to_string(),
+                    // A live server on the socket is likely the one this file
+                    // configures: starting a second would fail, checking not.
+                    warning: e.kind() == std::io::ErrorKind::AddrInUse,
+                });
+            }
+        }
+        // A busy address is only a warning: the server holding it may be the
+        // one this file configures, and checking it must not fail.
+        if self.listen.port() != 0 {
+            if let Err(e) = super::listen::bind(self.listen) {
+                let held = e.kind() == std::io::ErrorKind::AddrInUse;
+                found.push(Finding {
+                    key: "listen",
+                    message: if held {
+                        format!("{e} (perhaps by the server this file configures)")
+                    } else {
+                        e.to_string()
+                    },
+                    warning: matches!(
+                        e.kind(),
+                        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
+                    ),
+                });
+            }
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            match super::tls::Pair::load(cert, key) {
+                Err((key, message)) => found.push(Finding {
+                    key,
+                    message,
+                    warning: false,
+                }),
+                Ok(pair) => {
+                    if let Some(end) = pair.not_after() {
+                        if end <= std::time::SystemTime::now() {
+                            let date = end
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| d.as_secs());
+                            found.push(Finding {
+                                key: "tls-cert",
+                                message: format!(
+                                    "{}: the certificate expired on {} (clients will refuse it)",
+                                    cert.display(),
+                                    String::from_utf8_lossy(&crate::http::date::imf_fixdate(date))
+                                ),
+                                warning: true,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        found
+    }
+}

@@ -1,0 +1,197 @@
+//! What every worker shares: the routes, the runtime, the logs, the kept
+//! table, the counters, the io pool and the TLS configuration; and the
+//! Linux side of resolving a file (the [`Files`] port of `http::file`).
+
+use super::cache::Cache;
+use super::log::{Logs, Sink};
+use super::pool::IoPool;
+use super::stats::Stats;
+use crate::http::file::{Files, Meta};
+use crate::http::router::Router;
+use crate::rt::Runtime;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::time::Instant;
+
+/// What every worker shares: routes, the runtime, logs, and the stop flag.
+pub(crate) struct Shared {
+    pub(crate) started: Instant,
+    pub(crate) router: Router,
+    pub(crate) rt: Runtime,
+    pub(crate) logs: Logs,
+    pub(crate) cache: Cache<Meta>,
+    pub(crate) stats: Stats,
+    pub(crate) pool: IoPool,
+    /// The HTTPS side, when the runtime names a certificate and key.
+    pub(crate) tls: Option<super::tls::Tls>,
+    pub(crate) stop: AtomicBool,
+    pub(crate) connections: AtomicUsize,
+    /// `max-connections`, lowered if the descriptor limit cannot hold it.
+    pub(crate) max_connections: usize,
+}
+
+/// The Linux server's side of resolving a file: its kept table, an open
+/// that only uses the kernel's caches, and `send-file`.
+impl Files for Shared {
+    fn kept(
+        &self,
+        root: &crate::fs::Root,
+        name: &std::path::Path,
+    ) -> Option<(bytes::Bytes, crate::fs::Identity, Meta)> {
+        self.cache.lookup(root, name)
+    }
+
+    fn offer(
+        &self,
+        root: &crate::fs::Root,
+        name: &std::path::Path,
+        opened: &crate::fs::Opened,
+        meta: &Meta,
+    ) -> Option<bytes::Bytes> {
+        self.cache.offer(root, name, opened, || meta.clone())
+    }
+
+    fn open_now(
+        &self,
+        root: &crate::fs::Root,
+        name: &std::path::Path,
+    ) -> Result<crate::fs::Opened, crate::fs::Error> {
+        root.open_cached(name)
+    }
+
+    fn known_absent(&self, root: &crate::fs::Root, name: &std::path::Path) -> bool {
+        self.cache.known_absent(root, name)
+    }
+
+    fn note_absent(&self, root: &crate::fs::Root, name: &std::path::Path) {
+        self.cache.note_absent(root, name)
+    }
+
+    fn vehicle(&self, len: u64) -> crate::rt::Vehicle {
+        super::send::choose(self.rt.send_file, len, self.tls.is_some())
+    }
+
+    fn runtime(&self) -> Option<&Runtime> {
+        Some(&self.rt)
+    }
+
+    fn precompressed(&self) -> &[crate::rt::Coding] {
+        &self.rt.precompressed
+    }
+}
+
+impl Shared {
+    pub(crate) fn new(router: Router, rt: Runtime) -> io::Result<Shared> {
+        let tls = match (&rt.tls_cert, &rt.tls_key) {
+            (Some(cert), Some(key)) => Some(super::tls::Tls::new(cert, key)?),
+            _ => None,
+        };
+        // Under TLS the kept table holds copies: rustls reads the bytes in
+        // user mode, where a mapping of a file cut short would be SIGBUS.
+        let keep = if tls.is_some() {
+            super::cache::Keep::Copies
+        } else {
+            super::cache::Keep::Mappings
+        };
+        Ok(Shared {
+            started: Instant::now(),
+            router,
+            tls,
+            cache: Cache::new(rt.static_cache, rt.static_cache_bytes, keep),
+            stats: Stats::default(),
+            pool: IoPool::new(rt.io_threads)?,
+            logs: Logs {
+                access: Sink::open(&rt.access_log)?,
+                error: Sink::open(&rt.error_log)?,
+                format: rt.access_log_format,
+            },
+            rt,
+            stop: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+            max_connections: 0,
+        })
+    }
+
+    pub(crate) fn report(&self) -> crate::rt::Report {
+        use std::sync::atomic::Ordering::Relaxed;
+        let occupancy = self.cache.occupancy();
+        let c = &self.cache.counters;
+        crate::rt::Report {
+            uptime_ms: self.started.elapsed().as_millis() as u64,
+            vehicles: self.stats.per_vehicle(false),
+            cache_entries: occupancy.entries,
+            cache_bytes: occupancy.bytes,
+            cache_hits: c.hits.load(Relaxed),
+            cache_misses: c.misses.load(Relaxed),
+            cache_evictions: c.evictions.load(Relaxed),
+            cache_invalidations: c.invalidations.load(Relaxed),
+            cold_reads: self.stats.cold_reads.load(Relaxed),
+            pool_opens: self.stats.pool_opens.load(Relaxed),
+            truncated: self.stats.truncated.load(Relaxed),
+            idle_closed: self.stats.idle_closed.load(Relaxed),
+            send_timeouts: self.stats.send_timeouts.load(Relaxed),
+            statuses: self.stats.statuses(),
+            connections: self.connections.load(Relaxed) as u64,
+            pool_queued: self.pool.queued() as u64,
+            anywhere: crate::fs::anywhere_sites()
+                .into_iter()
+                .map(|(site, n)| (site.to_string(), n))
+                .collect(),
+            tls: self.tls.as_ref().map(|t| crate::rt::TlsReport {
+                connections: self.connections.load(Relaxed) as u64,
+                handshakes_full: t.counters.full.load(Relaxed),
+                handshakes_resumed: t.counters.resumed.load(Relaxed),
+                failures: t.counters.failed.load(Relaxed),
+                plain_http: t.counters.plain_http.load(Relaxed),
+                vehicles: self.stats.per_vehicle(true),
+            }),
+        }
+    }
+
+    pub(crate) fn reload(&self) {
+        let Some(tls) = &self.tls else {
+            self.logs.error(format_args!(
+                "SIGHUP: no TLS certificate to reload; nothing done"
+            ));
+            return;
+        };
+        match tls.reload() {
+            Ok(()) => self.logs.error(format_args!(
+                "SIGHUP: TLS certificate and key reloaded; new connections use them"
+            )),
+            Err(e) => self.logs.error(format_args!(
+                "SIGHUP: TLS certificate and key not reloaded, the old pair stays: {e}"
+            )),
+        }
+    }
+}
+
+/// How many connections the process can hold open and still open files:
+/// raises the soft descriptor limit to the hard one, then keeps an eighth of
+/// it (16 to 1024) for the files being sent, the logs and the workers' own
+/// descriptors. `max-connections` is lowered to fit, with a line in the
+/// error log, so the server stops accepting before it runs out of
+/// descriptors rather than answering 500 for want of one.
+pub(crate) fn connection_budget(shared: &Shared, workers: usize) -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let asked = shared.rt.max_connections;
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current < lim.maximum {
+        lim.current = lim.maximum;
+        let _ = setrlimit(Resource::Nofile, lim);
+        lim = getrlimit(Resource::Nofile);
+    }
+    let Some(limit) = lim.current else {
+        return asked;
+    };
+    let open_now = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count() as u64);
+    let reserve = (limit / 8).clamp(16, 1024) + 3 * workers as u64;
+    let budget = limit.saturating_sub(open_now + reserve).max(1);
+    if (asked as u64) > budget {
+        shared.logs.error(format_args!(
+            "max-connections {asked} lowered to {budget}: the process may open {limit} descriptors (RLIMIT_NOFILE)"
+        ));
+        return budget as usize;
+    }
+    asked
+}

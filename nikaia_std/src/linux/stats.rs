@@ -1,0 +1,69 @@
+//! What a running server counts as it goes, for its operator (`nikaia
+//! explain`): requests and bytes per vehicle, statuses, the io pool's work.
+//! The kept table counts its own hits; `rt::Report` is the snapshot.
+
+use crate::rt::Vehicle;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Default)]
+pub(crate) struct Stats {
+    /// Per vehicle: [plain, through TLS].
+    requests: [[AtomicU64; 4]; 2],
+    bytes: [[AtomicU64; 4]; 2],
+    /// Sends whose pages were not in the page cache, read on the io pool.
+    pub cold_reads: AtomicU64,
+    /// Opens that could not complete from the kernel's caches.
+    pub pool_opens: AtomicU64,
+    /// Bodies cut short because the file shrank or failed mid-transfer.
+    pub truncated: AtomicU64,
+    /// Idle connections closed to admit new ones at `max-connections`.
+    pub idle_closed: AtomicU64,
+    /// Connections closed because an answer made no progress for
+    /// `send-timeout`; and the error log's rate limit for saying so.
+    pub send_timeouts: AtomicU64,
+    pub send_timeouts_logged: crate::linux::log::Throttle,
+    /// Responses by status class, 1xx to 5xx.
+    statuses: [AtomicU64; 5],
+}
+
+impl Stats {
+    /// Counts one response's body: `tls` when it went through a session.
+    pub(crate) fn record(&self, v: Vehicle, bytes: u64, tls: bool) {
+        let t = usize::from(tls);
+        self.requests[t][v.index()].fetch_add(1, Ordering::Relaxed);
+        self.bytes[t][v.index()].fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Counts one response by its status class.
+    pub(crate) fn status(&self, status: u16) {
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        self.statuses[class].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Responses by status class: [1xx, 2xx, 3xx, 4xx, 5xx].
+    pub(crate) fn statuses(&self) -> [u64; 5] {
+        std::array::from_fn(|i| self.statuses[i].load(Ordering::Relaxed))
+    }
+
+    /// (vehicle, requests, bytes) for each vehicle, plain or through TLS.
+    /// Under TLS the kept table holds copies, not mappings (`spec/tls.md`);
+    /// sendfile never carries a TLS body.
+    pub(crate) fn per_vehicle(&self, tls: bool) -> Vec<(String, u64, u64)> {
+        let t = usize::from(tls);
+        Vehicle::ALL
+            .iter()
+            .filter(|&&v| !(tls && v == Vehicle::Sendfile))
+            .map(|&v| {
+                let name = match v {
+                    Vehicle::Kept if tls => "kept copy",
+                    v => v.name(),
+                };
+                (
+                    name.to_owned(),
+                    self.requests[t][v.index()].load(Ordering::Relaxed),
+                    self.bytes[t][v.index()].load(Ordering::Relaxed),
+                )
+            })
+            .collect()
+    }
+}

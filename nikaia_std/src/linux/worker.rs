@@ -1,0 +1,409 @@
+//! A worker: one thread, one epoll, the shared listener, and the
+//! connections it accepted. Nothing is handed between workers.
+
+use super::conn::{Conn, Next, Turn};
+use super::listen::{watch_listener, LISTENER};
+use super::server::SHUTDOWN_GRACE;
+use super::shared::Shared;
+use crate::http::date::DateCache;
+use crate::http::Peer;
+use rustix::event::epoll;
+use rustix::io::Errno;
+use rustix::net::SocketFlags;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) use super::conn::IoDone;
+
+/// Where the io pool posts a worker's results.
+pub(crate) type Mailbox = super::pool::Mailbox<IoDone>;
+
+/// How long accepting pauses after the process ran out of descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Connections accepted per listener wake-up before others are served.
+const ACCEPT_BATCH: usize = 64;
+const WAKER: u64 = u64::MAX - 1;
+
+pub(crate) struct Worker {
+    shared: Arc<Shared>,
+    epoll: OwnedFd,
+    /// The listener every worker shares; `None` once this one stopped
+    /// accepting for good.
+    listener: Option<Arc<OwnedFd>>,
+    mailbox: Arc<Mailbox>,
+    next_id: u64,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    live: usize,
+    again: Vec<usize>,
+    date: DateCache,
+    access: Vec<u8>,
+    accept_paused_until: Option<Instant>,
+    stopping: bool,
+    grace_end: Option<Instant>,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        listener: Arc<OwnedFd>,
+        mailbox: Arc<Mailbox>,
+    ) -> io::Result<Worker> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
+        watch_listener(&epoll, &listener)?;
+        epoll::add(
+            &epoll,
+            mailbox.waker(),
+            epoll::EventData::new_u64(WAKER),
+            epoll::EventFlags::IN,
+        )?;
+        Ok(Worker {
+            shared,
+            epoll,
+            listener: Some(listener),
+            mailbox,
+            next_id: 0,
+            conns: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            again: Vec::new(),
+            date: DateCache::new(),
+            access: Vec::with_capacity(16 << 10),
+            accept_paused_until: None,
+            stopping: false,
+            grace_end: None,
+        })
+    }
+
+    /// How often deadlines are checked: a quarter of the shortest timeout,
+    /// between 10 ms and 500 ms.
+    fn tick(&self) -> Duration {
+        let rt = &self.shared.rt;
+        let shortest = rt
+            .header_timeout
+            .min(rt.send_timeout)
+            .min(rt.keepalive_timeout.max(Duration::from_millis(40)));
+        (shortest / 4).clamp(Duration::from_millis(10), Duration::from_millis(500))
+    }
+
+    pub(crate) fn run(mut self) {
+        let mut events = Vec::with_capacity(256);
+        let tick = self.tick();
+        let mut next_sweep = Instant::now() + tick;
+        loop {
+            let timeout = if self.again.is_empty() {
+                rustix::time::Timespec::try_from(tick).unwrap_or(rustix::time::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 100_000_000,
+                })
+            } else {
+                rustix::time::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                }
+            };
+            events.clear();
+            match epoll::wait(
+                &self.epoll,
+                rustix::buffer::spare_capacity(&mut events),
+                Some(&timeout),
+            ) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => {
+                    self.shared
+                        .logs
+                        .error(format_args!("epoll_wait failed: {e}; worker stops"));
+                    break;
+                }
+            }
+            self.date.refresh();
+            let now = Instant::now();
+            let again = std::mem::take(&mut self.again);
+            self.dispatch(&events, now);
+            // Connections that used their share last turn go on, one at a
+            // time; between two of them, anything newly ready goes first, so
+            // a small request waits for at most one share of a large one.
+            for (n, i) in again.into_iter().enumerate() {
+                if n > 0 {
+                    events.clear();
+                    let zero = rustix::time::Timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    if epoll::wait(
+                        &self.epoll,
+                        rustix::buffer::spare_capacity(&mut events),
+                        Some(&zero),
+                    )
+                    .is_ok()
+                    {
+                        self.dispatch(&events, Instant::now());
+                    }
+                }
+                self.drive(i, Instant::now());
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + tick;
+            }
+            if !self.access.is_empty() {
+                self.shared.logs.access.write(&self.access);
+                self.access.clear();
+            }
+            if self.stopping && (self.live == 0 || self.grace_end.is_some_and(|end| now >= end)) {
+                break;
+            }
+        }
+    }
+
+    fn dispatch(&mut self, events: &[epoll::Event], now: Instant) {
+        for ev in events {
+            match ev.data.u64() {
+                LISTENER => self.accept(now),
+                WAKER => self.wake(now),
+                i => {
+                    let i = i as usize;
+                    if let Some(Some(conn)) = self.conns.get_mut(i) {
+                        let flags = ev.flags;
+                        if flags.intersects(
+                            epoll::EventFlags::IN
+                                | epoll::EventFlags::RDHUP
+                                | epoll::EventFlags::HUP
+                                | epoll::EventFlags::ERR,
+                        ) {
+                            conn.readable(flags.intersects(
+                                epoll::EventFlags::RDHUP
+                                    | epoll::EventFlags::HUP
+                                    | epoll::EventFlags::ERR,
+                            ));
+                        }
+                    }
+                    if !self.again.contains(&i) {
+                        self.drive(i, now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn drive(&mut self, i: usize, now: Instant) {
+        self.drive_with(i, now, None);
+    }
+
+    /// Runs connection `i`, first handing it an io-pool result if there is
+    /// one for it.
+    fn drive_with(&mut self, i: usize, now: Instant, done: Option<IoDone>) {
+        let Some(Some(conn)) = self.conns.get_mut(i) else {
+            return;
+        };
+        let mut turn = Turn {
+            shared: &self.shared,
+            date: self.date.get(),
+            access: &mut self.access,
+            now,
+            stopping: self.stopping,
+            mailbox: &self.mailbox,
+            slot: i,
+        };
+        if let Some(done) = done {
+            conn.io_done(&mut turn, done);
+        }
+        match conn.drive(&mut turn) {
+            Next::Wait => {}
+            Next::Yield => self.again.push(i),
+            Next::Close => self.close(i),
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        if let Some(conn) = self.conns.get_mut(i).and_then(Option::take) {
+            drop(conn);
+            self.free.push(i);
+            self.live -= 1;
+            self.shared.connections.fetch_sub(1, Ordering::Relaxed);
+            // A slot opened: accepting may resume if it stopped at the limit.
+            if self.accept_paused_until.is_some() {
+                self.resume_accepting();
+            }
+        }
+    }
+
+    fn accept(&mut self, now: Instant) {
+        for _ in 0..ACCEPT_BATCH {
+            if self.listener.is_none() {
+                return;
+            }
+            let max = self.shared.max_connections;
+            // Full: a new connection is taken only if an idle one can make
+            // room for it (closed once the new one is really there).
+            let full = self.shared.connections.load(Ordering::Relaxed) >= max;
+            let room = if full { self.oldest_idle() } else { None };
+            if full && room.is_none() {
+                self.pause_accepting(now);
+                return;
+            }
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            let (fd, peer) = match rustix::net::acceptfrom_with(
+                listener,
+                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            ) {
+                Ok(pair) => pair,
+                Err(Errno::AGAIN) => return,
+                Err(Errno::INTR | Errno::CONNABORTED | Errno::PROTO) => continue,
+                Err(e @ (Errno::MFILE | Errno::NFILE | Errno::NOBUFS | Errno::NOMEM)) => {
+                    self.shared.logs.error(format_args!(
+                        "accept: {e}; pausing new connections for {ACCEPT_BACKOFF:?}"
+                    ));
+                    self.pause_accepting(now);
+                    return;
+                }
+                Err(e) => {
+                    self.shared.logs.error(format_args!("accept: {e}"));
+                    return;
+                }
+            };
+            if let Some(idle) = room {
+                self.close(idle);
+                self.shared
+                    .stats
+                    .idle_closed
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            let peer = peer
+                .and_then(|a| SocketAddr::try_from(a).ok())
+                .map_or(Peer::Unix, Peer::Tcp);
+            let tls = match &self.shared.tls {
+                Some(tls) => match tls.session() {
+                    Ok(session) => Some(Box::new(session)),
+                    Err(e) => {
+                        self.shared.logs.error(format_args!("TLS session: {e}"));
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
+            self.shared.connections.fetch_add(1, Ordering::Relaxed);
+            let slot = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            let registered = epoll::add(
+                &self.epoll,
+                &fd,
+                epoll::EventData::new_u64(slot as u64),
+                epoll::EventFlags::IN
+                    | epoll::EventFlags::OUT
+                    | epoll::EventFlags::RDHUP
+                    | epoll::EventFlags::ET,
+            );
+            self.next_id += 1;
+            self.conns[slot] = Some(Conn::new(self.next_id, fd, tls, peer, now, &self.shared));
+            self.live += 1;
+            if registered.is_err() {
+                self.close(slot);
+                continue;
+            }
+            // Data may already be waiting (the request often arrives with
+            // the handshake's last packet); edge-triggered epoll would not
+            // report it again.
+            self.drive(slot, now);
+        }
+    }
+
+    /// At `max-connections` room is made as nginx does: the connection of
+    /// this worker that has waited longest for a request (kept alive, or
+    /// accepted and silent) is closed for a new one, so idle connections
+    /// cannot lock out a client with something to ask. `None` when every
+    /// connection is busy.
+    fn oldest_idle(&self) -> Option<usize> {
+        self.conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((c.as_ref()?.idle_since()?, i)))
+            .min()
+            .map(|(_, i)| i)
+    }
+
+    /// Stops waiting on the listener (an `EPOLLEXCLUSIVE` entry cannot be
+    /// modified, only removed and added again); while this worker does not
+    /// wait, new connections wake the others.
+    fn pause_accepting(&mut self, now: Instant) {
+        if self.accept_paused_until.is_none() {
+            if let Some(l) = &self.listener {
+                let _ = epoll::delete(&self.epoll, l.as_fd());
+            }
+        }
+        self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
+    }
+
+    fn resume_accepting(&mut self) {
+        if self.accept_paused_until.take().is_some() {
+            if let Some(l) = &self.listener {
+                let _ = watch_listener(&self.epoll, l);
+            }
+        }
+    }
+
+    fn wake(&mut self, now: Instant) {
+        for done in self.mailbox.take() {
+            let (slot, id) = done.target();
+            let Some(Some(conn)) = self.conns.get_mut(slot) else {
+                continue;
+            };
+            if conn.id() != id {
+                continue; // that connection closed; its slot was reused
+            }
+            self.drive_with(slot, now, Some(done));
+        }
+        if self.shared.stop.load(Ordering::SeqCst) && !self.stopping {
+            self.stopping = true;
+            self.grace_end = Some(now + SHUTDOWN_GRACE);
+            // This worker stops accepting; the socket closes when the last
+            // worker lets go of it.
+            if let Some(l) = self.listener.take() {
+                if self.accept_paused_until.is_none() {
+                    let _ = epoll::delete(&self.epoll, l.as_fd());
+                }
+            }
+            for i in 0..self.conns.len() {
+                if self.conns[i].as_ref().is_some_and(Conn::is_idle) {
+                    self.close(i);
+                }
+            }
+        }
+    }
+
+    /// Closes connections past their deadline; resumes accepting after a
+    /// back-off.
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let Some(conn) = self.conns[i].as_ref().filter(|c| c.expired(now)) else {
+                continue;
+            };
+            if conn.is_sending() {
+                let stats = &self.shared.stats;
+                stats.send_timeouts.fetch_add(1, Ordering::Relaxed);
+                if let Some(unlogged) = stats.send_timeouts_logged.pass() {
+                    self.shared.logs.error(format_args!(
+                        "{}: closed: the answer made no progress for send-timeout ({:?}); \
+                         the client stopped reading or reads slower than that \
+                         ({unlogged} more not logged since the last line)",
+                        conn.peer(),
+                        self.shared.rt.send_timeout,
+                    ));
+                }
+            }
+            self.close(i);
+        }
+        if self.accept_paused_until.is_some_and(|t| now >= t) {
+            self.resume_accepting();
+        }
+    }
+}
