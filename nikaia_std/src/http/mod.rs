@@ -8,6 +8,7 @@ mod app;
 pub mod bench;
 #[cfg(target_os = "linux")]
 mod chunked;
+mod coding;
 mod conditional;
 #[cfg(target_os = "linux")]
 mod conn;
