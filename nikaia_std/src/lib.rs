@@ -18,6 +18,7 @@ pub mod html;
 pub mod http;
 pub mod rt;
 pub(crate) mod send;
+pub(crate) mod text;
 #[cfg(target_os = "linux")]
 pub(crate) mod tls;
 

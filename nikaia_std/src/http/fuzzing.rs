@@ -7,9 +7,10 @@
 
 use super::chunked::Chunked;
 use super::conditional::{preconditions, span, Span, Validators};
-use super::parse::{parse_head, percent_decode, Framing};
+use super::parse::{parse_head, Framing};
 use super::request::Request;
 use crate::fs::Identity;
+use crate::text::percent::percent_decode;
 use bytes::Bytes;
 
 const MAX_HEAD: usize = 32 << 10;

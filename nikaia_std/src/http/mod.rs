@@ -12,7 +12,6 @@ mod coding;
 mod conditional;
 #[cfg(target_os = "linux")]
 mod conn;
-pub(crate) mod date;
 mod file;
 #[cfg(target_os = "linux")]
 #[doc(hidden)]

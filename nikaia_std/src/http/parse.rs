@@ -2,6 +2,7 @@
 //! checks of RFC 9112 that keep a connection in sync (no smuggling).
 
 use super::request::Version;
+use crate::text::percent::percent_decode;
 use std::ops::Range;
 
 /// The most header fields one request may carry; past it, 431.
@@ -228,48 +229,6 @@ fn valid_host(v: &[u8]) -> bool {
         b.is_ascii_alphanumeric()
             || matches!(b, b'-' | b'.' | b':' | b'[' | b']' | b'_' | b'~' | b'%')
     })
-}
-
-/// Decodes `%XX` escapes exactly once. `None` for a bad escape, bytes that
-/// are not UTF-8 (overlong forms included), or a NUL.
-///
-/// Kept rather than `percent_encoding::percent_decode_str`: that one passes
-/// a bad escape through (`%zz` and `%2` stay as they are) and decodes `%00`
-/// to a NUL, so refusing them with 400 would need a scan of its own before
-/// it, which is most of this function. Same speed: 224 ns against 228 ns
-/// (with `decode_utf8`) for a 40-byte path with 3 escapes, release build.
-pub(crate) fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return (!s.contains('\0')).then(|| s.to_owned());
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hi = hex(*b.get(i + 1)?)?;
-            let lo = hex(*b.get(i + 2)?)?;
-            out.push(hi << 4 | lo);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    if out.contains(&0) {
-        return None;
-    }
-    String::from_utf8(out).ok()
-}
-
-/// The value of one hex digit.
-pub(crate) fn hex(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 
 use super::app::Server;
 use super::conn::{Conn, IoDone, Next, Turn};
-use super::date::DateCache;
 use super::router::Router;
 use crate::cache::Cache;
 use crate::rt::log::{Logs, Sink};
@@ -12,6 +11,7 @@ use crate::rt::pool::{IoPool, Mailbox};
 use crate::rt::stats::Stats;
 use crate::rt::stats_socket::StatsSocket;
 use crate::rt::Runtime;
+use crate::text::date::DateCache;
 use rustix::event::epoll;
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};

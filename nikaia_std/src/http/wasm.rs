@@ -7,7 +7,6 @@
 //! bytes move differs (`spec/targets.md`).
 
 use super::app::{hide_error, route, Server};
-use super::date::imf_fixdate;
 use super::file::{self, Files, Meta, Plan, Prepared, Step};
 use super::parse::parse_head;
 use super::request::Request;
@@ -15,6 +14,7 @@ use super::response::{each_field, reason, Body, Response};
 use super::router::Router;
 use crate::fs::{self, Identity, Opened, Root};
 use crate::send::Vehicle;
+use crate::text::date::imf_fixdate;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::path::Path;

@@ -5,6 +5,7 @@
 //! busy worker pays one `write` for many requests; error lines go out at once.
 
 use super::{AccessLogFormat, LogTarget};
+use crate::text::date::{civil_from_days, MONTHS};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -240,10 +241,7 @@ impl AccessEntry<'_> {
 
 /// `01/Dec/2026:00:00:00 +0000`: nginx's `$time_local`, in UTC.
 fn time_local(out: &mut Vec<u8>, secs: u64) {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
     let _ = write!(
         out,
@@ -316,7 +314,7 @@ fn json_string(out: &mut Vec<u8>, v: &[u8]) {
 /// RFC 3339 UTC with milliseconds: `2026-11-29T23:10:00.123Z`.
 fn rfc3339(out: &mut Vec<u8>, now: Duration) {
     let secs = now.as_secs();
-    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
     let _ = write!(
         out,

@@ -5,6 +5,8 @@ use super::File;
 use crate::fs;
 use crate::http::request::Request;
 use crate::http::response::Response;
+use crate::text::html::html_escape;
+use crate::text::percent::percent_encode;
 use std::path::Path;
 
 /// An HTML page listing the directory `dir` under the file's root. Names are
@@ -37,38 +39,6 @@ pub(super) fn listing(req: &Request, file: &File, dir: &Path) -> Response {
     }
     page.push_str("</ul>\n");
     Response::new(200).body(crate::html::Raw::from(page))
-}
-
-fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Percent-encodes every byte but ASCII letters, digits and `keep`.
-///
-/// Kept rather than `percent_encoding::utf8_percent_encode`, which would
-/// need an `AsciiSet` per `keep` list and a dependency for ten lines that
-/// run only for a directory listing's links and a slash redirect.
-fn percent_encode(s: &str, keep: &[u8]) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || keep.contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// 301 to the request's path with a slash added. The Location is built from
