@@ -267,13 +267,7 @@ fn nginx_escape(out: &mut Vec<u8>, s: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in s {
         match b {
-            b'"' | b'\\' => out.extend_from_slice(&[
-                b'\\',
-                b'x',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 15) as usize],
-            ]),
-            0x20..=0x7e => out.push(b),
+            0x20..=0x7e if b != b'"' && b != b'\\' => out.push(b),
             _ => out.extend_from_slice(&[
                 b'\\',
                 b'x',
