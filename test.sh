@@ -27,8 +27,10 @@ cargo fmt --all -- --check
 # The wasm32 target, the wasm-bindgen CLI at Cargo.lock's version (built only
 # when missing), and the module the Node host test serves.
 nikaia_std/wasm/build.sh
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# nikaia_std's fuzzing entry points are a feature (never in a program's
+# build); the corpus replay tests need them.
+cargo clippy --workspace --all-targets --locked --features nikaia_std/fuzzing,nikaia_std/bench -- -D warnings
 cargo clippy -p nikaia_std -p nikaia_wasm --target wasm32-unknown-unknown --lib --tests --locked -- -D warnings
-cargo test --workspace --locked
+cargo test --workspace --locked --features nikaia_std/fuzzing
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
     cargo test -p nikaia_std --target wasm32-unknown-unknown --locked --lib --tests

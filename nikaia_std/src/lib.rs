@@ -23,21 +23,19 @@
 pub mod fs;
 pub mod html;
 pub mod http;
-pub mod rt;
-
 #[cfg(target_os = "linux")]
 mod linux;
+pub mod rt;
+pub(crate) mod text;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 
-/// What the target's backend adds to [`http`]: the running server on Linux,
-/// the host's entry on wasm32.
-#[cfg(target_os = "linux")]
+/// What the target's backend adds to [`http`] (which re-exports it all):
+/// the running server on Linux, the host's entry on wasm32.
 mod backend {
+    #[cfg(target_os = "linux")]
     pub use crate::linux::{Running, SHUTDOWN_GRACE};
-}
-#[cfg(target_arch = "wasm32")]
-mod backend {
+    #[cfg(target_arch = "wasm32")]
     pub use crate::wasm::{handle, Answer};
 }
 

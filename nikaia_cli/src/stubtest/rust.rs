@@ -205,6 +205,61 @@ impl Crate {
             .map(|(_, i)| *i)
     }
 
+    /// Each name a `use` tree in module `from` brings in: (the path it
+    /// names, the name). A glob (`pub use crate::backend::*`) brings in the
+    /// names of the module it names, in every module of that name (one per
+    /// target, each under its own `cfg`).
+    fn leaves(&self, from: usize, tree: &UseTree) -> Vec<(Vec<String>, String)> {
+        let mut out = Vec::new();
+        for (path, name) in use_leaves(tree) {
+            if name != "*" {
+                out.push((path, name));
+                continue;
+            }
+            for module in self.modules_at(from, &path) {
+                for item in &self.modules[module].items {
+                    let names = match item {
+                        SynItem::Use(u) if matches!(u.vis, Visibility::Public(_)) => {
+                            use_leaves(&u.tree).into_iter().map(|(_, n)| n).collect()
+                        }
+                        item if is_pub(item) => item_ident(item).into_iter().collect(),
+                        _ => Vec::new(),
+                    };
+                    for n in names.into_iter().filter(|n| n != "*") {
+                        let mut full = path.clone();
+                        full.push(n.clone());
+                        out.push((full, n));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The modules `segments` names as a module path seen from `from`
+    /// (several when modules of one name stand under different `cfg`s).
+    fn modules_at(&self, from: usize, segments: &[String]) -> Vec<usize> {
+        let mut at = vec![from];
+        for (i, seg) in segments.iter().enumerate() {
+            at = match seg.as_str() {
+                "crate" if i == 0 => vec![0],
+                "self" if i == 0 => at,
+                "super" => at.iter().filter_map(|&m| self.modules[m].parent).collect(),
+                name => at
+                    .iter()
+                    .flat_map(|&m| {
+                        self.modules[m]
+                            .children
+                            .iter()
+                            .filter(move |(n, _)| n == name)
+                            .map(|(_, c)| *c)
+                    })
+                    .collect(),
+            };
+        }
+        at
+    }
+
     /// What `segments` names, seen from `from`, with the targets of each
     /// definition.
     fn resolve(&self, from: usize, segments: &[String], depth: usize) -> Vec<(Def, u8)> {
@@ -252,7 +307,7 @@ impl Crate {
                 }
             } else if let SynItem::Use(u) = item {
                 let use_mask = m.mask & cfg_mask(&u.attrs);
-                for (path, name) in use_leaves(&u.tree) {
+                for (path, name) in self.leaves(module, &u.tree) {
                     if name == *last {
                         for (def, mask) in self.resolve(module, &path, depth + 1) {
                             out.push((def, mask & use_mask));
@@ -283,7 +338,7 @@ impl Crate {
                         continue;
                     }
                     let use_mask = m.mask & cfg_mask(&u.attrs);
-                    for (path, name) in use_leaves(&u.tree) {
+                    for (path, name) in self.leaves(mi, &u.tree) {
                         for (def, mask) in self.resolve(mi, &path, 0) {
                             let mask = mask & use_mask;
                             let key = join(&prefix, &name);
@@ -514,21 +569,25 @@ impl Crate {
 
     /// `impl IntoResponse for T` anywhere in the crate: `http::body T`.
     fn body_rows(&self, out: &mut Vec<Item>) {
-        for m in &self.modules {
-            let consts: HashMap<String, String> = m
-                .items
-                .iter()
-                .filter_map(|item| match item {
-                    SynItem::Const(c) => match &*c.expr {
-                        syn::Expr::Lit(syn::ExprLit {
-                            lit: syn::Lit::Str(s),
-                            ..
-                        }) => Some((c.ident.to_string(), s.value())),
-                        _ => None,
-                    },
+        // The string constants of the whole crate: a row's impl may stand
+        // in the backend that has its type and name the body table's
+        // constant (`fs::Mapped`'s, in `linux/`).
+        let consts: HashMap<String, String> = self
+            .modules
+            .iter()
+            .flat_map(|m| &m.items)
+            .filter_map(|item| match item {
+                SynItem::Const(c) => match &*c.expr {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) => Some((c.ident.to_string(), s.value())),
                     _ => None,
-                })
-                .collect();
+                },
+                _ => None,
+            })
+            .collect();
+        for m in &self.modules {
             for item in &m.items {
                 let SynItem::Impl(imp) = item else { continue };
                 let Some((path, _)) = &imp.trait_ else {
@@ -701,7 +760,8 @@ fn use_leaves(tree: &UseTree) -> Vec<(Vec<String>, String)> {
                 path.push(r.ident.to_string());
                 out.push((path, r.rename.to_string()));
             }
-            UseTree::Glob(_) => {}
+            // Expanded by `Crate::leaves`, which knows the modules.
+            UseTree::Glob(_) => out.push((prefix.clone(), "*".to_owned())),
             UseTree::Group(g) => {
                 for t in &g.items {
                     walk(t, prefix, out);

@@ -8,7 +8,7 @@
 //! read-only [`Host`] (Node's `fs` by default), resolved by the same walk.
 
 mod error;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 mod host;

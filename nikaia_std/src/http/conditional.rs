@@ -1,9 +1,9 @@
 //! Validators, preconditions and ranges for file responses (RFC 9110 §8.8,
 //! §13, §14), in one place and tested here.
 
-use super::date::{imf_fixdate, parse_http_date};
 use super::request::Request;
 use crate::fs::Identity;
+use crate::text::date::{imf_fixdate, parse_http_date};
 use bytes::Bytes;
 
 /// A file's validators, from the `fstat` of the descriptor being sent

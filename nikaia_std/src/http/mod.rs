@@ -9,8 +9,8 @@
 
 pub(crate) mod answer;
 mod app;
+mod coding;
 pub(crate) mod conditional;
-pub(crate) mod date;
 pub(crate) mod file;
 pub(crate) mod h1;
 pub(crate) mod request;

@@ -52,12 +52,12 @@ impl fmt::Display for Peer {
     }
 }
 
-/// The text of a request, as ranges of one buffer: the bytes of an HTTP/1
-/// head as they arrived, or fields a protocol decoded into a buffer of its
-/// own. What each protocol fills in before a [`Request`] is made.
+/// The text of a request, as ranges of one buffer of fields: the bytes of
+/// an HTTP/1 head as they arrived, or fields a protocol decoded into a
+/// buffer of its own. What each protocol fills in before a [`Request`] is
+/// made.
 #[derive(Debug)]
-pub(crate) struct Parts {
-    pub fields: Bytes,
+pub(crate) struct Text {
     pub method: Range<usize>,
     pub target: Range<usize>,
     pub version: Version,
@@ -67,7 +67,8 @@ pub(crate) struct Parts {
     pub query: Option<Range<usize>>,
 }
 
-/// One request: its text ([`Parts`]), the route's wildcard value, the body,
+/// One request: its text ([`Text`] and the fields it points into), the
+/// route's wildcard value, the body,
 /// the peer and the client.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -85,16 +86,17 @@ pub struct Request {
 }
 
 impl Request {
-    /// A request from what its protocol parsed, its body and its peer.
-    pub(crate) fn new(parts: Parts, body: Bytes, peer: Peer) -> Request {
+    /// A request from what its protocol parsed (`text`, ranges of
+    /// `fields`), its body and its peer.
+    pub(crate) fn new(fields: Bytes, text: Text, body: Bytes, peer: Peer) -> Request {
         Request {
-            fields: parts.fields,
-            method: parts.method,
-            target: parts.target,
-            version: parts.version,
-            headers: parts.headers,
-            path: parts.path,
-            query: parts.query,
+            fields,
+            method: text.method,
+            target: text.target,
+            version: text.version,
+            headers: text.headers,
+            path: text.path,
+            query: text.query,
             param: None,
             body,
             client: peer.clone(),

@@ -108,10 +108,10 @@ impl Response {
             .and_then(|(_, v)| std::str::from_utf8(v).ok())
     }
 
-    /// The row of a program's `fs::Mapped` (same as `Bytes`): its bytes are
-    /// a mapping, which the backend never reads in user mode.
-    pub(crate) fn mapped(bytes: Bytes) -> Response {
-        let mut r = row(Bytes::new(), OCTETS);
+    /// The row of a program's `fs::Mapped`: its bytes are a mapping, which
+    /// the backend never reads in user mode.
+    pub(crate) fn mapped(bytes: Bytes, content_type: &'static str) -> Response {
+        let mut r = row(Bytes::new(), content_type);
         r.body = Body::Mapped(bytes);
         r
     }
@@ -173,7 +173,7 @@ fn valid_name(name: &str) -> bool {
 
 const TEXT: &str = "text/plain; charset=utf-8";
 const HTML: &str = "text/html; charset=utf-8";
-const OCTETS: &str = "application/octet-stream";
+pub(crate) const OCTETS: &str = "application/octet-stream";
 
 fn row(body: Bytes, content_type: &'static str) -> Response {
     let mut r = Response::new(200);

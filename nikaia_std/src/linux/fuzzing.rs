@@ -8,7 +8,8 @@
 use crate::fs::Identity;
 use crate::http::conditional::{preconditions, span, Span, Validators};
 use crate::http::h1::chunked::Chunked;
-use crate::http::h1::parse::{parse_head, percent_decode, Framing};
+use crate::http::h1::parse::{parse_head, Framing};
+use crate::text::percent::percent_decode;
 use bytes::Bytes;
 
 const MAX_HEAD: usize = 32 << 10;
@@ -44,10 +45,10 @@ pub fn request_head(data: &[u8]) {
         return;
     };
     assert!(head.len <= data.len() && head.len <= MAX_HEAD);
-    for r in [&head.method, &head.target]
+    for r in [&head.text.method, &head.text.target]
         .into_iter()
-        .chain(head.query.iter())
-        .chain(head.headers.iter().flat_map(|(n, v)| [n, v]))
+        .chain(head.text.query.iter())
+        .chain(head.text.headers.iter().flat_map(|(n, v)| [n, v]))
     {
         assert!(
             r.start <= r.end && r.end <= head.len,
@@ -58,7 +59,7 @@ pub fn request_head(data: &[u8]) {
         .expect("the same head parses again")
         .expect("and is complete");
     assert_eq!(again.len, head.len);
-    assert_eq!(again.path, head.path);
+    assert_eq!(again.text.path, head.text.path);
     assert_eq!(again.framing, head.framing);
     if let Framing::Length(n) = head.framing {
         assert!(n < u64::MAX);

@@ -6,6 +6,7 @@
 
 use crate::http::Peer;
 use crate::rt::{AccessLogFormat, LogTarget};
+use crate::text::date::{civil_from_days, MONTHS};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -256,10 +257,7 @@ impl AccessEntry<'_> {
 
 /// `01/Dec/2026:00:00:00 +0000`: nginx's `$time_local`, in UTC.
 fn time_local(out: &mut Vec<u8>, secs: u64) {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
     let _ = write!(
         out,
@@ -285,13 +283,7 @@ fn nginx_escape(out: &mut Vec<u8>, s: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in s {
         match b {
-            b'"' | b'\\' => out.extend_from_slice(&[
-                b'\\',
-                b'x',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 15) as usize],
-            ]),
-            0x20..=0x7e => out.push(b),
+            0x20..=0x7e if b != b'"' && b != b'\\' => out.push(b),
             _ => out.extend_from_slice(&[
                 b'\\',
                 b'x',
@@ -332,7 +324,7 @@ fn json_string(out: &mut Vec<u8>, v: &[u8]) {
 /// RFC 3339 UTC with milliseconds: `2026-11-29T23:10:00.123Z`.
 fn rfc3339(out: &mut Vec<u8>, now: Duration) {
     let secs = now.as_secs();
-    let (y, m, d) = crate::http::date::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
     let _ = write!(
         out,

@@ -13,6 +13,7 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 pub(crate) mod cache;
+mod clock;
 mod conn;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
@@ -30,12 +31,14 @@ pub(crate) mod tls;
 mod transport;
 mod worker;
 
-pub use server::{Running, SHUTDOWN_GRACE};
+pub use server::Running;
+pub use worker::SHUTDOWN_GRACE;
 
 /// `fs::Mapped`, a row of the body table where mappings exist: the same row
 /// as `Bytes`, its bytes never read in user mode.
 impl crate::http::IntoResponse for crate::fs::Mapped {
     fn into_response(self) -> crate::http::Response {
-        crate::http::Response::mapped(bytes::Bytes::from(self))
+        use crate::http::response::OCTETS;
+        crate::http::Response::mapped(bytes::Bytes::from(self), OCTETS)
     }
 }

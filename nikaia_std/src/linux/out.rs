@@ -341,3 +341,171 @@ fn short(f: &FileSend, cause: Option<Errno>) -> SendError {
         cause,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A wire that takes at most `step` bytes per call and says `EAGAIN`
+    /// every other call, recording what it was given and whether a file
+    /// body was said to follow.
+    struct Short {
+        step: usize,
+        calls: usize,
+        got: Vec<u8>,
+        more: Vec<bool>,
+    }
+
+    impl Wire for Short {
+        fn send(&mut self, iov: &[IoSlice<'_>], more: bool) -> Result<usize, Errno> {
+            self.calls += 1;
+            if self.calls % 2 == 0 {
+                return Err(Errno::AGAIN);
+            }
+            self.more.push(more);
+            let mut n = 0;
+            for s in iov {
+                let take = s.len().min(self.step - n);
+                self.got.extend_from_slice(&s[..take]);
+                n += take;
+                if n == self.step {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+
+        fn sendfile(
+            &mut self,
+            file: &std::fs::File,
+            offset: &mut u64,
+            count: usize,
+        ) -> Result<usize, Errno> {
+            let mut buf = vec![0; count.min(self.step)];
+            let n = crate::fs::read_full_at(file, &mut buf, *offset).map_err(|_| Errno::IO)?;
+            self.got.extend_from_slice(&buf[..n]);
+            *offset += n as u64;
+            Ok(n)
+        }
+    }
+
+    fn sent(status: u16) -> Sent {
+        Sent {
+            head: Bytes::new(),
+            method: 0..0,
+            target: 0..0,
+            version: "HTTP/1.1",
+            referer: None,
+            user_agent: None,
+            status,
+            bytes: 0,
+            vehicle: Vehicle::Memory,
+            started: Instant::now(),
+        }
+    }
+
+    /// Flushes until everything is written, as the worker would over
+    /// several turns; the statuses of the answers in the order they ended.
+    fn drain(out: &mut Out, wire: &mut Short) -> Vec<u16> {
+        let mut ended = Vec::new();
+        for _ in 0..10_000 {
+            let mut budget = 1 << 20;
+            let mut progress = false;
+            let far = Instant::now() + std::time::Duration::from_secs(60);
+            match out.flush(wire, &mut budget, far, &mut progress, |s| {
+                ended.push(s.status)
+            }) {
+                Ok(Flushed::All) => return ended,
+                Ok(Flushed::Blocked | Flushed::Budget) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        panic!("never drained");
+    }
+
+    #[test]
+    fn short_writes_resume_where_they_stopped_and_answers_end_in_order() {
+        let mut out = Out::default();
+        out.push(Bytes::from_static(b"HTTP/1.1 200 OK\r\n\r\n"));
+        out.push(Bytes::from_static(b"first body"));
+        out.end(sent(200));
+        out.push(Bytes::from_static(b"HTTP/1.1 404 Not Found\r\n\r\n"));
+        out.end(sent(404));
+        assert_eq!(
+            out.queued(),
+            "HTTP/1.1 200 OK\r\n\r\nfirst bodyHTTP/1.1 404 Not Found\r\n\r\n".len()
+        );
+        let mut wire = Short {
+            step: 7,
+            calls: 0,
+            got: Vec::new(),
+            more: Vec::new(),
+        };
+        assert_eq!(drain(&mut out, &mut wire), [200, 404]);
+        assert_eq!(
+            wire.got,
+            b"HTTP/1.1 200 OK\r\n\r\nfirst bodyHTTP/1.1 404 Not Found\r\n\r\n"
+        );
+        assert!(out.is_empty() && out.queued() == 0);
+        assert!(wire.more.iter().all(|m| !m), "no file body followed");
+    }
+
+    #[test]
+    fn a_head_before_a_file_says_more_and_the_file_follows_byte_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        let mut out = Out::default();
+        out.push(Bytes::from_static(b"HEAD"));
+        out.push_file(FileSend::new(file, 10, 90_010, Vehicle::Sendfile, "f"));
+        out.end(sent(206));
+        let mut wire = Short {
+            step: 4096,
+            calls: 0,
+            got: Vec::new(),
+            more: Vec::new(),
+        };
+        assert_eq!(drain(&mut out, &mut wire), [206]);
+        assert_eq!(&wire.got[..4], b"HEAD");
+        assert_eq!(&wire.got[4..], &data[10..90_010]);
+        assert_eq!(wire.more.first(), Some(&true), "MSG_MORE before the file");
+    }
+
+    #[test]
+    fn a_file_that_ends_early_is_a_short_send_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("short");
+        std::fs::write(&path, b"only ten b").unwrap();
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        let mut out = Out::default();
+        out.push_file(FileSend::new(file, 0, 20, Vehicle::Sendfile, "/short"));
+        let mut wire = Short {
+            step: 64,
+            calls: 0,
+            got: Vec::new(),
+            more: Vec::new(),
+        };
+        let mut budget = 1 << 20;
+        let far = Instant::now() + std::time::Duration::from_secs(60);
+        let r = out.flush(&mut wire, &mut budget, far, &mut false, |_| {});
+        let r = match r {
+            Ok(Flushed::All) => panic!("sent more than the file has"),
+            Ok(_) => out.flush(&mut wire, &mut budget, far, &mut false, |_| {}),
+            e => e,
+        };
+        match r {
+            Err(SendError::File {
+                name,
+                sent,
+                promised,
+                cause: None,
+            }) => {
+                assert_eq!((&*name, sent, promised), ("/short", 10, 20));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

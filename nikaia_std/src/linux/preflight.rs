@@ -58,7 +58,7 @@ impl Runtime {
                                 message: format!(
                                     "{}: the certificate expired on {} (clients will refuse it)",
                                     cert.display(),
-                                    String::from_utf8_lossy(&crate::http::date::imf_fixdate(date))
+                                    String::from_utf8_lossy(&crate::text::date::imf_fixdate(date))
                                 ),
                                 warning: true,
                             });

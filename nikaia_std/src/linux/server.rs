@@ -2,20 +2,17 @@
 //! workers; [`Running`] is the handle a program (and `nikaia serve`) holds —
 //! its address, signals, reload, log reopening and shutdown.
 
+use super::conn::Mailbox;
 use super::listen::{listen, local_addr};
 use super::shared::{connection_budget, Shared};
 use super::stats_socket::StatsSocket;
-use super::worker::{Mailbox, Worker};
+use super::worker::Worker;
 use crate::http::Server;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-/// How long a shutdown waits for responses already being sent.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 impl Server {
     /// Binds, starts the workers, and returns at once.
@@ -58,7 +55,7 @@ impl Server {
     }
 
     /// Starts, prints nothing, and serves until SIGINT or SIGTERM; then
-    /// finishes responses in flight (up to [`SHUTDOWN_GRACE`]) and returns.
+    /// finishes responses in flight (up to [`SHUTDOWN_GRACE`](crate::http::SHUTDOWN_GRACE)) and returns.
     pub fn run(self) -> io::Result<()> {
         let running = self.start()?;
         running.stop_on_signals()?;

@@ -1,11 +1,10 @@
 //! A worker: one thread, one epoll, the shared listener, and the
 //! connections it accepted. Nothing is handed between workers.
 
+use super::clock::DateCache;
 use super::conn::{Conn, Next, Turn};
 use super::listen::{watch_listener, LISTENER};
-use super::server::SHUTDOWN_GRACE;
 use super::shared::Shared;
-use crate::http::date::DateCache;
 use crate::http::Peer;
 use rustix::event::epoll;
 use rustix::io::Errno;
@@ -17,11 +16,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(crate) use super::conn::IoDone;
+use super::conn::{IoDone, Mailbox};
 
-/// Where the io pool posts a worker's results.
-pub(crate) type Mailbox = super::pool::Mailbox<IoDone>;
-
+/// How long a shutdown waits for responses already being sent.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// How long accepting pauses after the process ran out of descriptors.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Connections accepted per listener wake-up before others are served.

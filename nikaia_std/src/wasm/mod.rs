@@ -9,13 +9,13 @@
 
 use crate::fs::{self, Identity, Opened, Root};
 use crate::http::answer::{self, Payload, Progress};
-use crate::http::date::imf_fixdate;
 use crate::http::file::{Files, Meta};
 use crate::http::h1::parse::parse_head;
 use crate::http::response::{each_field, reason};
 use crate::http::router::Router;
 use crate::http::{Peer, Request, Response, Server};
 use crate::rt::Vehicle;
+use crate::text::date::imf_fixdate;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::path::Path;

@@ -4,8 +4,8 @@
 //! time costs linear work, and it bounds everything a client controls: the
 //! decoded size, the size line, extensions and trailers.
 
-use super::parse::hex;
 use crate::http::request::Reject;
+use crate::text::percent::hex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {

@@ -175,7 +175,7 @@ impl H1 {
             link.deadline = turn.now + turn.shared.rt.header_timeout;
             return Ok(false);
         };
-        let State::Body(mut head, body) = std::mem::replace(&mut self.state, State::Idle) else {
+        let State::Body(head, body) = std::mem::replace(&mut self.state, State::Idle) else {
             unreachable!("checked above");
         };
         let head_bytes = self.rbuf.split_to(head.len).freeze();
@@ -186,7 +186,7 @@ impl H1 {
                 Bytes::from(dec.body)
             }
         };
-        self.respond(link, turn, &mut head, head_bytes, body);
+        self.respond(link, turn, *head, head_bytes, body);
         // Bytes of the next request are already here (unless this one
         // waits for its file to open: then they wait too).
         if matches!(self.state, State::Idle) && !self.rbuf.is_empty() {
@@ -200,14 +200,14 @@ impl H1 {
         &mut self,
         link: &mut Link,
         turn: &mut Turn<'_>,
-        head: &mut Head,
+        head: Head,
         head_bytes: Bytes,
         body: Bytes,
     ) {
         let started = Instant::now();
         let may_keep =
             head.keep_alive && !turn.stopping && !turn.shared.rt.keepalive_timeout.is_zero();
-        let mut req = Request::new(head.parts(head_bytes), body, link.peer.clone());
+        let mut req = head.request(head_bytes, body, link.peer.clone());
         let progress = answer::answer(
             &**turn.shared,
             &turn.shared.router,

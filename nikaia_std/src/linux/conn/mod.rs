@@ -13,7 +13,6 @@ use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
 use super::shared::Shared;
 use super::tls::Session;
 use super::transport::{Input, Transport};
-use super::worker::Mailbox;
 use crate::fs::{self as nfs, Opened, Root};
 use crate::http::file::Target;
 use crate::http::Peer;
@@ -65,6 +64,9 @@ impl IoDone {
         }
     }
 }
+
+/// Where the io pool posts a worker's results.
+pub(crate) type Mailbox = super::pool::Mailbox<IoDone>;
 
 /// What the worker lends a connection for one turn.
 pub(crate) struct Turn<'a> {

@@ -4,6 +4,7 @@
 //! rustls (which validates nothing about the server's own certificate) has
 //! no accessor for it.
 
+use crate::text::date::days_from_civil;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One DER element: (tag, contents, rest after it).
@@ -70,18 +71,6 @@ pub(super) fn not_after(cert: &[u8]) -> Option<SystemTime> {
     let days = days_from_civil(year, month, day);
     let secs = u64::try_from(days).ok()? * 86_400 + hour * 3600 + minute * 60 + second;
     Some(UNIX_EPOCH + Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-/// algorithm; the inverse of `http::date::civil_from_days`).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

@@ -1,46 +1,12 @@
-//! The `Date` header, formatted once per second per worker, never per request.
+//! Civil dates: the proleptic Gregorian calendar from and to days since the
+//! Unix epoch, and the IMF-fixdate (RFC 9110 §5.6.7) formatted and parsed.
+//! HTTP's dates, the access log's timestamps (`linux/log.rs`) and a
+//! certificate's `notAfter` (`linux/tls/der.rs`) use this one calendar.
 
-/// Seconds since the Unix epoch, now, by the system clock (on wasm32, where
-/// `SystemTime::now` panics, the host passes its clock with each request:
-/// `http/wasm.rs`).
-#[cfg(target_os = "linux")]
-fn unix_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// A worker's copy of the current `Date` value (IMF-fixdate, RFC 9110 §5.6.7).
-#[cfg(target_os = "linux")]
-pub(crate) struct DateCache {
-    second: u64,
-    text: [u8; 29],
-}
-
-#[cfg(target_os = "linux")]
-impl DateCache {
-    pub(crate) fn new() -> DateCache {
-        let mut cache = DateCache {
-            second: u64::MAX,
-            text: [b' '; 29],
-        };
-        cache.refresh();
-        cache
-    }
-
-    /// Re-formats the value if the second changed since the last call.
-    pub(crate) fn refresh(&mut self) {
-        let now = unix_seconds();
-        if now != self.second {
-            self.second = now;
-            self.text = imf_fixdate(now);
-        }
-    }
-
-    pub(crate) fn get(&self) -> &[u8] {
-        &self.text
-    }
-}
+/// Month names, as HTTP dates and nginx's `$time_local` write them.
+pub(crate) const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
 
 /// Formats seconds since the epoch as `Sun, 06 Nov 1994 08:49:37 GMT`.
 ///
@@ -53,10 +19,6 @@ impl DateCache {
 /// dependency fewer on both targets, decide.
 pub(crate) fn imf_fixdate(secs: u64) -> [u8; 29] {
     const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
-    const MONTHS: [&[u8; 3]; 12] = [
-        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
-        b"Dec",
-    ];
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(days as i64);
@@ -65,7 +27,7 @@ pub(crate) fn imf_fixdate(secs: u64) -> [u8; 29] {
     out[3..5].copy_from_slice(b", ");
     two(&mut out[5..7], day as u64);
     out[7] = b' ';
-    out[8..11].copy_from_slice(MONTHS[(month - 1) as usize]);
+    out[8..11].copy_from_slice(MONTHS[(month - 1) as usize].as_bytes());
     out[11] = b' ';
     let y = year.clamp(0, 9999) as u64;
     two(&mut out[12..14], y / 100);
@@ -100,19 +62,19 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-#[allow(dead_code)]
 /// Days since the epoch for a civil date (the inverse of `civil_from_days`).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+/// Neither the month nor the day is checked; a caller checks what it must.
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y.rem_euclid(400);
-    let mp = (i64::from(m) + 9) % 12;
+    let m = i64::from(m);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
     let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
 }
 
-#[allow(dead_code)] // The conditional-request code of http::File calls it.
 /// Parses an IMF-fixdate (the only form this server emits); other forms
 /// (RFC 850, asctime) are also accepted as RFC 9110 §5.6.7 asks of recipients.
 ///
@@ -124,9 +86,6 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 /// this accepts. A date refused makes `If-Modified-Since` be ignored (a full
 /// 200 where this may answer 304), so the switch would change answers.
 pub(crate) fn parse_http_date(s: &str) -> Option<u64> {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
     let s = s.trim();
     let parts: Vec<&str> = s.split_ascii_whitespace().collect();
     let (day, mon, year, time) = match parts.as_slice() {
@@ -178,6 +137,18 @@ mod tests {
         }
         assert_eq!(parse_http_date("yesterday"), None);
         assert_eq!(parse_http_date("Sun, 32 Nov 1994 08:49:37 GMT"), None);
+    }
+
+    #[test]
+    fn days_and_civil_dates_are_inverse() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 2, 29), 11_016);
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+        for days in (-800_000..800_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days, "{y}-{m}-{d}");
+        }
     }
 
     #[test]

@@ -1,0 +1,55 @@
+//! A directory without an index, listed; a directory asked for without its
+//! trailing slash, redirected to it.
+
+use super::File;
+use crate::fs;
+use crate::http::request::Request;
+use crate::http::response::Response;
+use crate::text::html::html_escape;
+use crate::text::percent::percent_encode;
+use std::path::Path;
+
+/// An HTML page listing the directory `dir` under the file's root. Names are
+/// escaped for HTML and percent-encoded in links; the listing reads the
+/// directory on the worker (a rare request, and the one exception to D9).
+pub(super) fn listing(req: &Request, file: &File, dir: &Path) -> Response {
+    let entries = match file.root.list(dir) {
+        Ok(e) => e,
+        Err(fs::Error::Io(e)) => {
+            return Response::internal_error(format!("cannot list {dir:?}: {e}"))
+        }
+        Err(_) => return Response::status_page(404),
+    };
+    let show_hidden = file.list.unwrap_or(false);
+    let title = html_escape(req.path());
+    let mut page = format!(
+        "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Index of {title}</title>\n<h1>Index of {title}</h1>\n<ul>\n<li><a href=\"../\">../</a></li>\n"
+    );
+    for e in entries {
+        let name = e.name.to_string_lossy();
+        if name.starts_with('.') && !show_hidden {
+            continue;
+        }
+        let slash = if e.is_dir { "/" } else { "" };
+        page.push_str(&format!(
+            "<li><a href=\"./{}{slash}\">{}{slash}</a></li>\n",
+            percent_encode(&name, b"-._~/"),
+            html_escape(&name)
+        ));
+    }
+    page.push_str("</ul>\n");
+    Response::new(200).body(crate::html::Raw::from(page))
+}
+
+/// 301 to the request's path with a slash added. The Location is built from
+/// the decoded path, re-encoded, with its leading slashes collapsed to one,
+/// so `//evil.example` can never become a redirect to another host.
+pub(super) fn redirect_to_slash(req: &Request) -> Response {
+    let path = req.path().trim_start_matches('/');
+    let mut location = format!("/{}/", percent_encode(path, b"-._~/!$&'()*+,;=:@"));
+    if let Some(q) = req.query() {
+        location.push('?');
+        location.push_str(q);
+    }
+    Response::status_page(301).header("Location", location)
+}

@@ -1,0 +1,205 @@
+//! `http::File`: "the answer to this request is that file, and I have not
+//! looked at it". The handler returns the description; after it returns, std
+//! opens the name under its root, stats the one descriptor (D6), decides the
+//! status and headers, and picks how the body travels (D3, D8).
+//!
+//! Four jobs, one file each: this one is the port (the [`File`] a handler
+//! returns, and the [`Files`] a backend provides); `resolve` walks from the
+//! name to a found file or a status (index, sidecars, the runtime's pages);
+//! `head` decides a found file's status, headers and body plan; `listing`
+//! answers for a directory without an index.
+
+mod head;
+mod listing;
+mod resolve;
+
+pub(crate) use head::Meta;
+pub(crate) use resolve::{begin, opened};
+
+use super::response::{Body, Response};
+use crate::fs::{self, Identity, Opened, Root};
+use crate::rt::Coding;
+use crate::rt::Vehicle;
+use bytes::Bytes;
+use resolve::Original;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file under a root, as a response body. Nothing is opened until the
+/// handler has returned.
+///
+/// ```no_run
+/// use nikaia_std::{fs, http::{File, Server}};
+/// let site = fs::Root::dir("site").unwrap();
+/// Server::new()
+///     .route("/", { let r = site.clone(); move |_| File::new("index.html", &r) })
+///     .route("/files/*name", move |req| File::new(req.param().unwrap_or(""), &site))
+///     .run()
+///     .unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct File {
+    pub(crate) name: PathBuf,
+    pub(crate) root: Root,
+    pub(crate) index: Option<String>,
+    /// List a directory without an index; `Some(true)` shows dot-names too.
+    pub(crate) list: Option<bool>,
+    /// Whether the server's `cache-control`, `not-found` and `fallback`
+    /// apply: only to the files of `dir_handler`.
+    pub(crate) pages: Pages,
+}
+
+/// How the runtime's pages apply to a [`File`] (spec/runtime-file.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// A program's own file: none of them.
+    Off,
+    /// A file of `dir_handler`: all of them.
+    On,
+    /// A name `dir_handler` refused (a dot-name): never opened; the answer
+    /// is the `not-found` page, or the plain 404, never the `fallback`.
+    Refused,
+}
+
+impl File {
+    /// The file `name` under `root`. There is no default root: a name a
+    /// request chose is confined by the root it is given with.
+    pub fn new(name: impl AsRef<Path>, root: &Root) -> File {
+        File {
+            name: name.as_ref().to_path_buf(),
+            root: root.clone(),
+            index: None,
+            list: None,
+            pages: Pages::Off,
+        }
+    }
+
+    /// When the name is a directory, answer with this file inside it; a
+    /// request for the directory without its trailing slash is redirected
+    /// to the path with one (so relative links in the index resolve).
+    pub fn index(mut self, index: &str) -> File {
+        self.index = Some(index.to_owned());
+        self
+    }
+}
+
+impl File {
+    /// With [`File::index`]: a directory that has no index answers with a
+    /// listing of its entries (an HTML page; names starting with `.` are
+    /// left out unless `show_hidden`). Without this, such a directory is 404.
+    pub fn list(mut self, show_hidden: bool) -> File {
+        self.list = Some(show_hidden);
+        self
+    }
+
+    /// The directory whose listing answers when `name` (its index) is
+    /// missing, if listing is on.
+    fn listed_dir(&self, name: &Path) -> Option<PathBuf> {
+        let index = self.index.as_deref()?;
+        self.list?;
+        let dir = if self.name.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            self.name.clone()
+        };
+        (name == dir.join(index) || name == self.name.join(index)).then_some(dir)
+    }
+}
+
+impl super::IntoResponse for File {
+    fn into_response(self) -> Response {
+        let mut r = Response::new(200);
+        r.body = Body::File(Box::new(self));
+        r
+    }
+}
+
+/// What resolving a file asks of the backend that will send it: the kept
+/// table, an open that does not wait for the disk, and the vehicle. The
+/// Linux server answers from its kept table and io pool; the wasm32 host
+/// has neither.
+pub(crate) trait Files {
+    /// A kept file's bytes, identity and header material, revalidated.
+    fn kept(&self, root: &Root, name: &Path) -> Option<(Bytes, Identity, Meta)>;
+    /// Offers a file just opened for keeping: its kept bytes if kept now.
+    fn offer(&self, root: &Root, name: &Path, opened: &Opened, meta: &Meta) -> Option<Bytes>;
+    /// Opens `name`; [`fs::Error::WouldBlock`] hands the open to the io pool.
+    fn open_now(&self, root: &Root, name: &Path) -> Result<Opened, fs::Error>;
+    /// Whether `name`, a sidecar, was found absent a moment ago (the kept
+    /// table's [`ABSENT_FOR`]): its open is skipped.
+    ///
+    /// [`ABSENT_FOR`]: crate::cache::ABSENT_FOR
+    fn known_absent(&self, _root: &Root, _name: &Path) -> bool {
+        false
+    }
+    /// Notes that the open of `name`, a sidecar, found nothing.
+    fn note_absent(&self, _root: &Root, _name: &Path) {}
+    /// How `len` bytes of a file that is not kept travel.
+    fn vehicle(&self, len: u64) -> Vehicle;
+    /// The sidecar codings served (`precompressed`), in the server's order.
+    fn precompressed(&self) -> &[Coding];
+    /// The runtime whose `cache-control`, `not-found` and `fallback` apply
+    /// to `dir_handler`'s files; none where there is no runtime file.
+    fn runtime(&self) -> Option<&crate::rt::Runtime> {
+        None
+    }
+}
+
+/// A name to open under the file's root, and what it is for.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub name: PathBuf,
+    phase: Phase,
+}
+
+impl AsRef<Path> for Target {
+    fn as_ref(&self) -> &Path {
+        &self.name
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The name the request asked for (or its index).
+    Asked,
+    /// The runtime's `fallback`, for a missing name: 200.
+    Fallback,
+    /// The runtime's `not-found` page: 404, whole.
+    NotFound,
+}
+
+/// A file response, decided: its head, and how its body travels.
+pub(crate) struct Prepared {
+    pub resp: Response,
+    /// The Content-Length (also for HEAD, which sends no body).
+    pub length: u64,
+    pub plan: Plan,
+}
+
+pub(crate) enum Plan {
+    /// No body (HEAD, 304, or a status page carried in `resp`).
+    None,
+    /// Bytes of a kept mapping.
+    Kept(Bytes),
+    /// A range of an opened file, by `sendfile` or by `pread`.
+    File {
+        file: Arc<fs::OpenFile>,
+        start: u64,
+        end: u64,
+        vehicle: Vehicle,
+    },
+}
+
+/// Where resolving got to.
+pub(crate) enum Step {
+    Ready(Prepared),
+    /// The open would wait for the disk: run `root.open(target)` on the io
+    /// pool and continue with [`opened`], handing back the [`Then`].
+    Open(Target, Then),
+}
+
+/// What resolving carries across an open on the io pool: nothing while the
+/// file itself is being opened; the file, found, while one of its
+/// precompressed sidecars is.
+#[derive(Default)]
+pub(crate) struct Then(Option<Box<Original>>);

@@ -1,0 +1,6 @@
+//! Small text helpers every part of the crate shares, once each, with no
+//! target or transport in them: percent-coding, HTML escaping, civil dates.
+
+pub(crate) mod date;
+pub(crate) mod html;
+pub(crate) mod percent;
