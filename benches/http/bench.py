@@ -16,7 +16,12 @@ and full-handshake cases.
 --versus BIN compares two builds of nikaia instead of nikaia and nginx:
 --nikaia is "after", BIN "before" (e.g. the same program before a
 refactor), plaintext keep-alive 4 KiB × 64 named, page 4 KiB constant and
-1 MiB × 64 named, ratios after/before. --wasm compares nikaia serve (Linux)
+1 MiB × 64 named, ratios after/before. With --tls too, --versus runs that
+plaintext section and then the same comparison over HTTPS instead of nikaia
+beside nginx: the --tls certificate, TLS 1.3 and client config for both builds,
+keep-alive 4 KiB × 64 named, page 4 KiB constant and 1 MiB × 64 named, checked
+once with curl --cacert (and the parameters with s_client) before measuring.
+--wasm compares nikaia serve (Linux)
 with its wasm32 build under Node (nikaia_std/wasm/host.cjs, the module from
 target/wasm-pkg) on 4 KiB × 64 and 1 MiB × 64 named, ratios wasm/linux;
 server CPU is then the node process's. Both check once with curl that the
@@ -422,12 +427,12 @@ Groups = X25519
 class TlsServer(Server):
     """A Server on HTTPS; `logged` adds what the checks count by."""
 
-    def __init__(self, kind, args, root, workdir, logged=False):
+    def __init__(self, kind, args, root, workdir, logged=False, binary=None):
         extra = 'tls-cert = "cert.pem"\ntls-key = "key.pem"\n'
         if logged and kind == "nikaia":
             self.stats = os.path.join(workdir, f"stats-{os.getpid()}.sock")
             extra += f'stats-socket = "{self.stats}"\n'
-        super().__init__(kind, args, root, workdir, extra)
+        super().__init__(kind, args, root, workdir, extra, binary)
         self.label = kind
         self.access_log = os.path.join(workdir, "access.log") if logged and kind == "nginx" else None
 
@@ -761,7 +766,8 @@ def tls_bench(args, root):
 
 # ------------------------------------------- two builds of one server (--versus, --wasm)
 #
-# Plaintext, keep-alive, wrk -t1 -c--conns, one worker each, the same fixture;
+# Plaintext (or, --versus with --tls, HTTPS as in --tls), keep-alive, wrk -t1
+# -c--conns, one worker each, the same fixture;
 # each run guarded like the TLS runs (redone while others took the CPU). The
 # two servers alternate within each case, and which goes first flips from one
 # repeat to the next, so drift and warm caches hit both alike.
@@ -772,6 +778,8 @@ VERSUS_CASES = [
     ("page 4 KiB (constant)", "/page.html", None),
     ("1 MiB × 64 (named)", None, "/1m/"),
 ]
+# --versus --tls: the keep-alive ones (4 KiB named, page constant, 1 MiB named).
+VERSUS_TLS_CASES = [c for c in VERSUS_CASES if len(c) == 3]
 WASM_CASES = [
     ("4 KiB × 64 (named)", None, "/4k/"),
     ("1 MiB × 64 (named)", None, "/1m/"),
@@ -781,23 +789,26 @@ CHECK_FILES = ["page.html", "4k/0.bin", "4k/1.bin", "4k/63.bin", "64k/7.bin", "1
 HOST_FIELDS = {"date", "connection", "keep-alive"}
 
 
-def curl_get(url):
-    """(status line, [header lines but HOST_FIELDS], body) of one GET."""
+def curl_get(url, mat=None):
+    """(status line, [header lines but HOST_FIELDS], body) of one GET; with
+    `mat` (tls_material) over HTTPS with its certificate and client config."""
+    tls = ["--cacert", mat["cert"]] if mat else []
     with tempfile.NamedTemporaryFile() as h:
-        body = subprocess.run(["curl", "-sS", "-D", h.name, url], capture_output=True, check=True).stdout
+        body = subprocess.run(["curl", "-sS", *tls, "-D", h.name, url], capture_output=True, check=True,
+                              env=mat["env"] if mat else None).stdout
         head = open(h.name, "rb").read().decode("latin-1").split("\r\n")
     fields = [l for l in head[1:] if l and l.split(":", 1)[0].strip().lower() not in HOST_FIELDS]
     return head[0], fields, body
 
 
-def same_answers(a, b, root):
+def same_answers(a, b, root, mat=None):
     """Once, before measuring: curl fetches CHECK_FILES (and a missing name)
     from both; the bodies must equal the files on disk and each other, and the
     status lines and header fields (but HOST_FIELDS) each other."""
     rows, ok = [], True
     for name in CHECK_FILES + ["no-such-file.bin"]:
-        sa, ha, ba = curl_get(f"{a.base}/{name}")
-        sb, hb, bb = curl_get(f"{b.base}/{name}")
+        sa, ha, ba = curl_get(f"{a.base}/{name}", mat)
+        sb, hb, bb = curl_get(f"{b.base}/{name}", mat)
         path = os.path.join(root, name)
         disk = open(path, "rb").read() if os.path.exists(path) else None
         body_ok = ba == bb and (disk is None or ba == disk)
@@ -808,8 +819,8 @@ def same_answers(a, b, root):
     return ok, rows
 
 
-def same_answers_lines(a, b, ok, rows):
-    lines = [f"### Same answers (curl, once, before measuring): {a.label} vs {b.label}", "",
+def same_answers_lines(a, b, ok, rows, how="curl"):
+    lines = [f"### Same answers ({how}, once, before measuring): {a.label} vs {b.label}", "",
              f"| name | status | bytes {a.label} / {b.label} | body (vs each other and the file) | "
              f"status line and header fields but {', '.join(sorted(HOST_FIELDS))} |", "|---|---|---|---|---|"]
     for r in rows:
@@ -822,11 +833,11 @@ def same_answers_lines(a, b, ok, rows):
     return lines
 
 
-def measure_wrk(server, url, seconds, conns, script=None, headers=()):
-    return measure_wrk_tls(server, url, seconds, conns, None, script, headers)
+def measure_wrk(server, url, seconds, conns, script=None, headers=(), env=None):
+    return measure_wrk_tls(server, url, seconds, conns, env, script, headers)
 
 
-def guarded_pair(args, servers, cases):
+def guarded_pair(args, servers, cases, env=None):
     results = {s.label: {c[0]: [] for c in cases} for s in servers}
     redone = []
     for rep in range(args.repeats):
@@ -834,8 +845,8 @@ def guarded_pair(args, servers, cases):
             headers = headers[0] if headers else ()
             for s in (servers if rep % 2 == 0 else servers[::-1]):
                 def run(s=s, url=s.base + (path or "/"), script=lua_rotation(prefix) if prefix else None):
-                    measure_wrk(s, url, 1, args.conns, script, headers)  # warm-up
-                    return measure_wrk(s, url, args.seconds, args.conns, script, headers)
+                    measure_wrk(s, url, 1, args.conns, script, headers, env)  # warm-up
+                    return measure_wrk(s, url, args.seconds, args.conns, script, headers, env)
                 results[s.label][name].append(guarded(args, run, redone))
                 r = results[s.label][name][-1]
                 print(f"[{time.strftime('%H:%M:%S')}] {rep + 1}/{args.repeats} {name} {s.label}: {r['rps']:.0f} req/s, "
@@ -893,24 +904,38 @@ def binary_id(path):
     return f"{path} ({st.st_size} bytes, sha256 {h}…, built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(st.st_mtime))})"
 
 
-def two_builds(args, root, servers, cases, num, den, title, cpu_note, versions):
-    """Checks once that both answer alike, then measures them alternately."""
+def two_builds(args, root, servers, cases, num, den, title, cpu_note, versions, mat=None):
+    """Checks once that both answer alike, then measures them alternately;
+    with `mat` (tls_material) over HTTPS, curl and wrk with its certificate
+    and client config, and s_client checks the negotiated parameters too."""
     print("### Builds\n")
     print("\n".join(f"- {v}" for v in versions) + "\n")
+    hello = None
     for s in servers:
         s.start()
     try:
-        ok, rows = same_answers(servers[0], servers[1], root)
-        print("\n".join(same_answers_lines(servers[0], servers[1], ok, rows)) + "\n")
+        ok, rows = same_answers(servers[0], servers[1], root, mat)
+        lines = same_answers_lines(servers[0], servers[1], ok, rows,
+                                   "curl --cacert, the client config" if mat else "curl")
+        if mat:
+            hello = [s_client(s, mat["env"], mat["cert"]) for s in servers]
+            lines += ["", "Negotiated (openssl s_client with the client config): " + "; ".join(
+                f"{s.label} {s_client_cell(r)}" for s, r in zip(servers, hello)) + "."]
+        print("\n".join(lines) + "\n")
         if not ok and not args.force:
             raise SystemExit("the two servers answer differently; --force measures anyway")
-        results, redone = guarded_pair(args, servers, cases)
+        if hello and not all(r["ok"] for r in hello) and not args.force:
+            raise SystemExit("TLS 1.3 with a verified certificate failed against one; --force measures anyway")
+        results, redone = guarded_pair(args, servers, cases, mat["env"] if mat else None)
     finally:
         for s in servers:
             s.stop()
     print("\n".join(pair_lines(args, title, servers, cases, results, redone, num, den, cpu_note)) + "\n")
-    return {"versions": versions, "same_answers": {"ok": ok, "rows": rows}, "results": results,
-            "redone_other_cpu_pct": redone}
+    out = {"versions": versions, "same_answers": {"ok": ok, "rows": rows}, "results": results,
+           "redone_other_cpu_pct": redone}
+    if hello:
+        out["negotiated"] = hello
+    return out
 
 
 def versus_bench(args, root, work):
@@ -921,6 +946,24 @@ def versus_bench(args, root, work):
                       f"nikaia serve: two builds, {args.workers} worker(s) each (after = --nikaia, before = --versus)",
                       f"Both are the same `nikaia serve ROOT --runtime FILE` with `workers = {args.workers}`, "
                       "`access-log = \"off\"` and the defaults otherwise; machine CPU includes wrk.", versions)
+
+
+def versus_tls_bench(args, root):
+    """--versus with --tls: the two builds over HTTPS, as tls_bench sets it up."""
+    work = os.path.abspath("target/bench-http/tls")
+    mat = tls_material(work)
+    after = TlsServer("nikaia", args, root, work); after.label = "after"
+    before = TlsServer("nikaia", args, root, work, binary=args.versus); before.label = "before"
+    versions = [f"after (--nikaia): {binary_id(args.nikaia)}", f"before (--versus): {binary_id(args.versus)}"]
+    versions += [v for v in tls_versions(args.nikaia) if v.startswith(("openssl", "wrk"))]
+    return two_builds(args, root, [after, before], VERSUS_TLS_CASES, "after", "before",
+                      f"HTTPS: nikaia serve, two builds, {args.workers} worker(s) each (after = --nikaia, "
+                      f"before = --versus), TLS 1.3 {TLS_SUITE}, ECDSA P-256, keep-alive",
+                      f"Both are the same `nikaia serve ROOT --runtime FILE` with `workers = {args.workers}`, "
+                      "`access-log = \"off\"`, `tls-cert`/`tls-key` the same certificate and the defaults "
+                      "otherwise; wrk and curl read the --tls client config (OPENSSL_CONF: TLS 1.3 only, "
+                      f"{TLS_SUITE}, X25519). Neither uses sendfile under TLS; machine CPU includes wrk.",
+                      versions, mat)
 
 
 def wasm_bench(args, root, work):
@@ -950,9 +993,11 @@ def main():
                     help="workers of each nikaia serve (nginx keeps one)")
     ap.add_argument("--only", choices=["nginx", "pinned", "fairness"], action="append")
     ap.add_argument("--tls", action="store_true",
-                    help="HTTPS: nikaia vs nginx, TLS 1.3 only (plaintext sections run only if --only names them)")
+                    help="HTTPS: nikaia vs nginx, TLS 1.3 only (plaintext sections run only if --only names them); "
+                         "with --versus, the two builds over HTTPS instead of nginx")
     ap.add_argument("--versus", metavar="BIN",
-                    help="plaintext: --nikaia (after) vs this second nikaia binary (before), instead of nginx")
+                    help="plaintext: --nikaia (after) vs this second nikaia binary (before), instead of nginx; "
+                         "with --tls, then over HTTPS too")
     ap.add_argument("--wasm", action="store_true",
                     help="plaintext: nikaia serve (Linux) vs its wasm32 build under Node (target/wasm-pkg)")
     ap.add_argument("--wasm-host", default=WASM_HOST,
@@ -992,10 +1037,12 @@ def main():
             for kind in ("nikaia", "nginx"):
                 text, everything[f"fairness_{kind}_nice{int(nice)}"] = fairness(args, root, work, nice, kind)
                 print(text + "\n")
-    if args.tls:
+    if args.tls and not args.versus:
         everything["tls"] = tls_bench(args, root)
     if args.versus:
         everything["versus"] = versus_bench(args, root, work)
+        if args.tls:
+            everything["versus_tls"] = versus_tls_bench(args, root)
     if args.wasm:
         everything["wasm"] = wasm_bench(args, root, work)
     print(f"Load average after: {loadavg()}.")

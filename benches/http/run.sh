@@ -6,6 +6,8 @@
 #   e.g. benches/http/run.sh 3 5 --tls --json benches/http/results/DATE-tls.json
 #   (--tls: HTTPS, TLS 1.3 only, certificate and client config made by openssl)
 #   benches/http/run.sh 3 5 --versus target/before/release/nikaia   (two builds of nikaia)
+#   benches/http/run.sh 3 5 --versus target/before/release/nikaia --tls   (the two builds over
+#   plaintext, then over HTTPS as --tls sets it up: same certificate, TLS 1.3, client config; no nginx)
 #   benches/http/run.sh 3 5 --wasm   (nikaia serve vs its wasm32 build under Node; builds target/wasm-pkg)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
