@@ -1,6 +1,8 @@
 //! How a file travels on Linux (D3): the vehicles' syscalls — the only
-//! place `sendfile`, `pread` and the residency probe are called — the
-//! choice between them, and the state of one file body being sent.
+//! place `sendfile`, the read vehicle's `pread` and the residency probe are
+//! called (whole reads, for the io pool and the kept copies, are
+//! `fs::read_full_at`) — the choice between them, and the state of one
+//! file body being sent.
 //! Normative text: `spec/files.md`.
 
 use rustix::io::{Errno, ReadWriteFlags};

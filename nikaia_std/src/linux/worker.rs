@@ -2,7 +2,7 @@
 //! connections it accepted. Nothing is handed between workers.
 
 use super::clock::DateCache;
-use super::conn::{Conn, Next, Turn};
+use super::conn::{Conn, IoDone, Mailbox, Next, Turn};
 use super::listen::{watch_listener, LISTENER};
 use super::shared::Shared;
 use crate::http::Peer;
@@ -15,8 +15,6 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use super::conn::{IoDone, Mailbox};
 
 /// How long a shutdown waits for responses already being sent.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -275,7 +273,8 @@ impl Worker {
             }
             let peer = peer
                 .and_then(|a| SocketAddr::try_from(a).ok())
-                .map_or(Peer::Unix, Peer::Tcp);
+                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+            let peer = Peer::Tcp(peer);
             let tls = match &self.shared.tls {
                 Some(tls) => match tls.session() {
                     Ok(session) => Some(Box::new(session)),

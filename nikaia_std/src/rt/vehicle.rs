@@ -2,7 +2,6 @@
 //! chooses one per response (`http::file::Files::vehicle`), and they are the
 //! rows of `nikaia explain`. How each one moves bytes is the backend's
 //! (`linux/send.rs`); on wasm32 a file body is always read.
-#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
 /// The ways a body reaches the socket; also the rows of `nikaia explain`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -200,22 +200,23 @@ pub fn handle(
     };
     let may_keep = parsed.keep_alive;
     let len = parsed.len;
-    // The host knows no peer address it could give.
-    let mut req = parsed.request(head.slice(..len), Bytes::from(body), Peer::Unix);
+    // The host gives no peer address: the unspecified one stands for it.
+    let unknown = Peer::Tcp(std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
+    let mut req = parsed.request(head.slice(..len), Bytes::from(body), unknown);
     let mut log =
         |req: &Request, e: &str| console_error(&format!("{} {}: {e}", req.method(), req.target()));
     let mut progress = answer::answer(&HostFiles, &router, &mut req, may_keep, &mut log);
     // Opens are synchronous here: the pipeline never has to wait long.
-    let answer = loop {
+    let decided = loop {
         match progress {
-            Progress::Ready(answer) => break answer,
+            Progress::Ready(decided) => break decided,
             Progress::Open(target, waiting) => {
                 let opened = waiting.root().open(&target);
                 progress = waiting.opened(&HostFiles, &req, target, opened, &mut log);
             }
         }
     };
-    to_host(answer)
+    to_host(decided)
 }
 
 /// A status page answered before a request could reach the pipeline; the
@@ -224,14 +225,13 @@ fn status_answer(resp: Response) -> Answer {
     if let Some(e) = &resp.log_error {
         console_error(e);
     }
-    let length = resp.body.len();
-    let (_, body) = resp.memory_body();
+    let (length, body) = resp.memory_body();
     host_answer(&resp, length, true, Source::Bytes(body))
 }
 
 /// The host's view of a decided answer: head fields and the body it pulls.
-fn to_host(answer: answer::Answer) -> Answer {
-    let body = match answer.payload {
+fn to_host(decided: answer::Answer) -> Answer {
+    let body = match decided.payload {
         Payload::None => Source::Bytes(Bytes::new()),
         Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => Source::Bytes(b),
         Payload::File {
@@ -242,7 +242,7 @@ fn to_host(answer: answer::Answer) -> Answer {
             end,
         },
     };
-    host_answer(&answer.resp, answer.length, answer.close, body)
+    host_answer(&decided.resp, decided.length, decided.close, body)
 }
 
 fn host_answer(resp: &Response, length: u64, close: bool, body: Source) -> Answer {
@@ -262,5 +262,13 @@ fn host_answer(resp: &Response, length: u64, close: bool, body: Source) -> Answe
         status: resp.status(),
         headers,
         body,
+    }
+}
+
+impl crate::rt::Runtime {
+    /// What `nikaia check` finds on the machine beyond the file's text: on
+    /// wasm32, nothing (the host owns the sockets, certificates and paths).
+    pub fn preflight(&self) -> Vec<crate::rt::Finding> {
+        Vec::new()
     }
 }

@@ -228,7 +228,7 @@ impl H1 {
         started: Instant,
     ) {
         match progress {
-            Progress::Ready(answer) => self.queue(link, turn, &req, answer, started),
+            Progress::Ready(decided) => self.queue(link, turn, &req, decided, started),
             Progress::Open(target, waiting) => {
                 link.open_on_pool(turn, target, waiting.root().clone());
                 // Requests pipelined behind this one wait their turn.
@@ -278,37 +278,35 @@ impl H1 {
         link: &mut Link,
         turn: &mut Turn<'_>,
         req: &Request,
-        answer: Answer,
+        decided: Answer,
         started: Instant,
     ) {
-        let answer = match answer.payload {
+        let decided = match decided.payload {
             // Through TLS rustls reads the body in user mode: a program's
             // mapping is copied by the kernel first, where a file cut short
             // is an error and not SIGBUS.
             Payload::Mapped(b) if link.transport.encrypts() => match guarded_copy(&b) {
                 Ok(copy) => Answer {
                     payload: Payload::Memory(Bytes::from(copy)),
-                    ..answer
+                    ..decided
                 },
                 Err(e) => {
-                    turn.shared.logs.error(format_args!(
-                        "{} {} {}: the mapped body could not be read ({}); did its file shrink?",
-                        link.peer,
-                        req.method(),
-                        req.target(),
+                    let why = format!(
+                        "the mapped body could not be read ({}); did its file shrink?",
                         std::io::Error::from(e)
-                    ));
-                    answer::page(req, Response::status_page_for(500), answer.close)
+                    );
+                    log_error(turn, link)(req, &why);
+                    answer::page(req, Response::status_page(500), decided.close)
                 }
             },
-            _ => answer,
+            _ => decided,
         };
         let Answer {
             resp,
             length,
             payload,
             close,
-        } = answer;
+        } = decided;
         let mut head = Vec::with_capacity(256);
         write_head(&mut head, &resp, length, turn.date, close, req.version);
         link.out.push(Bytes::from(head));
@@ -348,7 +346,7 @@ impl H1 {
 
     /// Answers a request that cannot be served with its status, then closes.
     fn refuse(&mut self, link: &mut Link, turn: &mut Turn<'_>, reject: Reject) {
-        let page = Response::status_page_for(reject.status);
+        let page = Response::status_page(reject.status);
         self.refuse_with(link, turn, reject, page);
     }
 

@@ -290,9 +290,10 @@ impl Link {
         r
     }
 
-    /// Reads what the transport has into `buf`. `Err(Wait)` when it has
-    /// nothing yet, `Err(Close)` at EOF, on an error, or for a client on the
-    /// wrong listener (a plain request on the TLS one is refused first).
+    /// Reads what the transport has into `buf`: `Ok` with data, or with a
+    /// plain request on the TLS listener (the protocol refuses it);
+    /// `Err(Wait)` when there is nothing yet; `Err(Close)` at EOF, on an
+    /// error, for a TLS client on a plain listener, or a failed session.
     fn read(&mut self, turn: &mut Turn<'_>, buf: &mut bytes::BytesMut) -> Result<Input, Next> {
         let input = self.transport.read(buf);
         if let (Some(kind), Some(tls)) = (self.transport.established(), &turn.shared.tls) {
