@@ -780,6 +780,11 @@ VERSUS_CASES = [
 ]
 # --versus --tls: the keep-alive ones (4 KiB named, page constant, 1 MiB named).
 VERSUS_TLS_CASES = [c for c in VERSUS_CASES if len(c) == 3]
+
+
+def chosen(args, cases):
+    """The cases --case names (all of them without it)."""
+    return [c for c in cases if not args.case or any(t in c[0] for t in args.case)]
 WASM_CASES = [
     ("4 KiB × 64 (named)", None, "/4k/"),
     ("1 MiB × 64 (named)", None, "/1m/"),
@@ -942,7 +947,7 @@ def versus_bench(args, root, work):
     after = Server("nikaia", args, root, work); after.label = "after"
     before = Server("nikaia", args, root, work, binary=args.versus); before.label = "before"
     versions = [f"after (--nikaia): {binary_id(args.nikaia)}", f"before (--versus): {binary_id(args.versus)}"]
-    return two_builds(args, root, [after, before], VERSUS_CASES, "after", "before",
+    return two_builds(args, root, [after, before], chosen(args, VERSUS_CASES), "after", "before",
                       f"nikaia serve: two builds, {args.workers} worker(s) each (after = --nikaia, before = --versus)",
                       f"Both are the same `nikaia serve ROOT --runtime FILE` with `workers = {args.workers}`, "
                       "`access-log = \"off\"` and the defaults otherwise; machine CPU includes wrk.", versions)
@@ -956,7 +961,7 @@ def versus_tls_bench(args, root):
     before = TlsServer("nikaia", args, root, work, binary=args.versus); before.label = "before"
     versions = [f"after (--nikaia): {binary_id(args.nikaia)}", f"before (--versus): {binary_id(args.versus)}"]
     versions += [v for v in tls_versions(args.nikaia) if v.startswith(("openssl", "wrk"))]
-    return two_builds(args, root, [after, before], VERSUS_TLS_CASES, "after", "before",
+    return two_builds(args, root, [after, before], chosen(args, VERSUS_TLS_CASES), "after", "before",
                       f"HTTPS: nikaia serve, two builds, {args.workers} worker(s) each (after = --nikaia, "
                       f"before = --versus), TLS 1.3 {TLS_SUITE}, ECDSA P-256, keep-alive",
                       f"Both are the same `nikaia serve ROOT --runtime FILE` with `workers = {args.workers}`, "
@@ -1009,6 +1014,8 @@ def main():
     ap.add_argument("--retries", type=int, default=3)
     ap.add_argument("--max-wait", type=float, default=300,
                     help="seconds to wait for a quiet second before each guarded run, at most")
+    ap.add_argument("--case", action="append", metavar="TEXT",
+                    help="--versus: only the cases whose name contains TEXT (repeatable)")
     ap.add_argument("--json")
     args = ap.parse_args()
     work = os.path.abspath("target/bench-http")

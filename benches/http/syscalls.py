@@ -15,6 +15,7 @@ usage: benches/http/syscalls.py [-n N] [--tls] LABEL=BINARY [LABEL=BINARY ...]
 import argparse
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -109,6 +110,8 @@ def count(binary, root, work, tls, n):
 
 
 def main():
+    if not shutil.which("strace"):
+        raise SystemExit("needs strace: apt-get install strace")
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--tls", action="store_true")

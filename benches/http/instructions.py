@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Instructions per request of one or more nikaia builds, counted by
+valgrind (callgrind): a count that does not drift with the machine's load,
+for this VM, which has no hardware counters for `perf stat`.
+
+Each build runs `nikaia serve` (workers = 1, access log off) under
+`valgrind --tool=callgrind` twice: once answering A requests on one
+kept-alive connection, once answering B; the difference of the two totals,
+over B - A, is the instructions one more request costs (start-up, the
+warm-up and shutdown cancel out). Both builds get the same requests.
+
+usage: benches/http/instructions.py [--case NAME] LABEL=BINARY [LABEL=BINARY ...]
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench  # noqa: E402
+import syscalls  # noqa: E402  (connect, get, CASES)
+
+A, B = 200, 1200
+
+
+def total(binary, root, work, paths, n):
+    port = bench.free_port()
+    rt = os.path.join(work, f"instr-{port}.toml")
+    with open(rt, "w") as f:
+        f.write(f'listen = "127.0.0.1:{port}"\nworkers = 1\naccess-log = "off"\n')
+    out = tempfile.mkdtemp()
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p",
+                             binary, "serve", root, "--runtime", rt],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while True:
+        try:
+            s = syscalls.connect(port, None)
+            break
+        except OSError:
+            if time.time() > deadline:
+                raise SystemExit(f"{binary} did not start under valgrind")
+            time.sleep(0.2)
+    buf = bytearray()
+    for i in range(n):
+        buf = syscalls.get(s, paths[i % len(paths)], buf)
+    s.close()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait()
+    ir = 0
+    for f in glob.glob(f"{out}/cg.*"):
+        with open(f) as fh:
+            for line in fh:
+                m = re.match(r"(?:summary|totals): (\d+)", line)
+                if m:
+                    ir = max(ir, int(m.group(1)))
+    return ir
+
+
+def main():
+    if not shutil.which("valgrind"):
+        raise SystemExit("needs valgrind: apt-get install valgrind")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--case", action="append")
+    ap.add_argument("builds", nargs="+", metavar="LABEL=BINARY")
+    args = ap.parse_args()
+    work = os.path.abspath("target/bench-http")
+    root = os.path.join(work, "site")
+    os.makedirs(work, exist_ok=True)
+    bench.make_fixture(root)
+    cases = [c for c in syscalls.CASES if not args.case or any(t in c[0] for t in args.case)]
+    print(f"Instructions per request (valgrind --tool=callgrind, one kept-alive connection, "
+          f"({B} - {A} requests), workers = 1):\n")
+    labels = [b.split("=", 1)[0] for b in args.builds]
+    print("| case | " + " | ".join(labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    for name, paths in cases:
+        cells = []
+        for b in args.builds:
+            _, binary = b.split("=", 1)
+            per = (total(binary, root, work, paths, B) - total(binary, root, work, paths, A)) / (B - A)
+            cells.append(f"{per:,.0f}")
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
