@@ -250,3 +250,38 @@ fn check_warns_of_a_busy_listen_address_and_passes() {
         "free again: no warning"
     );
 }
+
+/// A foreign socket on the same port but a wider address (a dual-stack
+/// `[::]` with `SO_REUSEPORT`, which Linux sometimes lets bind beside our
+/// 127.0.0.1) gets none of the connections to our address.
+#[test]
+fn a_foreign_wildcard_on_our_port_gets_none_of_our_connections() {
+    use rustix::net::{sockopt, AddressFamily, SocketType};
+    let dir = site("ours");
+    let (_running, addr, _conf) = serve(dir.path(), "127.0.0.1:0", 2);
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let wildcard = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+    let bind_wildcard = |v6only: bool| {
+        let fd = rustix::net::socket(AddressFamily::INET6, SocketType::STREAM, None).ok()?;
+        sockopt::set_socket_reuseport(&fd, true).ok()?;
+        sockopt::set_ipv6_v6only(&fd, v6only).ok()?;
+        rustix::net::bind(&fd, &wildcard).ok()?;
+        rustix::net::listen(&fd, 64).ok()?;
+        Some(fd)
+    };
+    // The IPv6-only socket first: after it, the kernel's fast path may let
+    // the dual-stack one bind (whether it does is the kernel's business).
+    drop(bind_wildcard(true));
+    let foreign = bind_wildcard(false);
+    for _ in 0..24 {
+        assert_eq!(get(&addr, "/").2, b"ours");
+    }
+    if let Some(foreign) = foreign {
+        rustix::io::ioctl_fionbio(&foreign, true).unwrap();
+        assert_eq!(
+            rustix::net::accept(&foreign).err(),
+            Some(rustix::io::Errno::AGAIN),
+            "a connection to 127.0.0.1 went to the foreign wildcard"
+        );
+    }
+}
