@@ -7,7 +7,8 @@ bench fixture, warms each case up, attaches `strace -f -c` to the server,
 makes N requests on one kept-alive connection (plain, or TLS 1.3 with the
 bench's certificate), detaches, and prints each syscall's calls per request.
 The client waits for each answer before the next request (like wrk -c1), so
-the counts are the server's per-request path, not pipelining's.
+the counts are the server's per-request path; the last case sends 16
+requests in one write before reading their answers (pipelining).
 
 usage: benches/http/syscalls.py [-n N] [--tls] LABEL=BINARY [LABEL=BINARY ...]
 """
@@ -33,6 +34,8 @@ CASES = [
     ("page 4 KiB (constant)", ["/page.html"]),
     ("1 MiB × 64 (named)", [f"/1m/{i}.bin" for i in range(64)]),
 ]
+# Requests sent together in one write, then their answers read: pipelining.
+PIPELINED = ("4 KiB × 64 (named), 16 pipelined", [f"/4k/{i}.bin" for i in range(64)], 16)
 
 
 def start(binary, root, work, tls):
@@ -65,6 +68,18 @@ def connect(port, tls):
 
 def get(s, path, buf):
     s.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+    return answer(s, path, buf)
+
+
+def get_many(s, paths, buf):
+    """Sends every request in one write, then reads their answers in order."""
+    s.sendall(b"".join(f"GET {p} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode() for p in paths))
+    for p in paths:
+        buf = answer(s, p, buf)
+    return buf
+
+
+def answer(s, path, buf):
     while b"\r\n\r\n" not in buf:
         buf += s.recv(1 << 16)
     head, _, rest = buf.partition(b"\r\n\r\n")
@@ -80,7 +95,8 @@ def count(binary, root, work, tls, n):
     proc, port = start(binary, root, work, tls)
     try:
         out = {}
-        for name, paths in CASES:
+        for name, paths, *depth in CASES + [PIPELINED]:
+            depth = depth[0] if depth else 1
             s = connect(port, tls)
             buf = bytearray()
             for i in range(2 * len(paths) + 16):  # warm: kept table, page cache
@@ -89,8 +105,9 @@ def count(binary, root, work, tls, n):
             tracer = subprocess.Popen(["strace", "-f", "-c", "-o", log, "-p", str(proc.pid)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)  # attached to every thread
-            for i in range(n):
-                buf = get(s, paths[i % len(paths)], buf)
+            for i in range(0, n, depth):
+                batch = [paths[(i + k) % len(paths)] for k in range(depth)]
+                buf = get(s, batch[0], buf) if depth == 1 else get_many(s, batch, buf)
             time.sleep(0.2)
             tracer.send_signal(signal.SIGINT)
             tracer.wait()
@@ -130,7 +147,7 @@ def main():
     print(f"Syscalls per request ({'TLS 1.3' if tls else 'plaintext'}, one kept-alive connection, "
           f"{args.n} requests a case, strace -f -c on the server, workers = 1):\n")
     labels = [label for label, _ in builds]
-    for name, _ in CASES:
+    for name, *_ in CASES + [PIPELINED]:
         names = sorted({c for label in labels for c in results[label][name]})
         print(f"| {name} | " + " | ".join(labels) + " |")
         print("|---|" + "---|" * len(labels))

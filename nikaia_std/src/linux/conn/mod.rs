@@ -180,12 +180,17 @@ impl Conn {
         let mut budget = turn.shared.rt.send_file_max_chunk as usize;
         let slice_end = Instant::now() + SLICE;
         let mut requests = 0;
+        // The protocol has more pipelined requests to answer: their answers
+        // are queued behind this one and written together (the flush is
+        // skipped once). Any other way out of the loop flushes first.
+        let mut gather = false;
         loop {
             let link = &mut self.link;
             if link.close_now {
                 return Next::Close;
             }
-            if !link.out.is_empty() {
+            let gathered = std::mem::take(&mut gather);
+            if !link.out.is_empty() && !gathered {
                 match link.flush(turn, &mut budget, slice_end) {
                     Ok(Flushed::All) => self.proto.written(&mut self.link, turn),
                     Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
@@ -222,23 +227,27 @@ impl Conn {
                     false => Next::Wait,
                 };
             }
-            if self.proto.is_waiting() {
-                return Next::Wait;
+            // Leaving the loop with gathered answers unwritten: write them.
+            let unwritten = gathered && !self.link.out.is_empty();
+            if self.proto.is_waiting() || requests >= BATCH_REQUESTS {
+                if unwritten {
+                    continue;
+                }
+                return match self.proto.is_waiting() {
+                    true => Next::Wait,
+                    false => Next::Yield,
+                };
             }
             if turn.stopping && self.is_idle() {
                 return Next::Close;
             }
-            if requests >= BATCH_REQUESTS {
-                return Next::Yield;
-            }
             match self.proto.advance(&mut self.link, turn) {
                 Ok(true) => {
                     requests += 1;
-                    if self.proto.more_pipelined(&self.link) {
-                        continue;
-                    }
+                    gather = requests < BATCH_REQUESTS && self.proto.more_pipelined(&self.link);
                 }
                 Ok(false) => {}
+                Err(_) if unwritten => continue,
                 Err(next) => return next,
             }
         }
