@@ -18,37 +18,21 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import bench  # noqa: E402
 import syscalls  # noqa: E402  (connect, get, CASES)
 
 A, B = 200, 1200
 
 
 def total(binary, root, work, paths, n):
-    port = bench.free_port()
-    rt = os.path.join(work, f"instr-{port}.toml")
-    with open(rt, "w") as f:
-        f.write(f'listen = "127.0.0.1:{port}"\nworkers = 1\naccess-log = "off"\n')
     out = tempfile.mkdtemp()
-    proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p",
-                             binary, "serve", root, "--runtime", rt],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while True:
-        try:
-            s = syscalls.connect(port, None)
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise SystemExit(f"{binary} did not start under valgrind")
-            time.sleep(0.2)
+    proc, port = syscalls.start(binary, root, work, None, wait=120,
+                                prefix=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p"])
+    s = syscalls.connect(port, None)
     buf = bytearray()
     for i in range(n):
         buf = syscalls.get(s, paths[i % len(paths)], buf)
@@ -72,10 +56,7 @@ def main():
     ap.add_argument("--case", action="append")
     ap.add_argument("builds", nargs="+", metavar="LABEL=BINARY")
     args = ap.parse_args()
-    work = os.path.abspath("target/bench-http")
-    root = os.path.join(work, "site")
-    os.makedirs(work, exist_ok=True)
-    bench.make_fixture(root)
+    work, root = syscalls.fixture()
     cases = [c for c in syscalls.CASES if not args.case or any(t in c[0] for t in args.case)]
     print(f"Instructions per request (valgrind --tool=callgrind, one kept-alive connection, "
           f"({B} - {A} requests), workers = 1):\n")

@@ -38,16 +38,27 @@ CASES = [
 PIPELINED = ("4 KiB × 64 (named), 16 pipelined", [f"/4k/{i}.bin" for i in range(64)], 16)
 
 
-def start(binary, root, work, tls):
+def fixture():
+    """The bench's work directory and site (made if missing)."""
+    work = os.path.abspath("target/bench-http")
+    root = os.path.join(work, "site")
+    os.makedirs(work, exist_ok=True)
+    bench.make_fixture(root)
+    return work, root
+
+
+def start(binary, root, work, tls, prefix=(), wait=10):
+    """`nikaia serve` (after `prefix`, a tool that runs it) on a free port,
+    once it accepts connections."""
     port = bench.free_port()
     rt = os.path.join(work, f"syscalls-{port}.toml")
     with open(rt, "w") as f:
         f.write(f'listen = "127.0.0.1:{port}"\nworkers = 1\naccess-log = "off"\n')
         if tls:
             f.write(f'tls-cert = "{tls["cert"]}"\ntls-key = "{tls["key"]}"\n')
-    proc = subprocess.Popen([binary, "serve", root, "--runtime", rt],
+    proc = subprocess.Popen([*prefix, binary, "serve", root, "--runtime", rt],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
+    for _ in range(int(wait / 0.05)):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return proc, port
@@ -134,10 +145,7 @@ def main():
     ap.add_argument("--tls", action="store_true")
     ap.add_argument("builds", nargs="+", metavar="LABEL=BINARY")
     args = ap.parse_args()
-    work = os.path.abspath("target/bench-http")
-    root = os.path.join(work, "site")
-    os.makedirs(work, exist_ok=True)
-    bench.make_fixture(root)
+    work, root = fixture()
     tls = None
     if args.tls:
         mat = bench.tls_material(work)
