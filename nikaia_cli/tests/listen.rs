@@ -165,17 +165,17 @@ fn a_foreign_reuseport_socket_cannot_join_a_running_server() {
     );
 }
 
-/// How many sockets listen on `port` (any address), from /proc/net/tcp{,6}.
+/// How many sockets listen on 127.0.0.1:`port`, from /proc/net/tcp (whose
+/// local address column is `0100007F:PORT`, in hex).
 fn listeners_on(port: u16) -> usize {
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .flat_map(|t| t.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
+    let want = format!("0100007F:{port:04X}");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
         .filter(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            let local_port = f.get(1).and_then(|a| a.rsplit(':').next());
-            local_port.and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
-                && f.get(3) == Some(&"0A")
+            f.get(1) == Some(&want.as_str()) && f.get(3) == Some(&"0A")
         })
         .count()
 }
