@@ -187,12 +187,16 @@ impl H1 {
             }
         };
         self.respond(link, turn, *head, head_bytes, body);
-        // Bytes of the next request are already here (unless this one
-        // waits for its file to open: then they wait too).
+        self.next_begun();
+        Ok(true)
+    }
+
+    /// Bytes of the next request are already here (unless this one waits
+    /// for its file to open: then they wait too): its head has begun.
+    fn next_begun(&mut self) {
         if matches!(self.state, State::Idle) && !self.rbuf.is_empty() {
             self.state = State::Head;
         }
-        Ok(true)
     }
 
     /// Hands the request to the answer pipeline.
@@ -265,11 +269,7 @@ impl H1 {
             &mut log_error(turn, link),
         );
         self.go_on(link, turn, req, progress, started);
-        if let State::Idle = self.state {
-            if !self.rbuf.is_empty() {
-                self.state = State::Head;
-            }
-        }
+        self.next_begun();
     }
 
     /// Queues an answer's head and body, and the marker that logs it.
