@@ -102,16 +102,18 @@ pub(crate) fn answer(
         .is_some_and(|v| v.eq_ignore_ascii_case("close"));
     let close = !may_keep || asked_close;
     match std::mem::replace(&mut resp.body, Body::Empty) {
-        Body::File(f) => {
-            let step = file::begin(files, req, &resp, &f);
-            let waiting = Waiting {
-                user: resp,
-                file: *f,
-                then: Then::default(),
-                close,
-            };
-            waiting.step(req, step, log)
-        }
+        Body::File(f) => match file::begin(files, req, &resp, &f) {
+            Step::Ready(prepared) => ready(req, prepared, close, log),
+            Step::Open(target, then) => Progress::Open(
+                target,
+                Waiting {
+                    user: resp,
+                    file: *f,
+                    then,
+                    close,
+                },
+            ),
+        },
         body => {
             resp.body = body;
             let length = resp.body.len();
@@ -137,22 +139,25 @@ impl Waiting {
         log: &mut impl FnMut(&Request, &str),
     ) -> Progress {
         let then = std::mem::take(&mut self.then);
-        let step = file::opened(files, req, &self.user, &self.file, target, then, result);
-        self.step(req, step, log)
-    }
-
-    fn step(mut self, req: &Request, step: Step, log: &mut impl FnMut(&Request, &str)) -> Progress {
-        match step {
-            Step::Ready(Prepared { resp, length, plan }) => {
-                note(log, req, &resp);
-                Progress::Ready(finish(req, resp, length, plan, self.close))
-            }
+        match file::opened(files, req, &self.user, &self.file, target, then, result) {
+            Step::Ready(prepared) => ready(req, prepared, self.close, log),
             Step::Open(target, then) => {
                 self.then = then;
                 Progress::Open(target, self)
             }
         }
     }
+}
+
+/// A file's answer, resolved.
+fn ready(
+    req: &Request,
+    Prepared { resp, length, plan }: Prepared,
+    close: bool,
+    log: &mut impl FnMut(&Request, &str),
+) -> Progress {
+    note(log, req, &resp);
+    Progress::Ready(finish(req, resp, length, plan, close))
 }
 
 /// The answer with its body plan: nothing after the head of a HEAD or a

@@ -281,32 +281,29 @@ impl H1 {
         decided: Answer,
         started: Instant,
     ) {
-        let decided = match decided.payload {
-            // Through TLS rustls reads the body in user mode: a program's
-            // mapping is copied by the kernel first, where a file cut short
-            // is an error and not SIGBUS.
-            Payload::Mapped(b) if link.transport.encrypts() => match guarded_copy(&b) {
-                Ok(copy) => Answer {
-                    payload: Payload::Memory(Bytes::from(copy)),
-                    ..decided
-                },
+        let Answer {
+            mut resp,
+            mut length,
+            mut payload,
+            close,
+        } = decided;
+        // Through TLS rustls reads the body in user mode: a program's
+        // mapping is copied by the kernel first, where a file cut short is
+        // an error and not SIGBUS.
+        if let (Payload::Mapped(b), true) = (&payload, link.transport.encrypts()) {
+            match guarded_copy(b) {
+                Ok(copy) => payload = Payload::Memory(Bytes::from(copy)),
                 Err(e) => {
                     let why = format!(
                         "the mapped body could not be read ({}); did its file shrink?",
                         std::io::Error::from(e)
                     );
                     log_error(turn, link)(req, &why);
-                    answer::page(req, Response::status_page(500), decided.close)
+                    let page = answer::page(req, Response::status_page(500), close);
+                    (resp, length, payload) = (page.resp, page.length, page.payload);
                 }
-            },
-            _ => decided,
-        };
-        let Answer {
-            resp,
-            length,
-            payload,
-            close,
-        } = decided;
+            }
+        }
         let mut head = Vec::with_capacity(256);
         write_head(&mut head, &resp, length, turn.date, close, req.version);
         link.out.push(Bytes::from(head));
