@@ -116,8 +116,7 @@ pub(crate) fn answer(
         },
         body => {
             resp.body = body;
-            let length = resp.body.len();
-            Progress::Ready(finish(req, resp, length, Plan::None, close))
+            Progress::Ready(page(req, resp, close))
         }
     }
 }
@@ -196,7 +195,8 @@ fn finish(req: &Request, mut resp: Response, length: u64, plan: Plan, close: boo
     }
 }
 
-/// The answer `resp` (a status page, say) gives in place of another.
+/// The answer of a response whose body is in memory (a row, or a status
+/// page given in place of another answer).
 pub(crate) fn page(req: &Request, resp: Response, close: bool) -> Answer {
     let length = resp.body.len();
     finish(req, resp, length, Plan::None, close)

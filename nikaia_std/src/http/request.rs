@@ -26,6 +26,13 @@ pub enum Peer {
 }
 
 impl Peer {
+    /// Where the backend cannot name the peer (a JS host that gives none):
+    /// the unspecified address, `0.0.0.0:0`.
+    pub(crate) const UNKNOWN: Peer = Peer::Tcp(SocketAddr::V4(std::net::SocketAddrV4::new(
+        std::net::Ipv4Addr::UNSPECIFIED,
+        0,
+    )));
+
     /// The peer's IP address, for TCP.
     pub fn ip(&self) -> Option<IpAddr> {
         match self {

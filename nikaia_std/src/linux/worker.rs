@@ -273,8 +273,7 @@ impl Worker {
             }
             let peer = peer
                 .and_then(|a| SocketAddr::try_from(a).ok())
-                .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-            let peer = Peer::Tcp(peer);
+                .map_or(Peer::UNKNOWN, Peer::Tcp);
             let tls = match &self.shared.tls {
                 Some(tls) => match tls.session() {
                     Ok(session) => Some(Box::new(session)),

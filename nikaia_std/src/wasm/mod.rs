@@ -200,9 +200,8 @@ pub fn handle(
     };
     let may_keep = parsed.keep_alive;
     let len = parsed.len;
-    // The host gives no peer address: the unspecified one stands for it.
-    let unknown = Peer::Tcp(std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
-    let mut req = parsed.request(head.slice(..len), Bytes::from(body), unknown);
+    // The host gives no peer address.
+    let mut req = parsed.request(head.slice(..len), Bytes::from(body), Peer::UNKNOWN);
     let mut log =
         |req: &Request, e: &str| console_error(&format!("{} {}: {e}", req.method(), req.target()));
     let mut progress = answer::answer(&HostFiles, &router, &mut req, may_keep, &mut log);
