@@ -13,6 +13,7 @@ mod coding;
 pub(crate) mod conditional;
 pub(crate) mod file;
 pub(crate) mod h1;
+pub(crate) mod h2;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod router;

@@ -7,13 +7,25 @@ use std::ops::Range;
 
 /// The HTTP version of a request.
 ///
-/// Non-exhaustive: HTTP/2 is the next version a server answers, so a
-/// `match` on it needs an arm for the versions to come (`spec/http.md`).
+/// Non-exhaustive: a `match` on it needs an arm for the versions to come
+/// (HTTP/3; `spec/http.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Version {
     Http10,
     Http11,
+    Http2,
+}
+
+impl Version {
+    /// The version as an access log writes it.
+    pub(crate) fn log_name(self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+            Version::Http2 => "HTTP/2.0",
+        }
+    }
 }
 
 /// Who is at the other end of a connection: an address and port for TCP,

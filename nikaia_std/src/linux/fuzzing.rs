@@ -9,6 +9,7 @@ use crate::fs::Identity;
 use crate::http::conditional::{preconditions, span, Span, Validators};
 use crate::http::h1::chunked::Chunked;
 use crate::http::h1::parse::{parse_head, Framing};
+pub use crate::http::h2::hpack::fuzzing::hpack;
 use crate::text::percent::percent_decode;
 use bytes::Bytes;
 

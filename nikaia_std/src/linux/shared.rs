@@ -83,7 +83,7 @@ impl Files for Shared {
 impl Shared {
     pub(crate) fn new(router: Router, rt: Runtime) -> io::Result<Shared> {
         let tls = match (&rt.tls_cert, &rt.tls_key) {
-            (Some(cert), Some(key)) => Some(super::tls::Tls::new(cert, key)?),
+            (Some(cert), Some(key)) => Some(super::tls::Tls::new(cert, key, rt.http2)?),
             _ => None,
         };
         // Under TLS the kept table holds copies: rustls reads the bytes in

@@ -24,6 +24,27 @@ pub(crate) struct Stats {
     pub send_timeouts_logged: crate::linux::log::Throttle,
     /// Responses by status class, 1xx to 5xx.
     statuses: [AtomicU64; 5],
+    pub h2: H2Stats,
+}
+
+/// What HTTP/2 connections count (`spec/http2.md`, "What an operator sees").
+#[derive(Default)]
+pub(crate) struct H2Stats {
+    /// Connections that spoke HTTP/2 (h2 and h2c).
+    pub connections: AtomicU64,
+    /// Streams clients opened.
+    pub streams: AtomicU64,
+    /// RST_STREAM frames sent, and received.
+    pub resets_sent: AtomicU64,
+    pub resets_received: AtomicU64,
+    /// GOAWAY frames sent, by error code (RFC 9113 §7).
+    pub goaway: [AtomicU64; 14],
+    /// Connections closed for a flood (ENHANCE_YOUR_CALM).
+    pub floods: AtomicU64,
+    /// Streams reset because they made no progress for send-timeout.
+    pub stalled: AtomicU64,
+    /// The error log's rate limit for connection errors.
+    pub logged: crate::linux::log::Throttle,
 }
 
 impl Stats {

@@ -86,6 +86,11 @@ impl Transport {
         self.tls.is_some()
     }
 
+    /// Whether the TLS handshake chose HTTP/2 by ALPN.
+    pub(crate) fn alpn_h2(&self) -> bool {
+        self.tls.as_ref().is_some_and(|s| s.alpn_h2())
+    }
+
     /// Reads what the socket has into `buf`.
     pub(crate) fn read(&mut self, buf: &mut BytesMut) -> Input {
         if let Some(session) = &mut self.tls {

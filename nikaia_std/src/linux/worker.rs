@@ -2,7 +2,7 @@
 //! connections it accepted. Nothing is handed between workers.
 
 use super::clock::DateCache;
-use super::conn::{Conn, IoDone, Mailbox, Next, Turn};
+use super::conn::{Conn, Expired, IoDone, Mailbox, Next, Turn};
 use super::listen::{watch_listener, LISTENER};
 use super::shared::Shared;
 use crate::http::Peer;
@@ -380,10 +380,38 @@ impl Worker {
     /// back-off.
     fn sweep(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
-            let Some(conn) = self.conns[i].as_ref().filter(|c| c.expired(now)) else {
+            let Some(conn) = self.conns[i].as_mut().filter(|c| c.expired(now)) else {
                 continue;
             };
-            if conn.is_sending() {
+            let turn = Turn {
+                shared: &self.shared,
+                date: self.date.get(),
+                access: &mut self.access,
+                now,
+                stopping: self.stopping,
+                mailbox: &self.mailbox,
+                slot: i,
+            };
+            let sending = match conn.expire(&turn) {
+                Expired::Streams(n) => {
+                    let stats = &self.shared.stats;
+                    stats.h2.stalled.fetch_add(n as u64, Ordering::Relaxed);
+                    stats.send_timeouts.fetch_add(n as u64, Ordering::Relaxed);
+                    if let Some(unlogged) = stats.send_timeouts_logged.pass() {
+                        self.shared.logs.error(format_args!(
+                            "{}: {n} HTTP/2 stream(s) reset: no progress for send-timeout ({:?}); \
+                             the connection's other streams go on \
+                             ({unlogged} more not logged since the last line)",
+                            conn.peer(),
+                            self.shared.rt.send_timeout,
+                        ));
+                    }
+                    self.drive(i, now);
+                    continue;
+                }
+                Expired::Close { sending } => sending,
+            };
+            if sending {
                 let stats = &self.shared.stats;
                 stats.send_timeouts.fetch_add(1, Ordering::Relaxed);
                 if let Some(unlogged) = stats.send_timeouts_logged.pass() {

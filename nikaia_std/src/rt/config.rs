@@ -80,6 +80,9 @@ pub struct Runtime {
     pub send_timeout: Duration,
     pub max_connections: usize,
     pub max_header_bytes: usize,
+    /// `http2`: HTTP/2 is offered (ALPN `h2` on TLS, h2c by prior
+    /// knowledge on plain listeners).
+    pub http2: bool,
     /// Where the access log goes; `Off` only for this log.
     pub access_log: LogTarget,
     /// How each access line is written.
@@ -169,7 +172,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 22] = [
+pub const KEYS: [&str; 23] = [
     "listen",
     "workers",
     "io-threads",
@@ -183,6 +186,7 @@ pub const KEYS: [&str; 22] = [
     "send-timeout",
     "max-connections",
     "max-header-bytes",
+    "http2",
     "access-log",
     "access-log-format",
     "error-log",
@@ -210,6 +214,7 @@ impl Default for Runtime {
             send_timeout: Duration::from_secs(30),
             max_connections: 10_000,
             max_header_bytes: 32 << 10,
+            http2: true,
             access_log: LogTarget::Stderr,
             access_log_format: AccessLogFormat::Combined,
             error_log: LogTarget::Stderr,
@@ -310,6 +315,7 @@ impl Runtime {
         line("send-timeout", Some(duration(self.send_timeout)));
         line("max-connections", Some(self.max_connections.to_string()));
         line("max-header-bytes", Some(size(self.max_header_bytes as u64)));
+        line("http2", Some(self.http2.to_string()));
         line("access-log", Some(log(&self.access_log)));
         let format = match self.access_log_format {
             AccessLogFormat::Combined => "combined",

@@ -159,6 +159,7 @@ pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, R
     let keep_alive = match version {
         Version::Http11 => !conn_close,
         Version::Http10 => conn_keep_alive && !conn_close,
+        Version::Http2 => true,
     };
     Ok(Some(Head {
         len,

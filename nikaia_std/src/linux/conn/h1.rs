@@ -11,6 +11,7 @@ use crate::http::file::Target;
 use crate::http::h1::chunked::Chunked;
 use crate::http::h1::head::write_head;
 use crate::http::h1::parse::{parse_head, Framing, Head};
+use crate::http::h2::frame::PREFACE;
 use crate::http::request::Reject;
 use crate::http::{Request, Response, Version};
 use crate::linux::out::Sent;
@@ -50,8 +51,14 @@ enum BodyRead {
 
 pub(super) struct H1 {
     /// What has arrived of the requests not yet answered.
-    rbuf: BytesMut,
+    pub(super) rbuf: BytesMut,
     state: State,
+    /// No request has been read on this connection yet: its first bytes
+    /// may still turn out to be the HTTP/2 preface.
+    fresh: bool,
+    /// The connection speaks HTTP/2 from here (h2c by prior knowledge, or
+    /// ALPN `h2`): `rbuf` is handed to the HTTP/2 unit.
+    pub(super) switch_to_h2: bool,
 }
 
 impl Default for H1 {
@@ -59,6 +66,8 @@ impl Default for H1 {
         H1 {
             rbuf: BytesMut::new(),
             state: State::Idle,
+            fresh: true,
+            switch_to_h2: false,
         }
     }
 }
@@ -103,6 +112,24 @@ impl H1 {
         if let State::Body(..) = self.state {
             return self.advance_body(link, turn);
         }
+        if self.fresh {
+            if link.transport.alpn_h2() {
+                self.switch_to_h2 = true;
+                return Ok(false);
+            }
+            if rt.http2 && !link.transport.encrypts() {
+                // h2c by prior knowledge: the preface decides (nginx's rule).
+                let n = self.rbuf.len().min(PREFACE.len());
+                if n > 0 && self.rbuf[..n] == PREFACE[..n] {
+                    if n == PREFACE.len() {
+                        self.switch_to_h2 = true;
+                        return Ok(false);
+                    }
+                    self.read_more(link, turn)?;
+                    return Ok(false);
+                }
+            }
+        }
         match parse_head(&self.rbuf, rt.max_header_bytes) {
             Err(reject) => {
                 self.refuse(link, turn, reject);
@@ -113,6 +140,7 @@ impl H1 {
                 Ok(false)
             }
             Ok(Some(head)) => {
+                self.fresh = false;
                 let body = match head.framing {
                     Framing::None => BodyRead::Length(0),
                     Framing::Length(n) if n > MAX_BODY as u64 => {
@@ -234,7 +262,7 @@ impl H1 {
         match progress {
             Progress::Ready(decided) => self.queue(link, turn, &req, decided, started),
             Progress::Open(target, waiting) => {
-                link.open_on_pool(turn, target, waiting.root().clone());
+                link.open_on_pool(turn, target, waiting.root().clone(), 0);
                 // Requests pipelined behind this one wait their turn.
                 self.state = State::Opening(Box::new(Opening {
                     req,
@@ -325,10 +353,7 @@ impl H1 {
             head: req.fields.clone(),
             method: req.method.clone(),
             target: req.target.clone(),
-            version: match req.version {
-                Version::Http10 => "HTTP/1.0",
-                _ => "HTTP/1.1",
-            },
+            version: req.version.log_name(),
             referer: req.header_range("referer"),
             user_agent: req.header_range("user-agent"),
             status: resp.status(),
@@ -401,7 +426,7 @@ impl H1 {
 }
 
 /// Writes an error an answer hides from its client to the error log.
-fn log_error<'a>(turn: &'a Turn<'_>, link: &'a Link) -> impl FnMut(&Request, &str) + 'a {
+pub(super) fn log_error<'a>(turn: &'a Turn<'_>, link: &'a Link) -> impl FnMut(&Request, &str) + 'a {
     move |req, e| {
         turn.shared.logs.error(format_args!(
             "{} {} {}: {e}",

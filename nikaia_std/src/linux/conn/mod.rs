@@ -8,6 +8,7 @@
 
 mod access;
 mod h1;
+mod h2;
 
 use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
 use super::shared::Shared;
@@ -17,6 +18,7 @@ use crate::fs::{self as nfs, Opened, Root};
 use crate::http::file::Target;
 use crate::http::Peer;
 use h1::H1;
+use h2::H2;
 use rustix::io::Errno;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -47,12 +49,15 @@ pub(crate) enum IoDone {
     Opened {
         slot: usize,
         conn: u64,
+        /// The HTTP/2 stream waiting for it; 0 on HTTP/1.1.
+        stream: u32,
         name: Target,
         result: Result<Opened, nfs::Error>,
     },
     Read {
         slot: usize,
         conn: u64,
+        stream: u32,
         result: Result<Vec<u8>, Errno>,
     },
 }
@@ -105,7 +110,24 @@ pub(crate) struct Link {
 
 pub(crate) struct Conn {
     link: Link,
-    proto: H1,
+    proto: Proto,
+}
+
+/// The protocol a connection speaks: HTTP/1.1 until the client's first
+/// bytes are the HTTP/2 preface (h2c) or ALPN chose `h2`.
+enum Proto {
+    H1(H1),
+    H2(Box<H2>),
+}
+
+/// What the sweep found at a connection's deadline.
+pub(crate) enum Expired {
+    /// The connection timed out as a whole; `sending`: an answer was being
+    /// written (a send timeout).
+    Close { sending: bool },
+    /// HTTP/2 streams that made no progress for send-timeout were reset;
+    /// the connection goes on (drive it to write the resets).
+    Streams(usize),
 }
 
 impl Conn {
@@ -130,7 +152,7 @@ impl Conn {
                 close_now: false,
                 lingering: false,
             },
-            proto: H1::default(),
+            proto: Proto::H1(H1::default()),
         }
     }
 
@@ -146,8 +168,12 @@ impl Conn {
 
     /// Idle: no request in progress and nothing to write.
     pub(crate) fn is_idle(&self) -> bool {
+        let proto_idle = match &self.proto {
+            Proto::H1(h) => h.is_idle(),
+            Proto::H2(h) => h.is_idle(),
+        };
         !self.link.lingering
-            && self.proto.is_idle()
+            && proto_idle
             && self.link.out.is_empty()
             && !self.link.transport.pending()
     }
@@ -175,97 +201,151 @@ impl Conn {
         &self.link.peer
     }
 
+    /// The deadline passed: what it means for this connection.
+    pub(crate) fn expire(&mut self, turn: &Turn<'_>) -> Expired {
+        if let Proto::H2(h) = &mut self.proto {
+            if !self.link.lingering {
+                let reset = h.expire(&mut self.link, turn);
+                if reset > 0 {
+                    return Expired::Streams(reset);
+                }
+            }
+        }
+        Expired::Close {
+            sending: self.is_sending(),
+        }
+    }
+
     /// Runs the connection as far as it can go without waiting.
     pub(crate) fn drive(&mut self, turn: &mut Turn<'_>) -> Next {
-        let mut budget = turn.shared.rt.send_file_max_chunk as usize;
-        let slice_end = Instant::now() + SLICE;
-        let mut requests = 0;
-        // The protocol has more pipelined requests to answer: their answers
-        // are queued behind this one and written together (the flush is
-        // skipped once). Any other way out of the loop flushes first.
-        let mut gather = false;
-        loop {
-            let link = &mut self.link;
-            if link.close_now {
-                return Next::Close;
+        let h1 = match &mut self.proto {
+            Proto::H2(h) => return h.drive(&mut self.link, turn),
+            Proto::H1(h) => h,
+        };
+        let next = drive_h1(h1, &mut self.link, turn);
+        match &mut self.proto {
+            Proto::H1(h) if h.switch_to_h2 => {
+                let rbuf = std::mem::take(&mut h.rbuf);
+                self.proto = Proto::H2(Box::new(H2::new(turn, rbuf)));
+                self.drive(turn)
             }
-            let gathered = std::mem::take(&mut gather);
-            if !link.out.is_empty() && !gathered {
-                match link.flush(turn, &mut budget, slice_end) {
-                    Ok(Flushed::All) => self.proto.written(&mut self.link, turn),
-                    Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
-                    Ok(Flushed::Budget) => return Next::Yield,
-                    Ok(Flushed::Cold { offset, len }) => {
-                        link.read_on_pool(turn, offset, len);
-                        return Next::Wait;
-                    }
-                    Err(e) => {
-                        link.log_send_error(turn, e);
-                        return Next::Close;
-                    }
-                }
-            }
-            let link = &mut self.link;
-            // What the transport still holds goes out before anything else.
-            match link.transport.push() {
-                Ok(true) => {}
-                Ok(false) => return Next::Wait,
-                Err(_) => return Next::Close,
-            }
-            if link.close_after && !link.lingering {
-                match link.transport.close_write() {
-                    Ok(true) => {}
-                    Ok(false) => return Next::Wait,
-                    Err(_) => return Next::Close,
-                }
-                link.lingering = true;
-                link.deadline = turn.now + LINGER;
-            }
-            if link.lingering {
-                return match link.transport.discard() {
-                    true => Next::Close,
-                    false => Next::Wait,
-                };
-            }
-            // Leaving the loop with gathered answers unwritten: write them.
-            let unwritten = gathered && !self.link.out.is_empty();
-            if self.proto.is_waiting() || requests >= BATCH_REQUESTS {
-                if unwritten {
-                    continue;
-                }
-                return match self.proto.is_waiting() {
-                    true => Next::Wait,
-                    false => Next::Yield,
-                };
-            }
-            if turn.stopping && self.is_idle() {
-                return Next::Close;
-            }
-            match self.proto.advance(&mut self.link, turn) {
-                Ok(true) => {
-                    requests += 1;
-                    gather = requests < BATCH_REQUESTS && self.proto.more_pipelined(&self.link);
-                }
-                Ok(false) => {}
-                Err(_) if unwritten => continue,
-                Err(next) => return next,
-            }
+            _ => next,
         }
     }
 
     /// A result from the io pool for this connection.
     pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
-        match done {
-            IoDone::Opened { name, result, .. } => {
-                self.proto.opened(&mut self.link, turn, name, result);
+        match (&mut self.proto, done) {
+            (
+                Proto::H2(h),
+                IoDone::Opened {
+                    stream,
+                    name,
+                    result,
+                    ..
+                },
+            ) => {
+                h.opened(&mut self.link, turn, stream, name, result);
             }
-            IoDone::Read { result, .. } => {
+            (Proto::H2(h), IoDone::Read { stream, result, .. }) => {
+                h.read_done(&mut self.link, turn, stream, result);
+            }
+            (Proto::H1(h), IoDone::Opened { name, result, .. }) => {
+                h.opened(&mut self.link, turn, name, result);
+            }
+            (Proto::H1(_), IoDone::Read { result, .. }) => {
                 if let Err(e) = self.link.out.fill(result) {
                     self.link.log_send_error(turn, e);
                     self.link.close_now = true;
                 }
             }
         }
+    }
+}
+
+/// The HTTP/1.1 connection's turn.
+fn drive_h1(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
+    let mut budget = turn.shared.rt.send_file_max_chunk as usize;
+    let slice_end = Instant::now() + SLICE;
+    let mut requests = 0;
+    // The protocol has more pipelined requests to answer: their answers
+    // are queued behind this one and written together (the flush is
+    // skipped once). Any other way out of the loop flushes first.
+    let mut gather = false;
+    loop {
+        if link.close_now {
+            return Next::Close;
+        }
+        let gathered = std::mem::take(&mut gather);
+        if !link.out.is_empty() && !gathered {
+            match link.flush(turn, &mut budget, slice_end) {
+                Ok(Flushed::All) => proto.written(link, turn),
+                Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
+                Ok(Flushed::Budget) => return Next::Yield,
+                Ok(Flushed::Cold { offset, len }) => {
+                    if let Some(file) = link.out.front_file() {
+                        link.read_on_pool(turn, file, offset, len, 0);
+                    }
+                    return Next::Wait;
+                }
+                Err(e) => {
+                    link.log_send_error(turn, e);
+                    return Next::Close;
+                }
+            }
+        }
+        // What the transport still holds goes out before anything else.
+        match link.transport.push() {
+            Ok(true) => {}
+            Ok(false) => return Next::Wait,
+            Err(_) => return Next::Close,
+        }
+        if link.close_after || link.lingering {
+            return close_gently(link, turn);
+        }
+        // Leaving the loop with gathered answers unwritten: write them.
+        let unwritten = gathered && !link.out.is_empty();
+        if proto.is_waiting() || requests >= BATCH_REQUESTS {
+            if unwritten {
+                continue;
+            }
+            return match proto.is_waiting() {
+                true => Next::Wait,
+                false => Next::Yield,
+            };
+        }
+        if turn.stopping && proto.is_idle() && link.out.is_empty() && !link.transport.pending() {
+            return Next::Close;
+        }
+        match proto.advance(link, turn) {
+            Ok(true) => {
+                requests += 1;
+                gather = requests < BATCH_REQUESTS && proto.more_pipelined(link);
+            }
+            Ok(false) if proto.switch_to_h2 => return Next::Wait,
+            Ok(false) => {}
+            Err(_) if unwritten => continue,
+            Err(next) => return next,
+        }
+    }
+}
+
+/// Everything is written and the connection is to close: send the FIN,
+/// then drain what the client still sends until EOF or [`LINGER`], so the
+/// last answer is not destroyed by a reset.
+fn close_gently(link: &mut Link, turn: &Turn<'_>) -> Next {
+    if !link.lingering {
+        match link.transport.close_write() {
+            Ok(true) => {}
+            Ok(false) => return Next::Wait,
+            Err(_) => return Next::Close,
+        }
+        link.lingering = true;
+        link.deadline = turn.now + LINGER;
+    }
+    match link.transport.discard() {
+        true => Next::Close,
+        false => Next::Wait,
     }
 }
 
@@ -333,10 +413,14 @@ impl Link {
 
     /// Reads cold file pages on the io pool (D9); the send resumes when they
     /// arrive.
-    fn read_on_pool(&mut self, turn: &mut Turn<'_>, offset: u64, len: usize) {
-        let Some(file) = self.out.front_file() else {
-            return;
-        };
+    fn read_on_pool(
+        &mut self,
+        turn: &mut Turn<'_>,
+        file: Arc<nfs::OpenFile>,
+        offset: u64,
+        len: usize,
+        stream: u32,
+    ) {
         turn.shared.stats.cold_reads.fetch_add(1, Relaxed);
         let mailbox = turn.mailbox.clone();
         let (slot, conn) = (turn.slot, self.id);
@@ -350,6 +434,7 @@ impl Link {
             mailbox.post(IoDone::Read {
                 slot,
                 conn,
+                stream,
                 result: result.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO)),
             });
         });
@@ -357,7 +442,7 @@ impl Link {
 
     /// Opens `name` under `root` on the io pool; the answer goes on in
     /// [`Conn::io_done`].
-    fn open_on_pool(&mut self, turn: &mut Turn<'_>, name: Target, root: Root) {
+    fn open_on_pool(&mut self, turn: &mut Turn<'_>, name: Target, root: Root, stream: u32) {
         turn.shared.stats.pool_opens.fetch_add(1, Relaxed);
         let mailbox = turn.mailbox.clone();
         let (slot, conn) = (turn.slot, self.id);
@@ -366,6 +451,7 @@ impl Link {
             mailbox.post(IoDone::Opened {
                 slot,
                 conn,
+                stream,
                 name,
                 result,
             });

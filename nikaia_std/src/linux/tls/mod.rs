@@ -109,8 +109,9 @@ pub(crate) struct Tls {
 
 impl Tls {
     /// Loads the pair and builds the configuration: TLS 1.3 and 1.2, ALPN
-    /// `http/1.1`, resumption by tickets and by session ID.
-    pub(crate) fn new(cert: &Path, key: &Path) -> std::io::Result<Tls> {
+    /// `h2` (when `http2`) then `http/1.1`, resumption by tickets and by
+    /// session ID.
+    pub(crate) fn new(cert: &Path, key: &Path, http2: bool) -> std::io::Result<Tls> {
         let pair = Pair::load(cert, key).map_err(|(_, e)| std::io::Error::other(e))?;
         let current = Arc::new(Current(RwLock::new(pair.key)));
         let mut config = ServerConfig::builder_with_provider(provider())
@@ -118,7 +119,10 @@ impl Tls {
             .map_err(std::io::Error::other)?
             .with_no_client_auth()
             .with_cert_resolver(current.clone());
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = match http2 {
+            true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            false => vec![b"http/1.1".to_vec()],
+        };
         config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
         config.ticketer =
             rustls::crypto::aws_lc_rs::Ticketer::new().map_err(std::io::Error::other)?;

@@ -56,6 +56,11 @@ impl Session {
         })
     }
 
+    /// Whether ALPN chose HTTP/2.
+    pub(crate) fn alpn_h2(&self) -> bool {
+        self.conn.alpn_protocol() == Some(b"h2")
+    }
+
     /// Moves what the socket has through the session into `rbuf`. `drained`
     /// is the connection's "the socket is empty until the next EPOLLIN";
     /// `peer_closed`: the peer's FIN was reported, so reads go on to EOF.

@@ -132,6 +132,7 @@ impl Checker<'_> {
                     let bytes = self.size(name, value, MAX_HEADER_BYTES, "32KiB");
                     put(&mut rt.max_header_bytes, bytes.map(|n| n as usize));
                 }
+                "http2" => put(&mut rt.http2, self.boolean(name, value)),
                 "access-log" => put(&mut rt.access_log, self.log(name, value, true)),
                 "access-log-format" => {
                     put(&mut rt.access_log_format, self.log_format(name, value));
@@ -262,6 +263,24 @@ impl Checker<'_> {
     }
 
     /// An integer key that counts something, as `usize`.
+    fn boolean(&mut self, key: &str, value: &Value<'_>) -> Option<bool> {
+        match value.get_ref() {
+            DeValue::Boolean(b) => Some(*b),
+            DeValue::String(s) if *s == "true" || *s == "false" => self.bad(
+                key,
+                value,
+                format!(
+                    "expected true or false, found the string \"{s}\"; write it without quotes"
+                ),
+            ),
+            other => self.bad(
+                key,
+                value,
+                format!("expected true or false, found {}", a(other)),
+            ),
+        }
+    }
+
     fn count(&mut self, key: &str, value: &Value<'_>, range: RangeInclusive<u64>) -> Option<usize> {
         self.integer(key, value, range).map(|n| n as usize)
     }

@@ -1,0 +1,1022 @@
+//! The server side of one HTTP/2 connection, sans-IO (RFC 9113): bytes in
+//! ([`Core::receive`]), requests out ([`Event`]), and the frames the server
+//! writes — SETTINGS and their ACKs, PING answers, WINDOW_UPDATE credit,
+//! RST_STREAM, GOAWAY, response HEADERS — gathered in one buffer
+//! ([`Core::take_output`]). DATA frames are the backend's to fill: it asks
+//! which stream may send how much ([`Core::next_send`]) and gets the frame
+//! header back ([`Core::data`]), so a body travels as slices of the bytes
+//! it already has.
+//!
+//! The limits and the flood answers are in `spec/http2.md`.
+
+use super::fields::{Fields, Parsed, Refusal, DEFAULT_URGENCY};
+use super::frame::{self, flag, kind, setting, ErrorCode, Header, DEFAULT_MAX_FRAME};
+use super::frame::{DEFAULT_WINDOW, HEADER_LEN, MAX_WINDOW, PREFACE};
+use super::hpack::{Decoded, Decoder, Encoder};
+use crate::http::request::{reject, Reject};
+use bytes::{Buf, Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// What a connection allows; the defaults and their reasons are in
+/// `spec/http2.md`, "Limits".
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_streams: u32,
+    /// Streams one connection may open before it is asked to go away.
+    pub max_requests: u32,
+    /// The decoded header list (RFC 9113 §6.5.2), `max-header-bytes`.
+    pub max_list: usize,
+    /// A request body read into memory; past it, 413.
+    pub max_body: usize,
+}
+
+/// Resets one connection may cause or take (RFC 9113's RST_STREAM from the
+/// client of a stream still being answered, and every stream error the
+/// server raises) before it is closed; each stream answered in full earns
+/// one back. CVE-2023-44487 (rapid reset) and CVE-2025-8671 (MadeYouReset)
+/// both spend it.
+const RESET_BUDGET: i32 = 100;
+/// Frames that ask for work and carry no request — SETTINGS, PING,
+/// PRIORITY, PRIORITY_UPDATE, WINDOW_UPDATE, empty DATA, empty header
+/// fragments, unknown types — one connection may send in a burst, ...
+const CALM_BURST: u32 = 1000;
+/// ... and per second after it; each DATA frame the server sends earns one
+/// more (a client returning credit for what it reads is never a flood).
+const CALM_RATE: u32 = 100;
+/// CONTINUATION frames one header block may have.
+const MAX_CONTINUATIONS: u32 = 16;
+/// Streams this server reset whose late frames are still ignored quietly
+/// (the client may have sent them before it saw the reset, §5.1).
+const REMEMBERED_RESETS: usize = 64;
+/// The PING payload of the graceful shutdown's round trip.
+const SHUTDOWN_PING: [u8; 8] = *b"nk-drain";
+/// How long the graceful shutdown waits for that PING's answer before the
+/// final GOAWAY.
+const SHUTDOWN_RTT: Duration = Duration::from_secs(1);
+/// Connection credit is returned once this much is owed.
+const CREDIT_STEP: u32 = 16 << 10;
+
+/// What the connection hands its backend.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A request, complete with its body: answer it on `stream`. `Err`:
+    /// answer with that status (its stream may still be sending a body,
+    /// which is dropped).
+    Request {
+        stream: u32,
+        request: Result<Parsed, Refused>,
+        body: Bytes,
+    },
+    /// A stream being answered is gone (the client reset it, or it broke a
+    /// rule and was reset): drop its answer.
+    Cancel { stream: u32 },
+}
+
+/// A request answered with a status page instead of the pipeline.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    pub reject: Reject,
+    /// Malformed: after its answer the stream is reset with PROTOCOL_ERROR
+    /// ([`Core::malformed`]) instead of ended.
+    pub reset: bool,
+}
+
+/// What happened on the connection since the backend last looked: for the
+/// counters.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Tally {
+    pub streams: u64,
+    pub resets_sent: u64,
+    pub resets_received: u64,
+    /// The GOAWAY sent with a code, if one was.
+    pub goaway: Option<ErrorCode>,
+    /// Closed for a flood (ENHANCE_YOUR_CALM).
+    pub flood: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The 24-octet preface is still arriving.
+    Preface,
+    /// The preface is in; the client's first frame must be SETTINGS.
+    FirstSettings,
+    Open,
+    /// A GOAWAY with an error went out: nothing more is read.
+    Failed,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Recv {
+    /// The request's header block or body is still arriving.
+    Open,
+    /// The client ended its side (END_STREAM).
+    Closed,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Send {
+    /// No response yet.
+    Idle,
+    /// HEADERS sent; DATA follows.
+    Body,
+    /// END_STREAM sent.
+    Done,
+}
+
+#[derive(Debug)]
+struct Stream {
+    id: u32,
+    recv: Recv,
+    send: Send,
+    send_window: i64,
+    /// What the client may still send on the stream before its credit.
+    recv_window: i64,
+    recv_owed: u32,
+    urgency: u8,
+    /// The backend has body bytes to frame now.
+    ready: bool,
+    /// The request, waiting for its body.
+    pending: Option<Result<Parsed, Refused>>,
+    body: Vec<u8>,
+    /// The request went to the backend: a reset must cancel its answer.
+    handed: bool,
+    /// A body this server will not read (refused, or over the limit).
+    discard: bool,
+}
+
+/// A header block that has not seen END_HEADERS yet.
+struct Block {
+    stream: u32,
+    flags: u8,
+    fragment: Vec<u8>,
+    continuations: u32,
+    self_dependent: bool,
+}
+
+/// How the connection goes away without a lost request (§6.8).
+#[derive(Debug, Default)]
+struct Drain {
+    /// The first GOAWAY (last stream 2^31-1) and its PING went out.
+    since: Option<Instant>,
+    /// The final GOAWAY went out naming this last stream: later streams
+    /// are ignored.
+    last: Option<u32>,
+}
+
+pub(crate) struct Core {
+    limits: Limits,
+    phase: Phase,
+    out: Vec<u8>,
+    decoder: Decoder,
+    encoder: Encoder,
+    peer_max_frame: usize,
+    peer_initial_window: i64,
+    send_window: i64,
+    conn_owed: u32,
+    streams: Vec<Stream>,
+    /// The highest stream the client opened (or tried to).
+    last_id: u32,
+    /// Every stream the client opened, in order (bounded by
+    /// `max_requests`): a frame on one of them is on a closed stream, on
+    /// any other lower id an idle one.
+    used: Vec<u32>,
+    reset_by_us: VecDeque<u32>,
+    block: Option<Block>,
+    drain: Drain,
+    /// The client sent GOAWAY: no new stream will come.
+    peer_gone: bool,
+    reset_budget: i32,
+    calm: u32,
+    calm_at: Instant,
+    events: VecDeque<Event>,
+    tally: Tally,
+    /// The last stream served at each urgency (round-robin among equals).
+    served: [u32; 8],
+}
+
+/// A connection error: the GOAWAY's code and why, for the log.
+type Fatal = (ErrorCode, &'static str);
+
+impl Core {
+    /// A connection whose preface is about to arrive: its SETTINGS are the
+    /// first bytes of output.
+    pub(crate) fn new(limits: Limits, now: Instant) -> Core {
+        let mut out = Vec::with_capacity(256);
+        frame::put_settings(
+            &mut out,
+            &[
+                (setting::MAX_CONCURRENT_STREAMS, limits.max_streams),
+                (setting::MAX_HEADER_LIST_SIZE, limits.max_list as u32),
+                (setting::NO_RFC7540_PRIORITIES, 1),
+            ],
+        );
+        Core {
+            limits,
+            phase: Phase::Preface,
+            out,
+            decoder: Decoder::new(4096),
+            encoder: Encoder::new(),
+            peer_max_frame: DEFAULT_MAX_FRAME,
+            peer_initial_window: DEFAULT_WINDOW,
+            send_window: DEFAULT_WINDOW,
+            conn_owed: 0,
+            streams: Vec::new(),
+            last_id: 0,
+            used: Vec::new(),
+            reset_by_us: VecDeque::new(),
+            block: None,
+            drain: Drain::default(),
+            peer_gone: false,
+            reset_budget: RESET_BUDGET,
+            calm: CALM_BURST,
+            calm_at: now,
+            events: VecDeque::new(),
+            tally: Tally::default(),
+            served: [0; 8],
+        }
+    }
+
+    /// Reads every complete frame at the front of `buf`. After a connection
+    /// error the GOAWAY is in the output and nothing more is read; the
+    /// reason is returned once, for the log.
+    pub(crate) fn receive(&mut self, buf: &mut BytesMut, now: Instant) -> Option<&'static str> {
+        if self.phase == Phase::Preface {
+            let n = buf.len().min(PREFACE.len());
+            if buf[..n] != PREFACE[..n] {
+                return self.fail((ErrorCode::Protocol, "not the HTTP/2 connection preface"));
+            }
+            if n < PREFACE.len() {
+                return None;
+            }
+            buf.advance(PREFACE.len());
+            self.phase = Phase::FirstSettings;
+        }
+        while self.phase != Phase::Failed {
+            let Some(h) = Header::parse(buf) else {
+                return None;
+            };
+            if h.len > DEFAULT_MAX_FRAME {
+                return self.fail((
+                    ErrorCode::FrameSize,
+                    "a frame larger than SETTINGS_MAX_FRAME_SIZE",
+                ));
+            }
+            if buf.len() < HEADER_LEN + h.len {
+                return None;
+            }
+            buf.advance(HEADER_LEN);
+            let payload = buf.split_to(h.len).freeze();
+            if let Err(fatal) = self.frame(h, &payload, now) {
+                return self.fail(fatal);
+            }
+        }
+        None
+    }
+
+    fn fail(&mut self, (code, why): Fatal) -> Option<&'static str> {
+        if self.phase == Phase::Failed {
+            return None;
+        }
+        frame::put_goaway(&mut self.out, self.last_id, code);
+        self.tally.goaway = Some(code);
+        self.tally.flood |= code == ErrorCode::EnhanceYourCalm;
+        self.phase = Phase::Failed;
+        for s in std::mem::take(&mut self.streams) {
+            if s.handed {
+                self.events.push_back(Event::Cancel { stream: s.id });
+            }
+        }
+        Some(why)
+    }
+
+    fn frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
+        if self.phase == Phase::FirstSettings {
+            if h.kind != kind::SETTINGS || h.has(flag::ACK) {
+                return Err((ErrorCode::Protocol, "the first frame was not SETTINGS"));
+            }
+            self.phase = Phase::Open;
+        }
+        if let Some(b) = &self.block {
+            if h.kind != kind::CONTINUATION || h.stream != b.stream {
+                return Err((ErrorCode::Protocol, "a frame inside a header block"));
+            }
+        }
+        match h.kind {
+            kind::DATA => self.data_frame(h, p, now),
+            kind::HEADERS => self.headers_frame(h, p, now),
+            kind::CONTINUATION => self.continuation(h, p, now),
+            kind::PRIORITY => {
+                self.spend(now)?;
+                if h.stream == 0 {
+                    return Err((ErrorCode::Protocol, "PRIORITY on stream 0"));
+                }
+                if p.len() != 5 {
+                    self.stream_error(h.stream, ErrorCode::FrameSize)?;
+                } else if dependency(p) == h.stream {
+                    self.stream_error(h.stream, ErrorCode::Protocol)?;
+                }
+                Ok(())
+            }
+            kind::RST_STREAM => self.rst_frame(h, p),
+            kind::SETTINGS => self.settings_frame(h, p, now),
+            kind::PUSH_PROMISE => Err((ErrorCode::Protocol, "PUSH_PROMISE from a client")),
+            kind::PING => {
+                if h.stream != 0 {
+                    return Err((ErrorCode::Protocol, "PING on a stream"));
+                }
+                if p.len() != 8 {
+                    return Err((ErrorCode::FrameSize, "PING not 8 octets"));
+                }
+                let payload: [u8; 8] = p.try_into().unwrap_or_default();
+                if h.has(flag::ACK) {
+                    if payload == SHUTDOWN_PING && self.drain.since.is_some() {
+                        self.final_goaway();
+                    }
+                    return Ok(());
+                }
+                self.spend(now)?;
+                frame::put_ping(&mut self.out, payload, true);
+                Ok(())
+            }
+            kind::GOAWAY => {
+                if h.stream != 0 {
+                    return Err((ErrorCode::Protocol, "GOAWAY on a stream"));
+                }
+                if p.len() < 8 {
+                    return Err((ErrorCode::FrameSize, "GOAWAY shorter than 8 octets"));
+                }
+                self.peer_gone = true;
+                Ok(())
+            }
+            kind::WINDOW_UPDATE => self.window_update(h, p, now),
+            kind::PRIORITY_UPDATE => {
+                self.spend(now)?;
+                if h.stream != 0 {
+                    return Err((ErrorCode::Protocol, "PRIORITY_UPDATE on a stream"));
+                }
+                if p.len() < 4 {
+                    return Err((
+                        ErrorCode::FrameSize,
+                        "PRIORITY_UPDATE shorter than 4 octets",
+                    ));
+                }
+                let id = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
+                if id == 0 {
+                    return Err((ErrorCode::Protocol, "PRIORITY_UPDATE for stream 0"));
+                }
+                let u = super::fields::urgency(&p[4..]);
+                if let Some(s) = self.stream_mut(id) {
+                    s.urgency = u;
+                }
+                Ok(())
+            }
+            _ => self.spend(now),
+        }
+    }
+
+    /// One more frame that asks for work: past the budget, the connection
+    /// is closed (ENHANCE_YOUR_CALM).
+    fn spend(&mut self, now: Instant) -> Result<(), Fatal> {
+        let ms = now.saturating_duration_since(self.calm_at).as_millis();
+        let earned = (ms * u128::from(CALM_RATE) / 1000).min(u128::from(CALM_BURST)) as u32;
+        if earned > 0 {
+            self.calm = (self.calm + earned).min(CALM_BURST);
+            self.calm_at = now;
+        }
+        if self.calm == 0 {
+            return Err((ErrorCode::EnhanceYourCalm, "a flood of control frames"));
+        }
+        self.calm -= 1;
+        Ok(())
+    }
+
+    fn stream_mut(&mut self, id: u32) -> Option<&mut Stream> {
+        self.streams.iter_mut().find(|s| s.id == id)
+    }
+
+    fn position(&self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+
+    /// An id the client never opened and that is not above the last it did.
+    fn is_idle(&self, id: u32) -> bool {
+        id > self.last_id
+            || (self.used.binary_search(&id).is_err() && !self.reset_by_us.contains(&id))
+    }
+
+    fn data_frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
+        if h.stream == 0 {
+            return Err((ErrorCode::Protocol, "DATA on stream 0"));
+        }
+        let range = frame::unpad(&h, p).ok_or((ErrorCode::Protocol, "DATA padding too long"))?;
+        // Flow control counts the whole payload, padding included (§6.9.1).
+        let len = p.len() as u32;
+        self.credit_connection(len);
+        let end = h.has(flag::END_STREAM);
+        if range.is_empty() && !end {
+            self.spend(now)?;
+        }
+        let Some(i) = self.position(h.stream) else {
+            if self.reset_by_us.contains(&h.stream) {
+                return Ok(());
+            }
+            if self.is_idle(h.stream) {
+                return Err((ErrorCode::Protocol, "DATA on an idle stream"));
+            }
+            return self.stream_error(h.stream, ErrorCode::StreamClosed);
+        };
+        let s = &mut self.streams[i];
+        if s.recv == Recv::Closed {
+            return self.stream_error(h.stream, ErrorCode::StreamClosed);
+        }
+        s.recv_window -= i64::from(len);
+        if s.recv_window < 0 {
+            return self.stream_error(h.stream, ErrorCode::FlowControl);
+        }
+        if !s.discard {
+            s.body.extend_from_slice(&p[range]);
+            let declared = match &s.pending {
+                Some(Ok(parsed)) => parsed.content_length,
+                _ => None,
+            };
+            if declared.is_some_and(|n| s.body.len() as u64 > n) {
+                return self.stream_error(h.stream, ErrorCode::Protocol);
+            }
+            if s.body.len() > self.limits.max_body {
+                s.discard = true;
+                s.body = Vec::new();
+                s.pending = None;
+                s.handed = true;
+                let refused = Err(Refused {
+                    reject: reject(413, "request body larger than allowed"),
+                    reset: false,
+                });
+                self.events.push_back(Event::Request {
+                    stream: h.stream,
+                    request: refused,
+                    body: Bytes::new(),
+                });
+            } else {
+                // The body is still wanted: the client may send more.
+                s.recv_owed += len;
+                if s.recv_owed >= CREDIT_STEP && !end {
+                    let owed = std::mem::take(&mut s.recv_owed);
+                    s.recv_window += i64::from(owed);
+                    frame::put_window_update(&mut self.out, h.stream, owed);
+                }
+            }
+        }
+        if end {
+            self.end_of_request(i)?;
+        }
+        Ok(())
+    }
+
+    /// The client's END_STREAM: the request is complete.
+    fn end_of_request(&mut self, i: usize) -> Result<(), Fatal> {
+        let s = &mut self.streams[i];
+        s.recv = Recv::Closed;
+        if let Some(pending) = s.pending.take() {
+            let body = std::mem::take(&mut s.body);
+            if let Ok(parsed) = &pending {
+                if parsed
+                    .content_length
+                    .is_some_and(|n| n != body.len() as u64)
+                {
+                    let id = s.id;
+                    return self.stream_error(id, ErrorCode::Protocol);
+                }
+            }
+            s.handed = true;
+            self.events.push_back(Event::Request {
+                stream: s.id,
+                request: pending,
+                body: Bytes::from(body),
+            });
+        }
+        self.retire(i);
+        Ok(())
+    }
+
+    fn credit_connection(&mut self, len: u32) {
+        self.conn_owed += len;
+        if self.conn_owed >= CREDIT_STEP {
+            frame::put_window_update(&mut self.out, 0, std::mem::take(&mut self.conn_owed));
+        }
+    }
+
+    fn headers_frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
+        if h.stream == 0 {
+            return Err((ErrorCode::Protocol, "HEADERS on stream 0"));
+        }
+        let range = frame::unpad(&h, p).ok_or((ErrorCode::Protocol, "HEADERS padding too long"))?;
+        let mut fragment = &p[range];
+        let mut self_dependent = false;
+        if h.has(flag::PRIORITY) {
+            if fragment.len() < 5 {
+                return Err((ErrorCode::FrameSize, "HEADERS too short for its priority"));
+            }
+            self_dependent = dependency(fragment) == h.stream;
+            fragment = &fragment[5..];
+        }
+        if fragment.is_empty() && !h.has(flag::END_HEADERS) {
+            self.spend(now)?;
+        }
+        let block = Block {
+            stream: h.stream,
+            flags: h.flags,
+            fragment: fragment.to_vec(),
+            continuations: 0,
+            self_dependent,
+        };
+        if h.has(flag::END_HEADERS) {
+            self.header_block(block)
+        } else {
+            self.block = Some(block);
+            Ok(())
+        }
+    }
+
+    fn continuation(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
+        let Some(mut b) = self.block.take() else {
+            return Err((ErrorCode::Protocol, "CONTINUATION without a header block"));
+        };
+        b.continuations += 1;
+        if b.continuations > MAX_CONTINUATIONS
+            || b.fragment.len() + p.len() > 2 * self.limits.max_list
+        {
+            return Err((ErrorCode::EnhanceYourCalm, "a header block past its bounds"));
+        }
+        if p.is_empty() && !h.has(flag::END_HEADERS) {
+            self.spend(now)?;
+        }
+        b.fragment.extend_from_slice(p);
+        if h.has(flag::END_HEADERS) {
+            self.header_block(b)
+        } else {
+            self.block = Some(b);
+            Ok(())
+        }
+    }
+
+    /// A complete header block: decoded always (the HPACK table must stay
+    /// in step with the client's), then a request, trailers, or an error.
+    fn header_block(&mut self, b: Block) -> Result<(), Fatal> {
+        let id = b.stream;
+        let end = b.flags & flag::END_STREAM != 0;
+        let existing = self.position(id);
+        let mut fields = match existing {
+            Some(_) => Fields::trailers(),
+            None => Fields::default(),
+        };
+        let decoded = self
+            .decoder
+            .decode(&b.fragment, self.limits.max_list, &mut |n, v| {
+                fields.field(n, v)
+            })
+            .map_err(|_| (ErrorCode::Compression, "a header block HPACK cannot decode"))?;
+        let too_large = matches!(decoded, Decoded::TooLarge);
+        if let Some(i) = existing {
+            // Trailers: they end the stream, and are not kept.
+            let s = &self.streams[i];
+            if s.recv == Recv::Closed {
+                return self.stream_error(id, ErrorCode::StreamClosed);
+            }
+            if !end || fields.trailers_fault().is_some() || b.self_dependent {
+                return self.stream_error(id, ErrorCode::Protocol);
+            }
+            return self.end_of_request(i);
+        }
+        if id % 2 == 0 {
+            return Err((
+                ErrorCode::Protocol,
+                "a client stream with an even identifier",
+            ));
+        }
+        if id <= self.last_id {
+            if self.reset_by_us.contains(&id) {
+                return Ok(());
+            }
+            return match self.used.binary_search(&id) {
+                Ok(_) => Err((ErrorCode::StreamClosed, "HEADERS on a closed stream")),
+                Err(_) => Err((
+                    ErrorCode::Protocol,
+                    "a stream identifier below one already used",
+                )),
+            };
+        }
+        self.last_id = id;
+        if self.drain.last.is_some_and(|last| id > last) || self.peer_gone {
+            // After our final GOAWAY: not served, and not reset (§6.8);
+            // what follows on it is ignored as on a stream we reset.
+            self.remember_reset(id);
+            return Ok(());
+        }
+        self.used.push(id);
+        self.tally.streams += 1;
+        if b.self_dependent {
+            return self.stream_error(id, ErrorCode::Protocol);
+        }
+        let active = self.streams.iter().filter(|s| s.send != Send::Done).count();
+        if active >= self.limits.max_streams as usize {
+            return self.stream_error(id, ErrorCode::RefusedStream);
+        }
+        let request = match fields.finish(too_large) {
+            Ok(parsed) => Ok(parsed),
+            Err(Refusal::Answer(reject)) => Err(Refused {
+                reject,
+                reset: false,
+            }),
+            Err(Refusal::AnswerThenReset(reject)) => Err(Refused {
+                reject,
+                reset: true,
+            }),
+            Err(Refusal::Malformed(_)) => return self.stream_error(id, ErrorCode::Protocol),
+        };
+        let urgency = match &request {
+            Ok(p) => p.urgency,
+            Err(_) => DEFAULT_URGENCY,
+        };
+        let refused = request.is_err();
+        self.streams.push(Stream {
+            id,
+            recv: Recv::Open,
+            send: Send::Idle,
+            send_window: self.peer_initial_window,
+            recv_window: DEFAULT_WINDOW,
+            recv_owed: 0,
+            urgency,
+            ready: false,
+            pending: Some(request),
+            body: Vec::new(),
+            handed: false,
+            discard: false,
+        });
+        let i = self.streams.len() - 1;
+        if end {
+            self.end_of_request(i)?;
+        } else if refused {
+            // Answered now; whatever body follows is dropped.
+            let s = &mut self.streams[i];
+            let pending = s.pending.take();
+            s.discard = true;
+            s.handed = true;
+            if let Some(request) = pending {
+                self.events.push_back(Event::Request {
+                    stream: id,
+                    request,
+                    body: Bytes::new(),
+                });
+            }
+        }
+        if self.used.len() >= self.limits.max_requests as usize && self.drain.last.is_none() {
+            // The request cap: this stream is the last one served.
+            frame::put_goaway(&mut self.out, id, ErrorCode::NoError);
+            self.drain.last = Some(id);
+        }
+        Ok(())
+    }
+
+    fn rst_frame(&mut self, h: Header, p: &[u8]) -> Result<(), Fatal> {
+        if h.stream == 0 {
+            return Err((ErrorCode::Protocol, "RST_STREAM on stream 0"));
+        }
+        if p.len() != 4 {
+            return Err((ErrorCode::FrameSize, "RST_STREAM not 4 octets"));
+        }
+        if self.is_idle(h.stream) {
+            return Err((ErrorCode::Protocol, "RST_STREAM on an idle stream"));
+        }
+        self.tally.resets_received += 1;
+        let Some(i) = self.position(h.stream) else {
+            return Ok(());
+        };
+        let s = self.streams.remove(i);
+        if s.handed {
+            self.events.push_back(Event::Cancel { stream: s.id });
+        }
+        if s.send != Send::Done {
+            self.spend_reset()?;
+        }
+        Ok(())
+    }
+
+    fn spend_reset(&mut self) -> Result<(), Fatal> {
+        self.reset_budget -= 1;
+        if self.reset_budget <= 0 {
+            return Err((ErrorCode::EnhanceYourCalm, "too many streams reset"));
+        }
+        Ok(())
+    }
+
+    fn settings_frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
+        if h.stream != 0 {
+            return Err((ErrorCode::Protocol, "SETTINGS on a stream"));
+        }
+        if h.has(flag::ACK) {
+            if !p.is_empty() {
+                return Err((ErrorCode::FrameSize, "a SETTINGS ACK with a payload"));
+            }
+            return Ok(());
+        }
+        if p.len() % 6 != 0 {
+            return Err((ErrorCode::FrameSize, "SETTINGS not a multiple of 6 octets"));
+        }
+        self.spend(now)?;
+        for entry in p.chunks_exact(6) {
+            let id = u16::from_be_bytes([entry[0], entry[1]]);
+            let value = u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]);
+            match id {
+                setting::HEADER_TABLE_SIZE => {
+                    self.encoder.set_table_max((value as usize).min(4096));
+                }
+                setting::ENABLE_PUSH if value > 1 => {
+                    return Err((ErrorCode::Protocol, "SETTINGS_ENABLE_PUSH not 0 or 1"));
+                }
+                setting::INITIAL_WINDOW_SIZE => {
+                    let value = i64::from(value);
+                    if value > MAX_WINDOW {
+                        return Err((
+                            ErrorCode::FlowControl,
+                            "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1",
+                        ));
+                    }
+                    let delta = value - self.peer_initial_window;
+                    self.peer_initial_window = value;
+                    for s in &mut self.streams {
+                        s.send_window += delta;
+                        if s.send_window > MAX_WINDOW {
+                            return Err((ErrorCode::FlowControl, "a stream window above 2^31-1"));
+                        }
+                    }
+                }
+                setting::MAX_FRAME_SIZE => {
+                    if !(DEFAULT_MAX_FRAME as u32..=(1 << 24) - 1).contains(&value) {
+                        return Err((ErrorCode::Protocol, "SETTINGS_MAX_FRAME_SIZE out of range"));
+                    }
+                    self.peer_max_frame = value as usize;
+                }
+                _ => {}
+            }
+        }
+        frame::put_header(&mut self.out, 0, kind::SETTINGS, flag::ACK, 0);
+        Ok(())
+    }
+
+    fn window_update(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
+        if p.len() != 4 {
+            return Err((ErrorCode::FrameSize, "WINDOW_UPDATE not 4 octets"));
+        }
+        self.spend(now)?;
+        let increment = i64::from(u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff);
+        if h.stream == 0 {
+            if increment == 0 {
+                return Err((ErrorCode::Protocol, "WINDOW_UPDATE of 0 on the connection"));
+            }
+            self.send_window += increment;
+            if self.send_window > MAX_WINDOW {
+                return Err((ErrorCode::FlowControl, "the connection window above 2^31-1"));
+            }
+            return Ok(());
+        }
+        if self.is_idle(h.stream) {
+            return Err((ErrorCode::Protocol, "WINDOW_UPDATE on an idle stream"));
+        }
+        let Some(s) = self.stream_mut(h.stream) else {
+            return Ok(());
+        };
+        if increment == 0 {
+            return self.stream_error(h.stream, ErrorCode::Protocol);
+        }
+        s.send_window += increment;
+        if s.send_window > MAX_WINDOW {
+            return self.stream_error(h.stream, ErrorCode::FlowControl);
+        }
+        Ok(())
+    }
+
+    /// A stream broke a rule: it is reset, and the reset is spent from the
+    /// budget (MadeYouReset).
+    fn stream_error(&mut self, id: u32, code: ErrorCode) -> Result<(), Fatal> {
+        self.reset_stream(id, code);
+        self.spend_reset()
+    }
+
+    fn reset_stream(&mut self, id: u32, code: ErrorCode) {
+        frame::put_rst(&mut self.out, id, code);
+        self.tally.resets_sent += 1;
+        if let Some(i) = self.position(id) {
+            let s = self.streams.remove(i);
+            if s.handed {
+                self.events.push_back(Event::Cancel { stream: id });
+            }
+        }
+        self.remember_reset(id);
+    }
+
+    fn remember_reset(&mut self, id: u32) {
+        if self.reset_by_us.len() == REMEMBERED_RESETS {
+            self.reset_by_us.pop_front();
+        }
+        self.reset_by_us.push_back(id);
+    }
+
+    /// Removes a stream both sides have ended; one that ended only ours
+    /// while the client still sends is reset with NO_ERROR (§8.1).
+    fn retire(&mut self, i: usize) {
+        let s = &self.streams[i];
+        if s.send != Send::Done {
+            return;
+        }
+        if s.recv == Recv::Open {
+            let id = s.id;
+            self.reset_stream(id, ErrorCode::NoError);
+            return;
+        }
+        self.streams.remove(i);
+        self.reset_budget = (self.reset_budget + 1).min(RESET_BUDGET);
+    }
+
+    /// The next event for the backend.
+    pub(crate) fn next_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The frames written since the last call.
+    pub(crate) fn take_output(&mut self) -> Option<Vec<u8>> {
+        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
+    }
+
+    /// Counts since the last call.
+    pub(crate) fn take_tally(&mut self) -> Tally {
+        std::mem::take(&mut self.tally)
+    }
+
+    /// Writes the response HEADERS of `stream` (with CONTINUATION past the
+    /// client's frame size), the fields written by `encode`. `end`: no body
+    /// follows. `false` when the stream is gone (reset meanwhile).
+    pub(crate) fn respond(
+        &mut self,
+        stream: u32,
+        end: bool,
+        encode: impl FnOnce(&mut Encoder, &mut Vec<u8>),
+    ) -> bool {
+        let Some(i) = self.position(stream) else {
+            return false;
+        };
+        let mut block = Vec::with_capacity(128);
+        self.encoder.begin(&mut block);
+        encode(&mut self.encoder, &mut block);
+        let max = self.peer_max_frame;
+        let mut chunks = block.chunks(max).peekable();
+        let mut first = true;
+        while let Some(chunk) = chunks.next() {
+            let last = chunks.peek().is_none();
+            let (kind, mut flags) = match first {
+                true => (kind::HEADERS, if end { flag::END_STREAM } else { 0 }),
+                false => (kind::CONTINUATION, 0),
+            };
+            if last {
+                flags |= flag::END_HEADERS;
+            }
+            frame::put_header(&mut self.out, chunk.len(), kind, flags, stream);
+            self.out.extend_from_slice(chunk);
+            first = false;
+        }
+        let s = &mut self.streams[i];
+        s.send = if end { Send::Done } else { Send::Body };
+        if end {
+            self.retire(i);
+        }
+        true
+    }
+
+    /// Whether the backend has body bytes for `stream` now.
+    pub(crate) fn set_ready(&mut self, stream: u32, ready: bool) {
+        if let Some(s) = self.stream_mut(stream) {
+            s.ready = ready;
+        }
+    }
+
+    /// The stream whose body goes next, and the most payload its next DATA
+    /// frame may carry (at most `max`): the most urgent streams first
+    /// (RFC 9218), round-robin among equals, only those with credit.
+    pub(crate) fn next_send(&mut self, max: usize) -> Option<(u32, usize)> {
+        if self.send_window <= 0 || self.phase == Phase::Failed {
+            return None;
+        }
+        let sendable = |s: &&Stream| s.ready && s.send == Send::Body && s.send_window > 0;
+        let urgency = self
+            .streams
+            .iter()
+            .filter(sendable)
+            .map(|s| s.urgency)
+            .min()?;
+        let after = self.served[usize::from(urgency)];
+        let same = || {
+            self.streams
+                .iter()
+                .filter(sendable)
+                .filter(|s| s.urgency == urgency)
+        };
+        let s = same()
+            .filter(|s| s.id > after)
+            .min_by_key(|s| s.id)
+            .or_else(|| same().min_by_key(|s| s.id))?;
+        let (id, allowed) = (s.id, s.send_window.min(self.send_window) as usize);
+        self.served[usize::from(urgency)] = id;
+        Some((id, allowed.min(self.peer_max_frame).min(max)))
+    }
+
+    /// The header of a DATA frame of `len` octets on `stream` (within what
+    /// [`Core::next_send`] allowed); `end`: the body's last frame.
+    pub(crate) fn data(&mut self, stream: u32, len: usize, end: bool) -> [u8; HEADER_LEN] {
+        self.send_window -= len as i64;
+        self.calm = (self.calm + 1).min(CALM_BURST);
+        if let Some(i) = self.position(stream) {
+            let s = &mut self.streams[i];
+            s.send_window -= len as i64;
+            if end {
+                s.send = Send::Done;
+                self.retire(i);
+            }
+        }
+        let flags = if end { flag::END_STREAM } else { 0 };
+        frame::header(len, kind::DATA, flags, stream)
+    }
+
+    /// A malformed request's answer is out (without END_STREAM): its
+    /// stream is reset with PROTOCOL_ERROR, spent from the budget.
+    pub(crate) fn malformed(&mut self, stream: u32) {
+        if self.position(stream).is_some() {
+            self.reset_stream(stream, ErrorCode::Protocol);
+            if self.spend_reset().is_err() {
+                self.fail((ErrorCode::EnhanceYourCalm, "too many streams reset"));
+            }
+        }
+    }
+
+    /// The backend gives up on a stream (its client stopped taking it, its
+    /// file failed): reset with `code`, not spent from the budget.
+    pub(crate) fn reset(&mut self, stream: u32, code: ErrorCode) {
+        if self.position(stream).is_some() {
+            self.reset_stream(stream, code);
+        }
+    }
+
+    /// Begins the graceful shutdown (§6.8): a GOAWAY naming the highest
+    /// stream id and a PING; the final GOAWAY, naming the last stream
+    /// really opened, follows its answer (or [`SHUTDOWN_RTT`]).
+    pub(crate) fn shutdown(&mut self, now: Instant) {
+        if self.drain.since.is_some() || self.drain.last.is_some() || self.phase == Phase::Failed {
+            return;
+        }
+        frame::put_goaway(&mut self.out, MAX_WINDOW as u32, ErrorCode::NoError);
+        frame::put_ping(&mut self.out, SHUTDOWN_PING, false);
+        self.drain.since = Some(now);
+    }
+
+    /// The graceful shutdown's wait ran out: the final GOAWAY.
+    pub(crate) fn tick(&mut self, now: Instant) {
+        if self.drain.last.is_none()
+            && self
+                .drain
+                .since
+                .is_some_and(|t| now.saturating_duration_since(t) >= SHUTDOWN_RTT)
+        {
+            self.final_goaway();
+        }
+    }
+
+    fn final_goaway(&mut self) {
+        if self.drain.last.is_none() {
+            frame::put_goaway(&mut self.out, self.last_id, ErrorCode::NoError);
+            self.tally.goaway = Some(ErrorCode::NoError);
+            self.drain.last = Some(self.last_id);
+        }
+    }
+
+    /// Streams the client opened that are not finished.
+    pub(crate) fn open_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Nothing more will happen: a connection error was sent, or a final
+    /// GOAWAY (ours or the client's) and every stream is done.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.phase == Phase::Failed
+            || ((self.drain.last.is_some() || self.peer_gone) && self.streams.is_empty())
+    }
+
+    /// The preface and the client's SETTINGS have arrived.
+    pub(crate) fn is_open(&self) -> bool {
+        self.phase == Phase::Open
+    }
+}
+
+/// The stream a PRIORITY or HEADERS priority block depends on.
+fn dependency(p: &[u8]) -> u32 {
+    u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff
+}

@@ -1,0 +1,43 @@
+//! HPACK (RFC 7541), the header compression of HTTP/2: a [`Decoder`] for
+//! the request header blocks a peer sends, an [`Encoder`] for the response
+//! header blocks we send.
+//!
+//! Both sides are sans-IO and allocation-light: the decoder hands each
+//! field to a callback as slices into the block, the dynamic table or one
+//! reusable buffer (for Huffman-coded strings); the encoder appends to a
+//! caller's `Vec<u8>`. Neither panics on any input: every length and index
+//! a block holds is checked before use, and anything malformed is a
+//! [`DecodeError::Compression`], which RFC 9113 §4.3 makes a connection
+//! error of type COMPRESSION_ERROR.
+//!
+//! The decoder checks HPACK only: field names are given as decoded, and
+//! HTTP's rules for them (lowercase, pseudo-header order) are the caller's.
+
+// Not wired into the HTTP/2 connection yet.
+#![allow(dead_code)]
+
+mod decode;
+mod encode;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+mod huffman;
+mod table;
+#[cfg(test)]
+mod tests;
+
+// Unused, like the rest, until the connection is wired.
+#[allow(unused_imports)]
+pub(crate) use decode::{DecodeError, Decoded, Decoder, OnField, DEFAULT_TABLE_SIZE};
+#[allow(unused_imports)]
+pub(crate) use encode::{Encoder, ENCODER_TABLE_CAP};
+
+/// Appends `src` Huffman-coded (RFC 7541 Appendix B) to `out`, padded to
+/// an octet with one bits.
+pub(crate) fn huffman_encode(src: &[u8], out: &mut Vec<u8>) {
+    huffman::encode(src, out);
+}
+
+/// The number of octets `src` takes Huffman-coded.
+pub(crate) fn huffman_len(src: &[u8]) -> usize {
+    huffman::encoded_len(src)
+}
