@@ -115,6 +115,29 @@ pub fn render(socket: &Path, r: &Value) -> String {
         n(&r["idle_closed"]),
         n(&r["send_timeouts"]),
     );
+    let h2 = &r["h2"];
+    if h2.is_object() {
+        let goaway: Vec<String> = h2["goaway"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(code, count)| format!("{code} {}", n(count)))
+            .collect();
+        let goaway = if goaway.is_empty() {
+            "none".to_owned()
+        } else {
+            goaway.join(", ")
+        };
+        out += &format!(
+            "HTTP/2        {} connections, {} streams; resets {} sent, {} received\n              GOAWAY sent: {goaway}\n              {} connections closed for a flood, {} stalled streams reset after send-timeout\n",
+            n(&h2["connections"]),
+            n(&h2["streams"]),
+            n(&h2["resets_sent"]),
+            n(&h2["resets_received"]),
+            n(&h2["floods"]),
+            n(&h2["stalled"]),
+        );
+    }
     let tls = &r["tls"];
     if tls.is_object() {
         out += &format!(
@@ -248,6 +271,56 @@ pub fn prometheus(r: &Value) -> String {
         "File bodies cut short after their head went out.",
         vec![(vec![], n(&r["truncated"]))],
     );
+    let h2 = &r["h2"];
+    if h2.is_object() {
+        p.counter(
+            "nikaia_h2_connections_total",
+            "Connections that spoke HTTP/2 (h2 and h2c).",
+            vec![(vec![], n(&h2["connections"]))],
+        );
+        p.counter(
+            "nikaia_h2_streams_total",
+            "HTTP/2 streams clients opened.",
+            vec![(vec![], n(&h2["streams"]))],
+        );
+        p.counter(
+            "nikaia_h2_resets_total",
+            "HTTP/2 RST_STREAM frames, sent or received.",
+            vec![
+                (
+                    vec![("direction", "sent".to_owned())],
+                    n(&h2["resets_sent"]),
+                ),
+                (
+                    vec![("direction", "received".to_owned())],
+                    n(&h2["resets_received"]),
+                ),
+            ],
+        );
+        let goaway: Vec<_> = h2["goaway"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(code, count)| (vec![("code", code.clone())], n(count)))
+            .collect();
+        if !goaway.is_empty() {
+            p.counter(
+                "nikaia_h2_goaway_total",
+                "HTTP/2 GOAWAY frames sent, by error code.",
+                goaway,
+            );
+        }
+        p.counter(
+            "nikaia_h2_flood_closes_total",
+            "HTTP/2 connections closed for a flood (ENHANCE_YOUR_CALM).",
+            vec![(vec![], n(&h2["floods"]))],
+        );
+        p.counter(
+            "nikaia_h2_stalled_streams_total",
+            "HTTP/2 streams reset because they made no progress for send-timeout.",
+            vec![(vec![], n(&h2["stalled"]))],
+        );
+    }
     if tls.is_object() {
         p.counter(
             "nikaia_tls_handshakes_total",

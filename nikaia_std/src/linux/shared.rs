@@ -145,6 +145,7 @@ impl Shared {
                 plain_http: t.counters.plain_http.load(Relaxed),
                 vehicles: self.stats.per_vehicle(true),
             }),
+            h2: self.stats.h2.report(),
         }
     }
 

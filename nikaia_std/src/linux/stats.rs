@@ -47,6 +47,26 @@ pub(crate) struct H2Stats {
     pub logged: crate::linux::log::Throttle,
 }
 
+impl H2Stats {
+    pub(crate) fn report(&self) -> crate::rt::H2Report {
+        use crate::http::h2::frame::ErrorCode;
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        crate::rt::H2Report {
+            connections: load(&self.connections),
+            streams: load(&self.streams),
+            resets_sent: load(&self.resets_sent),
+            resets_received: load(&self.resets_received),
+            goaway: ErrorCode::ALL
+                .iter()
+                .map(|&code| (code.name().to_owned(), load(&self.goaway[code as usize])))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
+            floods: load(&self.floods),
+            stalled: load(&self.stalled),
+        }
+    }
+}
+
 impl Stats {
     /// Counts one response's body: `tls` when it went through a session.
     pub(crate) fn record(&self, v: Vehicle, bytes: u64, tls: bool) {

@@ -369,8 +369,11 @@ impl Worker {
                 }
             }
             for i in 0..self.conns.len() {
-                if self.conns[i].as_ref().is_some_and(Conn::is_idle) {
-                    self.close(i);
+                match self.conns[i].as_ref() {
+                    // HTTP/2 says it is going away first (spec/http2.md).
+                    Some(c) if c.is_h2() => self.drive(i, now),
+                    Some(c) if c.is_idle() => self.close(i),
+                    _ => {}
                 }
             }
         }
@@ -379,6 +382,15 @@ impl Worker {
     /// Closes connections past their deadline; resumes accepting after a
     /// back-off.
     fn sweep(&mut self, now: Instant) {
+        if self.stopping {
+            // The graceful GOAWAY's second step may be due (its PING's
+            // answer did not come).
+            for i in 0..self.conns.len() {
+                if self.conns[i].as_ref().is_some_and(Conn::is_h2) {
+                    self.drive(i, now);
+                }
+            }
+        }
         for i in 0..self.conns.len() {
             let Some(conn) = self.conns[i].as_mut().filter(|c| c.expired(now)) else {
                 continue;

@@ -10,5 +10,5 @@ pub use config::{
     format_duration, format_size, AccessLogFormat, CacheControl, Coding, ConfigError, Finding,
     Glob, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
 };
-pub use stats::{Report, TlsReport};
+pub use stats::{H2Report, Report, TlsReport};
 pub(crate) use vehicle::Vehicle;

@@ -39,6 +39,27 @@ pub struct Report {
     pub anywhere: Vec<(String, u64)>,
     /// The HTTPS side, when the server listens with TLS.
     pub tls: Option<TlsReport>,
+    /// What HTTP/2 connections did (h2 and h2c).
+    pub h2: H2Report,
+}
+
+/// What HTTP/2 connections did (`spec/http2.md`, "What an operator sees").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct H2Report {
+    /// Connections that spoke HTTP/2.
+    pub connections: u64,
+    /// Streams clients opened.
+    pub streams: u64,
+    /// RST_STREAM frames sent and received.
+    pub resets_sent: u64,
+    pub resets_received: u64,
+    /// GOAWAY frames sent, by error code name (`NO_ERROR`, ...), only the
+    /// codes sent at least once.
+    pub goaway: Vec<(String, u64)>,
+    /// Connections closed for a flood (ENHANCE_YOUR_CALM).
+    pub floods: u64,
+    /// Streams reset because they made no progress for `send-timeout`.
+    pub stalled: u64,
 }
 
 /// What a TLS listener did.
@@ -98,6 +119,18 @@ impl Report {
             ));
         }
         s.push(']');
+        let h = &self.h2;
+        s.push_str(&format!(
+            ",\"h2\":{{\"connections\":{},\"streams\":{},\"resets_sent\":{},\"resets_received\":{},\"floods\":{},\"stalled\":{},\"goaway\":{{",
+            h.connections, h.streams, h.resets_sent, h.resets_received, h.floods, h.stalled
+        ));
+        for (i, (code, count)) in h.goaway.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!("{}:{count}", json_string(code)));
+        }
+        s.push_str("}}");
         if let Some(t) = &self.tls {
             s.push_str(&format!(
                 ",\"tls\":{{\"connections\":{},\"handshakes_full\":{},\"handshakes_resumed\":{},\"failures\":{},\"plain_http\":{},\"vehicles\":",

@@ -1009,11 +1009,6 @@ impl Core {
         self.phase == Phase::Failed
             || ((self.drain.last.is_some() || self.peer_gone) && self.streams.is_empty())
     }
-
-    /// The preface and the client's SETTINGS have arrived.
-    pub(crate) fn is_open(&self) -> bool {
-        self.phase == Phase::Open
-    }
 }
 
 /// The stream a PRIORITY or HEADERS priority block depends on.

@@ -107,15 +107,6 @@ impl ErrorCode {
             ErrorCode::Http11Required => "HTTP_1_1_REQUIRED",
         }
     }
-
-    /// The code a peer sent: unknown codes mean no special condition and
-    /// are read as INTERNAL_ERROR (§7).
-    pub(crate) fn from_wire(code: u32) -> ErrorCode {
-        ErrorCode::ALL
-            .get(code as usize)
-            .copied()
-            .unwrap_or(ErrorCode::Internal)
-    }
 }
 
 /// A frame's header.
@@ -239,11 +230,5 @@ mod tests {
         assert_eq!(unpad(&padded, &[4, b'a', 0, 0]), None);
         assert_eq!(unpad(&padded, &[]), None);
         assert_eq!(unpad(&padded, &[0]), Some(1..1));
-    }
-
-    #[test]
-    fn unknown_error_codes_read_as_internal() {
-        assert_eq!(ErrorCode::from_wire(0xb), ErrorCode::EnhanceYourCalm);
-        assert_eq!(ErrorCode::from_wire(0x99), ErrorCode::Internal);
     }
 }

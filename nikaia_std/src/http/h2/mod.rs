@@ -8,3 +8,6 @@ pub(crate) mod conn;
 pub(crate) mod fields;
 pub(crate) mod frame;
 pub(crate) mod hpack;
+
+#[cfg(test)]
+mod tests;

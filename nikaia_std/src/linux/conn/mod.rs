@@ -166,6 +166,11 @@ impl Conn {
         self.link.transport.readable(closed);
     }
 
+    /// Whether the connection speaks HTTP/2.
+    pub(crate) fn is_h2(&self) -> bool {
+        matches!(self.proto, Proto::H2(_))
+    }
+
     /// Idle: no request in progress and nothing to write.
     pub(crate) fn is_idle(&self) -> bool {
         let proto_idle = match &self.proto {
