@@ -50,3 +50,18 @@ fn connection() {
 fn tls_connection() {
     replay("tls_connection", nikaia_std::fuzzing::tls_connection);
 }
+
+#[test]
+fn hpack() {
+    replay("hpack", nikaia_std::fuzzing::hpack);
+}
+
+#[test]
+fn h2_frames() {
+    replay("h2_frames", nikaia_std::fuzzing::h2_frames);
+}
+
+#[test]
+fn h2_connection() {
+    replay("h2_connection", nikaia_std::fuzzing::h2_connection);
+}

@@ -9,6 +9,7 @@ use crate::fs::Identity;
 use crate::http::conditional::{preconditions, span, Span, Validators};
 use crate::http::h1::chunked::Chunked;
 use crate::http::h1::parse::{parse_head, Framing};
+pub use crate::http::h2::fuzzing::h2_frames;
 pub use crate::http::h2::hpack::fuzzing::hpack;
 use crate::text::percent::percent_decode;
 use bytes::Bytes;
@@ -315,6 +316,83 @@ pub fn connection(data: &[u8]) {
     let mut got = Vec::new();
     sock.read_to_end(&mut got).expect("read");
     check_answers(&got, &want);
+}
+
+/// A whole HTTP/2 connection over a real socket: the preface and an empty
+/// SETTINGS, then the input's bytes (in pieces the first octet chooses),
+/// then the client's FIN. The server must close the connection (it never
+/// hangs), write only whole frames, and then serve a new h2c connection's
+/// GET as if nothing had happened.
+pub fn h2_connection(data: &[u8]) {
+    use crate::http::h2::frame::{self, flag, kind, Header, PREFACE};
+    use std::io::{Read, Write};
+    let Some((&pieces, rest)) = data.split_first() else {
+        return;
+    };
+    let mut wire = PREFACE.to_vec();
+    frame::put_settings(&mut wire, &[]);
+    wire.extend_from_slice(rest);
+    let mut sock = dial(false);
+    for piece in wire.chunks(usize::from(pieces).max(1)) {
+        if sock.write_all(piece).is_err() {
+            break; // the server closed on an error: its GOAWAY is read below
+        }
+    }
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+    let mut got = Vec::new();
+    let _ = sock.read_to_end(&mut got);
+    let mut at = 0;
+    while let Some(h) = Header::parse(&got[at..]) {
+        assert!(h.len <= 16_384, "a frame larger than the client allows");
+        at += 9 + h.len;
+    }
+    assert!(at >= got.len(), "bytes after the last whole frame");
+    // A well-behaved client is served.
+    let mut sock = dial(false);
+    let mut hello = PREFACE.to_vec();
+    frame::put_settings(&mut hello, &[]);
+    let mut enc = crate::http::h2::hpack::Encoder::new();
+    let mut block = Vec::new();
+    enc.begin(&mut block);
+    for (n, v) in [
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":authority", "t"),
+        (":path", "/a"),
+    ] {
+        enc.field(n.as_bytes(), v.as_bytes(), false, &mut block);
+    }
+    frame::put_header(
+        &mut hello,
+        block.len(),
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+    );
+    hello.extend_from_slice(&block);
+    sock.write_all(&hello).expect("a new connection");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = sock.read(&mut buf).expect("the answer");
+        assert!(n > 0, "closed before the answer");
+        got.extend_from_slice(&buf[..n]);
+        let mut at = 0;
+        let mut done = false;
+        while let Some(h) = Header::parse(&got[at..]) {
+            if got.len() < at + 9 + h.len {
+                break;
+            }
+            done |= h.kind == kind::DATA && h.stream == 1 && h.has(flag::END_STREAM);
+            if h.kind == kind::DATA && h.stream == 1 {
+                assert_eq!(&got[at + 9..at + 9 + h.len], b"A");
+            }
+            at += 9 + h.len;
+        }
+        if done {
+            return;
+        }
+    }
 }
 
 /// The test certificate and key of the TLS target (`fuzz/tls/`, made once

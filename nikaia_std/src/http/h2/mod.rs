@@ -7,6 +7,8 @@
 pub(crate) mod conn;
 pub(crate) mod fields;
 pub(crate) mod frame;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub(crate) mod hpack;
 
 #[cfg(test)]

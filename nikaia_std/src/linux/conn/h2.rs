@@ -182,13 +182,15 @@ impl H2 {
 
     /// Reads and hands what came to the core. `Ok(true)`: bytes came.
     fn read(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<bool, Next> {
-        match link.read(turn, &mut self.rbuf) {
-            Ok(Input::Data) => {}
+        let got = match link.read(turn, &mut self.rbuf) {
+            Ok(Input::Data) => true,
             // The TLS listener negotiated h2: a plain request cannot follow.
             Ok(_) => return Err(Next::Close),
+            // What HTTP/1.1 read before it saw the preface is still here.
+            Err(Next::Wait) if !self.rbuf.is_empty() => false,
             Err(Next::Wait) => return Ok(false),
             Err(next) => return Err(next),
-        }
+        };
         if let Some(why) = self.core.receive(&mut self.rbuf, turn.now) {
             let peer = &link.peer;
             if let Some(unlogged) = turn.shared.stats.h2.logged.pass() {
@@ -200,7 +202,7 @@ impl H2 {
             self.rbuf.clear();
         }
         self.count(turn);
-        Ok(true)
+        Ok(got)
     }
 
     fn count(&mut self, turn: &Turn<'_>) {
