@@ -83,6 +83,9 @@ pub struct Runtime {
     /// `http2`: HTTP/2 is offered (ALPN `h2` on TLS, h2c by prior
     /// knowledge on plain listeners).
     pub http2: bool,
+    /// `http2-max-requests`: streams one HTTP/2 connection may open before
+    /// it is sent GOAWAY (nginx's `keepalive_requests`).
+    pub http2_max_requests: u32,
     /// Where the access log goes; `Off` only for this log.
     pub access_log: LogTarget,
     /// How each access line is written.
@@ -172,7 +175,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 23] = [
+pub const KEYS: [&str; 24] = [
     "listen",
     "workers",
     "io-threads",
@@ -187,6 +190,7 @@ pub const KEYS: [&str; 23] = [
     "max-connections",
     "max-header-bytes",
     "http2",
+    "http2-max-requests",
     "access-log",
     "access-log-format",
     "error-log",
@@ -215,6 +219,7 @@ impl Default for Runtime {
             max_connections: 10_000,
             max_header_bytes: 32 << 10,
             http2: true,
+            http2_max_requests: 1000,
             access_log: LogTarget::Stderr,
             access_log_format: AccessLogFormat::Combined,
             error_log: LogTarget::Stderr,
@@ -316,6 +321,10 @@ impl Runtime {
         line("max-connections", Some(self.max_connections.to_string()));
         line("max-header-bytes", Some(size(self.max_header_bytes as u64)));
         line("http2", Some(self.http2.to_string()));
+        line(
+            "http2-max-requests",
+            Some(self.http2_max_requests.to_string()),
+        );
         line("access-log", Some(log(&self.access_log)));
         let format = match self.access_log_format {
             AccessLogFormat::Combined => "combined",

@@ -178,10 +178,11 @@ pub(crate) struct Core {
     streams: Vec<Stream>,
     /// The highest stream the client opened (or tried to).
     last_id: u32,
-    /// Every stream the client opened, in order (bounded by
-    /// `max_requests`): a frame on one of them is on a closed stream, on
-    /// any other lower id an idle one.
-    used: Vec<u32>,
+    /// The streams the client opened: a frame on one of them is on a
+    /// closed stream, on any other lower id an idle one.
+    used: Used,
+    /// How many streams the client opened (the request cap counts them).
+    opened: u32,
     reset_by_us: VecDeque<u32>,
     block: Option<Block>,
     drain: Drain,
@@ -194,6 +195,38 @@ pub(crate) struct Core {
     tally: Tally,
     /// The last stream served at each urgency (round-robin among equals).
     served: [u32; 8],
+}
+
+/// The ids of the streams a client opened, as runs of consecutive odd
+/// ids (a client that counts up by two, as they do, is one run). A client
+/// that skips ids makes a run each time; past [`MAX_RUNS`] the oldest are
+/// forgotten, and a late frame on one of them reads as one on an idle
+/// stream (a connection error instead of a stream error).
+#[derive(Default)]
+struct Used {
+    runs: VecDeque<(u32, u32)>,
+}
+
+const MAX_RUNS: usize = 1024;
+
+impl Used {
+    /// Records `id`, higher than every id before it.
+    fn push(&mut self, id: u32) {
+        match self.runs.back_mut() {
+            Some((_, end)) if end.checked_add(2) == Some(id) => *end = id,
+            _ => {
+                if self.runs.len() == MAX_RUNS {
+                    self.runs.pop_front();
+                }
+                self.runs.push_back((id, id));
+            }
+        }
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        let i = self.runs.partition_point(|&(start, _)| start <= id);
+        i > 0 && id <= self.runs[i - 1].1 && (id - self.runs[i - 1].0) % 2 == 0
+    }
 }
 
 /// A connection error: the GOAWAY's code and why, for the log.
@@ -224,7 +257,8 @@ impl Core {
             conn_owed: 0,
             streams: Vec::new(),
             last_id: 0,
-            used: Vec::new(),
+            used: Used::default(),
+            opened: 0,
             reset_by_us: VecDeque::new(),
             block: None,
             drain: Drain::default(),
@@ -402,8 +436,7 @@ impl Core {
 
     /// An id the client never opened and that is not above the last it did.
     fn is_idle(&self, id: u32) -> bool {
-        id > self.last_id
-            || (self.used.binary_search(&id).is_err() && !self.reset_by_us.contains(&id))
+        id > self.last_id || (!self.used.contains(id) && !self.reset_by_us.contains(&id))
     }
 
     fn data_frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
@@ -599,9 +632,9 @@ impl Core {
             if self.reset_by_us.contains(&id) {
                 return Ok(());
             }
-            return match self.used.binary_search(&id) {
-                Ok(_) => Err((ErrorCode::StreamClosed, "HEADERS on a closed stream")),
-                Err(_) => Err((
+            return match self.used.contains(id) {
+                true => Err((ErrorCode::StreamClosed, "HEADERS on a closed stream")),
+                false => Err((
                     ErrorCode::Protocol,
                     "a stream identifier below one already used",
                 )),
@@ -615,6 +648,7 @@ impl Core {
             return Ok(());
         }
         self.used.push(id);
+        self.opened += 1;
         self.tally.streams += 1;
         if b.self_dependent {
             return self.stream_error(id, ErrorCode::Protocol);
@@ -671,7 +705,7 @@ impl Core {
                 });
             }
         }
-        if self.used.len() >= self.limits.max_requests as usize && self.drain.last.is_none() {
+        if self.opened >= self.limits.max_requests && self.drain.last.is_none() {
             // The request cap: this stream is the last one served.
             frame::put_goaway(&mut self.out, id, ErrorCode::NoError);
             self.drain.last = Some(id);

@@ -103,7 +103,7 @@ impl H2 {
         let rt = &turn.shared.rt;
         let limits = Limits {
             max_streams: 128,
-            max_requests: 1000,
+            max_requests: rt.http2_max_requests,
             max_list: rt.max_header_bytes,
             max_body: super::h1::MAX_BODY,
         };

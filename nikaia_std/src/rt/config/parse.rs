@@ -65,6 +65,7 @@ const STATIC_CACHE: RangeInclusive<u64> = 0..=1_000_000;
 const STATIC_CACHE_BYTES: RangeInclusive<u64> = 0..=64 << 30;
 const MAX_CONNECTIONS: RangeInclusive<u64> = 1..=1_000_000;
 const MAX_HEADER_BYTES: RangeInclusive<u64> = 1 << 10..=1 << 20;
+const HTTP2_MAX_REQUESTS: RangeInclusive<u64> = 1..=1 << 30;
 const HOUR: Duration = Duration::from_secs(3600);
 
 const fn millis(n: u64) -> Duration {
@@ -133,6 +134,10 @@ impl Checker<'_> {
                     put(&mut rt.max_header_bytes, bytes.map(|n| n as usize));
                 }
                 "http2" => put(&mut rt.http2, self.boolean(name, value)),
+                "http2-max-requests" => {
+                    let n = self.integer(name, value, HTTP2_MAX_REQUESTS);
+                    put(&mut rt.http2_max_requests, n.map(|n| n as u32));
+                }
                 "access-log" => put(&mut rt.access_log, self.log(name, value, true)),
                 "access-log-format" => {
                     put(&mut rt.access_log_format, self.log_format(name, value));
