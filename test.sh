@@ -11,6 +11,8 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v goaccess >/dev/null 2>&1 || need+=(goaccess)
 # The Prometheus text parser `nikaia explain --prometheus` is checked with.
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
+# nghttp and h2load: many HTTP/2 streams on one connection (tests/tests/h2.rs).
+command -v nghttp >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -22,6 +24,13 @@ fi
 python3 -c 'import prometheus_client' 2>/dev/null ||
     python3 -m pip install -q prometheus-client 2>/dev/null ||
     python3 -m pip install -q --break-system-packages prometheus-client
+# The Python HTTP/2 library (PyPI h2), for HTTP/2 checks written in Python.
+python3 -c 'import h2' 2>/dev/null ||
+    python3 -m pip install -q h2 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages h2
+# The HTTP/2 conformance suite tests/tests/h2.rs runs against an in-process
+# server (built only when missing; about 2 minutes on two cores).
+command -v httpwg >/dev/null 2>&1 || cargo install httpwg-cli --locked
 
 cargo fmt --all -- --check
 # The wasm32 target, the wasm-bindgen CLI at Cargo.lock's version (built only

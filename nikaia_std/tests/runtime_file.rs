@@ -97,6 +97,8 @@ keepalive-timeout = "0s"
 send-timeout = "2m"
 max-connections = 500
 max-header-bytes = 65536
+http2 = false
+http2-max-requests = 50
 access-log = "logs/access.log"
 access-log-format = "json"
 error-log = "/var/log/nikaia/error.log"
@@ -122,6 +124,8 @@ tls-key = "tls/key.pem"
             send_timeout: Duration::from_secs(120),
             max_connections: 500,
             max_header_bytes: 65536,
+            http2: false,
+            http2_max_requests: 50,
             access_log: LogTarget::File(etc.join("logs/access.log")),
             access_log_format: AccessLogFormat::Json,
             error_log: LogTarget::File("/var/log/nikaia/error.log".into()),
@@ -578,4 +582,24 @@ fn the_spec_example_is_what_the_operator_reads() {
     let file = blocks.next().unwrap().strip_prefix("toml\n").unwrap();
     let printed = blocks.next().unwrap().trim_start_matches('\n');
     assert_eq!(errors(file), printed);
+}
+
+#[test]
+fn http2_is_a_boolean_and_its_request_cap_a_count() {
+    for (text, want) in [
+        ("http2 = \"false\"", "write it without quotes"),
+        ("http2 = 1", "expected true or false"),
+        ("http2-max-requests = 0", "from 1 to"),
+    ] {
+        let errors = Runtime::parse(text, Path::new("r.toml")).unwrap_err();
+        assert!(
+            errors[0].message.contains(want),
+            "{text}: {}",
+            errors[0].message
+        );
+        assert_eq!(
+            (errors[0].line, errors[0].column),
+            (1, text.find('=').unwrap() + 3)
+        );
+    }
 }

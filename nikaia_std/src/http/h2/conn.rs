@@ -12,7 +12,7 @@
 use super::fields::{Fields, Parsed, Refusal, DEFAULT_URGENCY};
 use super::frame::{self, flag, kind, setting, ErrorCode, Header, DEFAULT_MAX_FRAME};
 use super::frame::{DEFAULT_WINDOW, HEADER_LEN, MAX_WINDOW, PREFACE};
-use super::hpack::{Decoded, Decoder, Encoder};
+use super::hpack::{Decoded, Decoder, Encoder, DEFAULT_TABLE_SIZE, ENCODER_TABLE_CAP};
 use crate::http::request::{reject, Reject};
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -249,7 +249,7 @@ impl Core {
             limits,
             phase: Phase::Preface,
             out,
-            decoder: Decoder::new(4096),
+            decoder: Decoder::new(DEFAULT_TABLE_SIZE),
             encoder: Encoder::new(),
             peer_max_frame: DEFAULT_MAX_FRAME,
             peer_initial_window: DEFAULT_WINDOW,
@@ -288,9 +288,7 @@ impl Core {
             self.phase = Phase::FirstSettings;
         }
         while self.phase != Phase::Failed {
-            let Some(h) = Header::parse(buf) else {
-                return None;
-            };
+            let h = Header::parse(buf)?;
             if h.len > DEFAULT_MAX_FRAME {
                 return self.fail((
                     ErrorCode::FrameSize,
@@ -345,6 +343,15 @@ impl Core {
                 self.spend(now)?;
                 if h.stream == 0 {
                     return Err((ErrorCode::Protocol, "PRIORITY on stream 0"));
+                }
+                let bad = p.len() != 5 || dependency(p) == h.stream;
+                if bad && h.stream % 2 == 0 {
+                    // A stream only the server could open: no stream of
+                    // the client's to reset.
+                    return Err((
+                        ErrorCode::Protocol,
+                        "a malformed PRIORITY on a server stream",
+                    ));
                 }
                 if p.len() != 5 {
                     self.stream_error(h.stream, ErrorCode::FrameSize)?;
@@ -708,6 +715,7 @@ impl Core {
         if self.opened >= self.limits.max_requests && self.drain.last.is_none() {
             // The request cap: this stream is the last one served.
             frame::put_goaway(&mut self.out, id, ErrorCode::NoError);
+            self.tally.goaway = Some(ErrorCode::NoError);
             self.drain.last = Some(id);
         }
         Ok(())
@@ -764,7 +772,8 @@ impl Core {
             let value = u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]);
             match id {
                 setting::HEADER_TABLE_SIZE => {
-                    self.encoder.set_table_max((value as usize).min(4096));
+                    self.encoder
+                        .set_table_max((value as usize).min(ENCODER_TABLE_CAP));
                 }
                 setting::ENABLE_PUSH if value > 1 => {
                     return Err((ErrorCode::Protocol, "SETTINGS_ENABLE_PUSH not 0 or 1"));
@@ -1037,11 +1046,12 @@ impl Core {
         self.streams.len()
     }
 
-    /// Nothing more will happen: a connection error was sent, or a final
-    /// GOAWAY (ours or the client's) and every stream is done.
+    /// Nothing more will happen: a connection error was sent, or our final
+    /// GOAWAY and every stream is done. (A client's GOAWAY only means it
+    /// opens no more streams: the connection idles out, or the client
+    /// closes it.)
     pub(crate) fn is_finished(&self) -> bool {
-        self.phase == Phase::Failed
-            || ((self.drain.last.is_some() || self.peer_gone) && self.streams.is_empty())
+        self.phase == Phase::Failed || (self.drain.last.is_some() && self.streams.is_empty())
     }
 }
 

@@ -198,7 +198,9 @@ impl Fields {
                 None => {
                     // Handlers read the host as `Host`, whichever protocol.
                     let (a, n) = (a.clone(), self.put(b"host"));
-                    let v = self.put(&self.buf[a].to_vec());
+                    let start = self.buf.len();
+                    self.buf.extend_from_within(a);
+                    let v = start..self.buf.len();
                     self.headers.push((n, v));
                 }
             }
@@ -265,7 +267,8 @@ pub(crate) const DEFAULT_URGENCY: u8 = 3;
 pub(crate) fn urgency(value: &[u8]) -> u8 {
     value
         .split(|&b| b == b',')
-        .filter_map(|member| {
+        .rev()
+        .find_map(|member| {
             let member = member.trim_ascii();
             let v = member.strip_prefix(b"u=")?;
             let v = v.split(|&b| b == b';').next()?.trim_ascii();
@@ -274,7 +277,6 @@ pub(crate) fn urgency(value: &[u8]) -> u8 {
                 _ => None,
             }
         })
-        .last()
         .unwrap_or(DEFAULT_URGENCY)
 }
 

@@ -20,6 +20,7 @@ use crate::http::Request;
 use crate::linux::out::{Flushed, Sent, COLD_READ};
 use crate::linux::send::{self, guarded_copy, Residency};
 use crate::linux::transport::Input;
+use crate::rt::Vehicle;
 use bytes::{Bytes, BytesMut};
 use rustix::io::Errno;
 use std::sync::atomic::Ordering::Relaxed;
@@ -84,6 +85,10 @@ pub(super) struct H2 {
     waiting: Wait,
     /// A request was answered (the first one's header-timeout is over).
     served: bool,
+    /// Since when the connection has been in its `waiting` state.
+    since: Instant,
+    /// The first request's deadline: header-timeout from the accept.
+    first_deadline: Instant,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +121,8 @@ impl H2 {
             shutting_down: false,
             waiting: Wait::Request,
             served: false,
+            since: turn.now,
+            first_deadline: turn.now + rt.header_timeout,
         }
     }
 
@@ -261,6 +268,9 @@ impl H2 {
         }
         if answered > 0 {
             self.served = true;
+            // Answers are output, even those written at once: the idle
+            // time starts over when they are out.
+            self.waiting = Wait::Output;
             self.push_output(link);
         }
         self.count(turn);
@@ -387,7 +397,12 @@ impl H2 {
             user_agent: req.header_range("user-agent"),
             status: resp.status(),
             bytes: payload.len(),
-            vehicle: payload.vehicle(),
+            // A file is read a frame at a time on HTTP/2, whatever the
+            // vehicle HTTP/1.1 would have chosen.
+            vehicle: match payload.vehicle() {
+                Vehicle::Sendfile => Vehicle::Read,
+                v => v,
+            },
             started,
         };
         let source = match payload {
@@ -591,26 +606,31 @@ impl H2 {
             self.waiting = Wait::Output;
             return;
         }
-        let now = if self.bodies.is_empty() && self.core.open_streams() == 0 && self.rbuf.is_empty()
-        {
-            Wait::Idle
-        } else if let Some(oldest) = self.bodies.iter().map(|b| b.progress).min() {
-            link.deadline = oldest + rt.send_timeout;
-            Wait::Output
-        } else {
-            Wait::Request
-        };
-        if now != self.waiting {
-            match now {
-                Wait::Idle if self.served => {
-                    link.idle_since = turn.now;
-                    link.deadline = turn.now + rt.keepalive_timeout;
-                }
-                Wait::Request if self.served => link.deadline = turn.now + rt.header_timeout,
-                _ => {}
+        let state =
+            if self.bodies.is_empty() && self.core.open_streams() == 0 && self.rbuf.is_empty() {
+                Wait::Idle
+            } else if self.bodies.is_empty() {
+                Wait::Request
+            } else {
+                Wait::Output
+            };
+        if state != self.waiting {
+            self.waiting = state;
+            self.since = turn.now;
+            if state == Wait::Idle {
+                link.idle_since = turn.now;
             }
-            self.waiting = now;
         }
+        link.deadline = match state {
+            Wait::Output => {
+                let oldest = self.bodies.iter().map(|b| b.progress).min();
+                oldest.unwrap_or(turn.now) + rt.send_timeout
+            }
+            Wait::Idle if self.served => self.since + rt.keepalive_timeout,
+            Wait::Request if self.served => self.since + rt.header_timeout,
+            // Until the first request: header-timeout from the accept.
+            _ => self.first_deadline,
+        };
     }
 
     /// The deadline passed. Streams that made no progress for send-timeout
@@ -683,6 +703,10 @@ fn head(enc: &mut Encoder, out: &mut Vec<u8>, resp: &Response, length: u64, date
         lower.extend(name.iter().map(u8::to_ascii_lowercase));
         let index = match lower.as_slice() {
             b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection" => return,
+            // RFC 7541 §7.1.3: a secret no table on the way should keep.
+            b"set-cookie" | b"authorization" | b"proxy-authenticate" => {
+                return enc.field_never_indexed(&lower, value, out);
+            }
             b"server"
             | b"content-type"
             | b"accept-ranges"

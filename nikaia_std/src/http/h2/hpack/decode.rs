@@ -206,6 +206,7 @@ impl Decoder {
     /// on; if the table is larger, it shrinks now, and the next block must
     /// start with a dynamic table size update (RFC 7541 §4.2), else it is
     /// an error.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn set_table_max(&mut self, table_max: usize) {
         self.table_max = table_max;
         if self.table.max() > table_max {

@@ -13,9 +13,6 @@
 //! The decoder checks HPACK only: field names are given as decoded, and
 //! HTTP's rules for them (lowercase, pseudo-header order) are the caller's.
 
-// Not wired into the HTTP/2 connection yet.
-#![allow(dead_code)]
-
 mod decode;
 mod encode;
 #[cfg(feature = "fuzzing")]
@@ -25,19 +22,5 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-// Unused, like the rest, until the connection is wired.
-#[allow(unused_imports)]
-pub(crate) use decode::{DecodeError, Decoded, Decoder, OnField, DEFAULT_TABLE_SIZE};
-#[allow(unused_imports)]
+pub(crate) use decode::{Decoded, Decoder, DEFAULT_TABLE_SIZE};
 pub(crate) use encode::{Encoder, ENCODER_TABLE_CAP};
-
-/// Appends `src` Huffman-coded (RFC 7541 Appendix B) to `out`, padded to
-/// an octet with one bits.
-pub(crate) fn huffman_encode(src: &[u8], out: &mut Vec<u8>) {
-    huffman::encode(src, out);
-}
-
-/// The number of octets `src` takes Huffman-coded.
-pub(crate) fn huffman_len(src: &[u8]) -> usize {
-    huffman::encoded_len(src)
-}

@@ -218,6 +218,7 @@ impl Dynamic {
     }
 
     /// The current size: the sum of the entries' sizes (§4.1).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn size(&self) -> usize {
         self.size
     }
@@ -229,6 +230,7 @@ impl Dynamic {
 
     /// The octets the table's buffer holds, live or not yet dropped: at most
     /// twice the maximum size.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn held(&self) -> usize {
         self.bytes.len()
     }

@@ -26,7 +26,7 @@ fn decode_all(d: &mut Decoder, block: &[u8]) -> Fields {
 #[derive(Debug)]
 enum Json {
     Null,
-    Bool(bool),
+    Bool,
     Num(f64),
     Str(String),
     Arr(Vec<Json>),
@@ -159,11 +159,11 @@ impl Parser<'_> {
             }
             b't' => {
                 self.i += 4;
-                Json::Bool(true)
+                Json::Bool
             }
             b'f' => {
                 self.i += 5;
-                Json::Bool(false)
+                Json::Bool
             }
             _ => {
                 let start = self.i;
