@@ -15,7 +15,7 @@ use crate::http::h2::frame::PREFACE;
 use crate::http::request::Reject;
 use crate::http::{Request, Response, Version};
 use crate::linux::out::Sent;
-use crate::linux::send::{guarded_copy, FileSend};
+use crate::linux::send::FileSend;
 use crate::linux::transport::Input;
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
@@ -310,28 +310,11 @@ impl H1 {
         started: Instant,
     ) {
         let Answer {
-            mut resp,
-            mut length,
-            mut payload,
+            resp,
+            length,
+            payload,
             close,
-        } = decided;
-        // Through TLS rustls reads the body in user mode: a program's
-        // mapping is copied by the kernel first, where a file cut short is
-        // an error and not SIGBUS.
-        if let (Payload::Mapped(b), true) = (&payload, link.transport.encrypts()) {
-            match guarded_copy(b) {
-                Ok(copy) => payload = Payload::Memory(Bytes::from(copy)),
-                Err(e) => {
-                    let why = format!(
-                        "the mapped body could not be read ({}); did its file shrink?",
-                        std::io::Error::from(e)
-                    );
-                    log_error(turn, link)(req, &why);
-                    let page = answer::page(req, Response::status_page(500), close);
-                    (resp, length, payload) = (page.resp, page.length, page.payload);
-                }
-            }
-        }
+        } = super::readable(link, turn, req, decided);
         let mut head = Vec::with_capacity(256);
         write_head(&mut head, &resp, length, turn.date, close, req.version);
         link.out.push(Bytes::from(head));

@@ -18,7 +18,7 @@ use crate::http::h2::hpack::Encoder;
 use crate::http::response::{each_field, Response};
 use crate::http::Request;
 use crate::linux::out::{Flushed, Sent, COLD_READ};
-use crate::linux::send::{self, guarded_copy, Residency};
+use crate::linux::send::{self, Residency};
 use crate::linux::transport::Input;
 use crate::rt::Vehicle;
 use bytes::{Bytes, BytesMut};
@@ -369,25 +369,11 @@ impl H2 {
         started: Instant,
     ) {
         let Answer {
-            mut resp,
-            mut length,
-            mut payload,
+            resp,
+            length,
+            payload,
             ..
-        } = decided;
-        if let (Payload::Mapped(b), true) = (&payload, link.transport.encrypts()) {
-            match guarded_copy(b) {
-                Ok(copy) => payload = Payload::Memory(Bytes::from(copy)),
-                Err(e) => {
-                    let why = format!(
-                        "the mapped body could not be read ({}); did its file shrink?",
-                        std::io::Error::from(e)
-                    );
-                    super::h1::log_error(turn, link)(req, &why);
-                    let page = answer::page(req, Response::status_page(500), false);
-                    (resp, length, payload) = (page.resp, page.length, page.payload);
-                }
-            }
-        }
+        } = super::readable(link, turn, req, decided);
         let sent = Sent {
             head: req.fields.clone(),
             method: req.method.clone(),

@@ -15,8 +15,11 @@ use super::shared::Shared;
 use super::tls::Session;
 use super::transport::{Input, Transport};
 use crate::fs::{self as nfs, Opened, Root};
+use crate::http::answer::{self, Answer, Payload};
 use crate::http::file::Target;
 use crate::http::Peer;
+use crate::http::{Request, Response};
+use crate::linux::send::guarded_copy;
 use h1::H1;
 use h2::H2;
 use rustix::io::Errno;
@@ -264,6 +267,30 @@ impl Conn {
                     self.link.close_now = true;
                 }
             }
+        }
+    }
+}
+
+/// An answer whose body this link can send as it is. Through TLS rustls
+/// reads the body in user mode: a program's mapping is copied by the
+/// kernel first, where a file cut short is an error and not SIGBUS (then
+/// the answer is a logged 500).
+fn readable(link: &Link, turn: &Turn<'_>, req: &Request, decided: Answer) -> Answer {
+    let (Payload::Mapped(b), true) = (&decided.payload, link.transport.encrypts()) else {
+        return decided;
+    };
+    match guarded_copy(b) {
+        Ok(copy) => Answer {
+            payload: Payload::Memory(bytes::Bytes::from(copy)),
+            ..decided
+        },
+        Err(e) => {
+            let why = format!(
+                "the mapped body could not be read ({}); did its file shrink?",
+                std::io::Error::from(e)
+            );
+            h1::log_error(turn, link)(req, &why);
+            answer::page(req, Response::status_page(500), decided.close)
         }
     }
 }

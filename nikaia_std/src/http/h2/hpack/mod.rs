@@ -24,3 +24,13 @@ mod tests;
 
 pub(crate) use decode::{Decoded, Decoder, DEFAULT_TABLE_SIZE};
 pub(crate) use encode::{Encoder, ENCODER_TABLE_CAP};
+
+/// Octets from hex digits (spaces ignored), for the RFC's examples.
+#[cfg(test)]
+pub(crate) fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}

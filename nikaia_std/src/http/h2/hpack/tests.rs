@@ -2,15 +2,10 @@
 //! (`testdata/`), the header list limit, and a timing of decoding.
 
 use super::{Decoded, Decoder, Encoder};
+use super::hex;
 use std::ops::ControlFlow;
 
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
-        .collect()
-}
 
 fn decode_all(d: &mut Decoder, block: &[u8]) -> Fields {
     let mut out = Vec::new();
