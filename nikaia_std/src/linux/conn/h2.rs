@@ -139,6 +139,10 @@ impl H2 {
             if link.close_now {
                 return Next::Close;
             }
+            if link.lingering {
+                // Everything is out; what the client still sends is dropped.
+                return super::close_gently(link, turn);
+            }
             if turn.stopping && !self.shutting_down {
                 self.shutting_down = true;
                 self.core.shutdown(turn.now);

@@ -1,8 +1,8 @@
 //! Tests across the decoder and the encoder: the hpack-test-case stories
 //! (`testdata/`), the header list limit, and a timing of decoding.
 
-use super::{Decoded, Decoder, Encoder};
 use super::hex;
+use super::{Decoded, Decoder, Encoder};
 use std::ops::ControlFlow;
 
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
