@@ -192,3 +192,73 @@ fn anywhere_sites_seen_at_run_time_are_listed() {
     server.wait();
     assert!(!Path::new(&sock).exists());
 }
+
+#[test]
+fn http2_counters_reach_the_text_the_json_and_prometheus() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(site.join("a.txt"), "aaaa").unwrap();
+    let sock = dir.path().join("stats.sock");
+    let runtime = dir.path().join("runtime.toml");
+    std::fs::write(
+        &runtime,
+        format!(
+            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
+    let (mut child, addr) = spawn_serve(cmd);
+    // Two streams on one h2c connection (nghttp: Debian 12's curl cannot
+    // reuse a prior-knowledge connection, curl/curl#10634).
+    let url = format!("http://{addr}/a.txt");
+    let again = format!("{url}?again");
+    let out = Command::new("nghttp")
+        .args([&url, &again])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, b"aaaaaaaa");
+    // A connection whose first frame is not SETTINGS: GOAWAY PROTOCOL_ERROR.
+    let mut raw = std::net::TcpStream::connect(&addr).unwrap();
+    raw.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\x08\x06\0\0\0\0\0pingping")
+        .unwrap();
+    let mut got = Vec::new();
+    raw.read_to_end(&mut got).unwrap();
+    assert!(
+        got.windows(2).any(|w| w == [0x07, 0x00]),
+        "a GOAWAY: {got:?}"
+    );
+
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let h2 = &report["h2"];
+    assert_eq!(h2["connections"], 2, "{report}");
+    assert_eq!(h2["streams"], 2, "{report}");
+    assert_eq!(h2["goaway"]["PROTOCOL_ERROR"], 1, "{report}");
+    assert_eq!(h2["floods"], 0, "{report}");
+    let text = explain(&["--socket", sock.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("HTTP/2        2 connections, 2 streams")
+            && text.contains("GOAWAY sent: PROTOCOL_ERROR 1"),
+        "{text}"
+    );
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
+    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    let sample = |family, labels: &[(&str, &str)]| prometheus_sample(&prom, family, labels);
+    assert_eq!(sample("nikaia_h2_connections", &[]), 2.0);
+    assert_eq!(sample("nikaia_h2_streams", &[]), 2.0);
+    assert_eq!(
+        sample("nikaia_h2_goaway", &[("code", "PROTOCOL_ERROR")]),
+        1.0
+    );
+    assert_eq!(sample("nikaia_h2_resets", &[("direction", "sent")]), 0.0);
+    assert_eq!(sample("nikaia_h2_flood_closes", &[]), 0.0);
+    let _ = child.kill();
+    let _ = child.wait();
+}
