@@ -205,7 +205,8 @@ fn curl_byte_exact_from_0_bytes_to_64_mib() {
     let out = s.tmp.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let mut curl = Command::new("curl");
-    curl.args(["-sS", "--fail", "--cacert"])
+    // HTTP/1.1 on purpose: ALPN would choose h2 (tests/tests/h2.rs).
+    curl.args(["-sS", "--fail", "--http1.1", "--cacert"])
         .arg(&pki.ca_pem)
         .args(["-w", "%{num_connects} %{http_code}\n"]);
     // Each file twice, so the small ones are also sent from the kept table.
@@ -233,7 +234,7 @@ fn curl_byte_exact_from_0_bytes_to_64_mib() {
     // A range, a 304 and a HEAD, from curl too.
     let curl_one = |args: &[&str]| {
         let out = Command::new("curl")
-            .args(["-sS", "--cacert"])
+            .args(["-sS", "--http1.1", "--cacert"])
             .arg(&pki.ca_pem)
             .args(args)
             .arg(format!("https://localhost:{port}/f/s6.bin"))
