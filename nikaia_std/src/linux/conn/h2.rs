@@ -542,7 +542,7 @@ impl H2 {
         let then_reset = end && body.then_reset;
         let len = payload.len();
         let header = self.core.data(stream, len, end && !then_reset);
-        self.arena.reserve(HEADER_LEN.max(4096));
+        room(&mut self.arena, HEADER_LEN);
         self.arena.extend_from_slice(&header);
         link.out.push(self.arena.split().freeze());
         link.out.push(payload);
@@ -647,6 +647,19 @@ impl H2 {
     }
 }
 
+/// The arena's buffers: frames are cut from one until it is used up, then
+/// a new one is taken (or the old one reclaimed, once every frame cut from
+/// it is written).
+const ARENA: usize = 64 << 10;
+
+/// Makes room for `want` more octets in the arena, without asking for a new
+/// buffer while the current one still has that room.
+fn room(arena: &mut BytesMut, want: usize) {
+    if arena.capacity() - arena.len() < want {
+        arena.reserve(want.max(ARENA));
+    }
+}
+
 /// Reads the next frame's payload of a file body into the arena: `None`
 /// when those pages are not in the page cache (D9).
 fn read_frame(
@@ -662,7 +675,7 @@ fn read_frame(
         }
         f.warm_to = to;
     }
-    arena.reserve(want.max(64 << 10));
+    room(arena, want);
     let start = arena.len();
     arena.resize(start + want, 0);
     match send::pread(&f.file, &mut arena[start..], f.offset) {
