@@ -20,6 +20,33 @@ fn explain(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `nikaia serve SITE` with one worker and a stats socket in `dir`: the
+/// child, its address, the socket and the runtime file.
+fn serve_with_stats(
+    dir: &Path,
+    site: &Path,
+) -> (
+    common::Served,
+    String,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let sock = dir.join("stats.sock");
+    let runtime = dir.join("runtime.toml");
+    std::fs::write(
+        &runtime,
+        format!(
+            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve").arg(site).arg("--runtime").arg(&runtime);
+    let (child, addr) = spawn_serve(cmd);
+    (child, addr, sock, runtime)
+}
+
 fn vehicle(report: &serde_json::Value, name: &str) -> (u64, u64) {
     let v = report["vehicles"]
         .as_array()
@@ -41,19 +68,7 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     std::fs::write(site.join("a.txt"), "aaaa").unwrap();
     std::fs::write(site.join("b.txt"), "bbbbbbbb").unwrap();
     std::thread::sleep(Duration::from_millis(30));
-    let sock = dir.path().join("stats.sock");
-    let runtime = dir.path().join("runtime.toml");
-    std::fs::write(
-        &runtime,
-        format!(
-            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n",
-            sock.display()
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
-    let (mut child, addr) = spawn_serve(cmd);
+    let (mut child, addr, sock, runtime) = serve_with_stats(dir.path(), &site);
 
     for _ in 0..3 {
         assert_eq!(get(&addr, "/a.txt").0, 200);
@@ -200,19 +215,7 @@ fn http2_counters_reach_the_text_the_json_and_prometheus() {
     let site = dir.path().join("site");
     std::fs::create_dir(&site).unwrap();
     std::fs::write(site.join("a.txt"), "aaaa").unwrap();
-    let sock = dir.path().join("stats.sock");
-    let runtime = dir.path().join("runtime.toml");
-    std::fs::write(
-        &runtime,
-        format!(
-            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n",
-            sock.display()
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
-    let (mut child, addr) = spawn_serve(cmd);
+    let (mut child, addr, sock, _) = serve_with_stats(dir.path(), &site);
     // Two streams on one h2c connection (nghttp: Debian 12's curl cannot
     // reuse a prior-knowledge connection, curl/curl#10634).
     let url = format!("http://{addr}/a.txt");
