@@ -799,6 +799,16 @@ def split_block(block, first_len, piece):
     return [block[:first_len]] + [block[i : i + piece] for i in range(first_len, len(block), piece)]
 
 
+def continued(stream, parts, end_headers):
+    """A header block as HEADERS then a CONTINUATION for each further part;
+    END_HEADERS on the last one only when `end_headers`."""
+    out = headers(stream, parts[0], end_headers=False)
+    for i, p in enumerate(parts[1:]):
+        last = end_headers and i == len(parts) - 2
+        out += frame(CONTINUATION, END_HEADERS if last else 0, stream, p)
+    return out
+
+
 @scenario
 def continuation_flood(k):
     """HEADERS without END_HEADERS and 30 CONTINUATIONs: past 16."""
@@ -806,10 +816,7 @@ def continuation_flood(k):
     parts = split_block(block, 4, 4)[:31]
     with Bystander(k.addr) as b:
         c = Raw(k.addr)
-        out = headers(1, parts[0], end_headers=False)
-        for p in parts[1:]:
-            out += frame(CONTINUATION, 0, 1, p)
-        c.send(out)
+        c.send(continued(1, parts, end_headers=False))
         k.goaway(c, ENHANCE_YOUR_CALM)
         time.sleep(0.2)
     k.bystander(b)
@@ -825,10 +832,7 @@ def continuation_16_ok(k):
     parts = split_block(block, piece, piece)
     k.seen["continuations"] = len(parts) - 1
     c = Raw(k.addr)
-    out = headers(1, parts[0], end_headers=False)
-    for i, p in enumerate(parts[1:]):
-        out += frame(CONTINUATION, END_HEADERS if i == len(parts) - 2 else 0, 1, p)
-    c.send(out)
+    c.send(continued(1, parts, end_headers=True))
     c.pump(lambda: c.done(1), 3)
     k.seen["connection"] = c.summary()
     k.expect(len(parts) - 1 == 16, "the test built %d CONTINUATIONs" % (len(parts) - 1))
@@ -844,10 +848,7 @@ def continuation_too_big(k):
     parts = split_block(block, 16384, 16384)[:5]  # 81920 octets, 4 CONTINUATIONs
     with Bystander(k.addr) as b:
         c = Raw(k.addr)
-        out = headers(1, parts[0], end_headers=False)
-        for p in parts[1:]:
-            out += frame(CONTINUATION, 0, 1, p)
-        c.send(out)
+        c.send(continued(1, parts, end_headers=False))
         k.goaway(c, ENHANCE_YOUR_CALM)
         time.sleep(0.2)
     k.bystander(b)
@@ -893,10 +894,7 @@ def header_list_431(k):
     block = request_block("/f/small.bin") + literal("x-big", "v" * 40960)
     parts = split_block(block, 16384, 16384)
     c = Raw(k.addr)
-    out = headers(1, parts[0], end_headers=False)
-    for i, p in enumerate(parts[1:]):
-        out += frame(CONTINUATION, END_HEADERS if i == len(parts) - 2 else 0, 1, p)
-    c.send(out)
+    c.send(continued(1, parts, end_headers=True))
     c.pump(lambda: c.done(1), 3)
     k.seen["stream1"] = c.order[:4]
     k.expect(c.status.get(1) == 431, "stream 1 (40 KiB header): status %s, want 431; %s" % (c.status.get(1), c.tail))
