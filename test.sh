@@ -13,6 +13,8 @@ command -v goaccess >/dev/null 2>&1 || need+=(goaccess)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
 # nghttp and h2load: many HTTP/2 streams on one connection (tests/tests/h2.rs).
 command -v nghttp >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
+# systemd-socket-activate: socket activation's real parent (nikaia_cli/tests/lifecycle.rs).
+command -v systemd-socket-activate >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

@@ -4,17 +4,19 @@
 
 use nikaia_std::fs::Root;
 use nikaia_std::http::{dir_handler, Server};
-use nikaia_std::rt::Runtime;
-use std::net::SocketAddr;
+use nikaia_std::rt::{Listen, ListenAddr, Runtime, RUNTIME_ENV};
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// The directory to serve (default: the current directory).
     dir: Option<PathBuf>,
-    /// Address to listen on, overriding the runtime file's `listen`.
+    /// Address to listen on (`IP:PORT`, `[IPv6]:PORT` or `unix:/path`),
+    /// replacing the runtime file's whole `listen` list; given more than
+    /// once, one listener each.
     #[arg(long, value_name = "ADDR")]
-    listen: Option<SocketAddr>,
+    listen: Vec<String>,
     /// Runtime file (else $NIKAIA_RUNTIME, else defaults).
     #[arg(long, value_name = "FILE")]
     runtime: Option<PathBuf>,
@@ -28,6 +30,18 @@ pub struct ServeArgs {
 
 pub fn run(args: ServeArgs) -> u8 {
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
+    let listen = match parse_listen(&args.listen) {
+        Ok(listen) => listen,
+        Err(e) => {
+            eprintln!("nikaia serve: {e}");
+            return 1;
+        }
+    };
+    let file = args.runtime.clone().or_else(|| {
+        std::env::var_os(RUNTIME_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
     let mut rt = match Runtime::from_args(args.runtime.as_deref()) {
         Ok(rt) => rt,
         Err(errors) => {
@@ -37,9 +51,13 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    if let Some(listen) = args.listen {
-        rt.listen = listen;
-    }
+    // `--listen` replaces the list, at start and at every reload.
+    let adjust = move |rt: &mut Runtime| {
+        if !listen.is_empty() {
+            rt.listen = listen.clone();
+        }
+    };
+    adjust(&mut rt);
     let root = match Root::dir(&dir) {
         Ok(root) => root,
         Err(e) => {
@@ -47,8 +65,11 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    let server =
+    let mut server =
         Server::with_runtime(rt).route("/*path", dir_handler(root, args.hidden, args.list));
+    if let Some(file) = file {
+        server = server.reload_from(file, adjust);
+    }
     let running = match server.start() {
         Ok(r) => r,
         Err(e) => {
@@ -60,12 +81,41 @@ pub fn run(args: ServeArgs) -> u8 {
         eprintln!("nikaia serve: cannot handle signals: {e}");
         return 1;
     }
-    println!(
-        "Serving {} at {}://{}/ (Ctrl-C to stop)",
+    let at: Vec<String> = running
+        .addresses()
+        .into_iter()
+        .map(|(address, tls)| match address {
+            ListenAddr::Tcp(addr) => format!("{}://{addr}/", if tls { "https" } else { "http" }),
+            unix => unix.to_string(),
+        })
+        .collect();
+    // A closed stdout (a parent that stopped reading, a unit without one)
+    // is no reason to stop serving.
+    let _ = writeln!(
+        std::io::stdout(),
+        "Serving {} at {} (Ctrl-C to stop)",
         dir.display(),
-        running.scheme(),
-        running.local_addr()
+        at.join(", ")
     );
     running.wait();
     0
+}
+
+/// The `--listen` values, each an address as `listen` takes one.
+fn parse_listen(values: &[String]) -> Result<Vec<Listen>, String> {
+    values
+        .iter()
+        .map(|v| match v.strip_prefix("unix:") {
+            Some(path) if !path.is_empty() => {
+                let path = std::path::absolute(path).map_err(|e| format!("--listen {v}: {e}"))?;
+                Ok(Listen::unix(path))
+            }
+            _ => v.parse().map(Listen::tcp).map_err(|_| {
+                format!(
+                    "--listen {v}: expected IP:PORT, [IPv6]:PORT or unix:/path \
+                     (a numeric IP address; host names are not looked up)"
+                )
+            }),
+        })
+        .collect()
 }

@@ -181,7 +181,7 @@ fn anywhere_sites_seen_at_run_time_are_listed() {
     std::fs::write(dir.path().join("f.txt"), "f").unwrap();
     let sock = dir.path().join("s.sock");
     let rt = Runtime {
-        listen: "127.0.0.1:0".parse().unwrap(),
+        listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()],
         workers: 1,
         access_log: LogTarget::Off,
         stats_socket: Some(sock.clone()),

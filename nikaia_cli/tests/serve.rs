@@ -542,7 +542,7 @@ fn a_handler_set_cache_control_wins() {
     std::fs::write(&file, CACHE_RULES).unwrap();
     let rt = Runtime {
         workers: 1,
-        listen: "127.0.0.1:0".parse().unwrap(),
+        listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()],
         access_log: nikaia_std::rt::LogTarget::Off,
         ..Runtime::load(&file).unwrap()
     };

@@ -34,7 +34,7 @@ mod wasm;
 /// the running server on Linux, the host's entry on wasm32.
 mod backend {
     #[cfg(target_os = "linux")]
-    pub use crate::linux::{Running, SHUTDOWN_GRACE};
+    pub use crate::linux::{Reloaded, Running, SHUTDOWN_GRACE};
     #[cfg(target_arch = "wasm32")]
     pub use crate::wasm::{handle, Answer};
 }

@@ -9,7 +9,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use nikaia_std::rt::{
-    AccessLogFormat, CacheControl, Coding, ConfigError, LogTarget, Runtime, SendFile, RUNTIME_ENV,
+    AccessLogFormat, CacheControl, Coding, ConfigError, HttpsRedirect, Listen, ListenAddr,
+    LogTarget, Runtime, SendFile, RUNTIME_ENV,
 };
 
 /// Tests that read or set `NIKAIA_RUNTIME` take this lock: tests run in
@@ -54,7 +55,10 @@ fn cores() -> usize {
 #[test]
 fn defaults_when_there_is_no_file() {
     let rt = Runtime::default();
-    assert_eq!(rt.listen, "127.0.0.1:8080".parse::<SocketAddr>().unwrap());
+    assert_eq!(
+        rt.listen,
+        vec![Listen::tcp("127.0.0.1:8080".parse::<SocketAddr>().unwrap())]
+    );
     assert_eq!(rt.workers, cores());
     assert!(rt.workers >= 1);
     assert_eq!(rt.io_threads, 4);
@@ -111,7 +115,7 @@ tls-key = "tls/key.pem"
     assert_eq!(
         rt,
         Runtime {
-            listen: "[::1]:9000".parse().unwrap(),
+            listen: vec![Listen::tcp("[::1]:9000".parse().unwrap())],
             workers: 3,
             io_threads: 8,
             send_file: SendFile::AtLeast(1 << 20),
@@ -294,11 +298,80 @@ fn access_log_format_is_combined_or_json() {
 fn listen_takes_v4_and_v6() {
     assert_eq!(
         ok("listen = \"0.0.0.0:80\"").listen,
-        SocketAddr::from(([0, 0, 0, 0], 80))
+        vec![Listen::tcp(SocketAddr::from(([0, 0, 0, 0], 80)))]
     );
     assert_eq!(
         ok("listen = \"[::]:443\"").listen,
-        "[::]:443".parse().unwrap()
+        vec![Listen::tcp("[::]:443".parse().unwrap())]
+    );
+}
+
+#[test]
+fn listen_takes_a_list_of_addresses_and_tables() {
+    let rt = ok(r#"
+tls-cert = "cert.pem"
+tls-key = "key.pem"
+listen = [
+  "[::]:443",
+  { address = "0.0.0.0:80", tls = false, https-redirect = true },
+  { address = "[::]:80", tls = false, https-redirect = 8443 },
+  { address = "unix:sock/http.sock", tls = false, mode = "0600", name = "web" },
+]
+"#);
+    let file_dir = std::env::current_dir().unwrap();
+    assert_eq!(rt.listen.len(), 4);
+    assert_eq!(rt.listen[0], Listen::tcp("[::]:443".parse().unwrap()));
+    assert!(
+        rt.speaks_tls(&rt.listen[0]),
+        "a bare entry follows the pair"
+    );
+    assert_eq!(rt.listen[1].tls, Some(false));
+    assert_eq!(
+        rt.listen[1].https_redirect,
+        Some(HttpsRedirect::TlsListener)
+    );
+    assert_eq!(rt.listen[2].https_redirect, Some(HttpsRedirect::Port(8443)));
+    assert_eq!(
+        rt.listen[3].address,
+        ListenAddr::Unix(file_dir.join("sock/http.sock"))
+    );
+    assert_eq!(rt.listen[3].mode, 0o600);
+    assert_eq!(rt.listen[3].name.as_deref(), Some("web"));
+    // What `nikaia check` prints reads back the same.
+    assert_eq!(ok(&rt.to_toml()), rt);
+}
+
+#[test]
+fn listen_refuses_what_cannot_be_served() {
+    insta::assert_snapshot!(errors(
+        r#"listen = [
+  "0.0.0.0:80",
+  "0.0.0.0:80",
+  { address = "127.0.0.1:1", tls = true },
+  { address = "127.0.0.1:2", https-redirect = true },
+  { address = "127.0.0.1:3", mode = "0600" },
+  { address = "unix:/x.sock", mode = "0999" },
+  { address = "unix:/y.sock", port = 1 },
+  { tls = false },
+  { address = "127.0.0.1:4", name = "a:b" },
+  "unix:",
+  "localhost:80",
+  7,
+]
+"#
+    ));
+    insta::assert_snapshot!(
+        "listen_empty_list",
+        errors(
+            "listen = []
+"
+        )
+    );
+    insta::assert_snapshot!(
+        "listen_redirect_on_tls",
+        errors(
+            "tls-cert = \"c\"\ntls-key = \"k\"\nlisten = [{ address = \"127.0.0.1:1\", https-redirect = true, tls = true }]\n"
+        )
     );
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// A runtime for tests: loopback, port 0, two workers, quiet logs.
 pub fn test_runtime() -> Runtime {
     Runtime {
-        listen: "127.0.0.1:0".parse().unwrap(),
+        listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()],
         workers: 2,
         access_log: LogTarget::Off,
         ..Runtime::default()

@@ -456,7 +456,7 @@ fn reload_swaps_the_pair_for_new_connections_only() {
     let mut old = TlsClient::connect_tls(addr_of(&tls), config.clone());
     assert!(contains(&leaf(&old), "server one"));
     pki.issue("server two");
-    tls.reload();
+    tls.reload().unwrap();
     // New clients each time: a resumed session shows the certificate of the
     // session it resumed.
     let mut new = TlsClient::connect_tls(addr_of(&tls), pki.client_config());
@@ -466,13 +466,17 @@ fn reload_swaps_the_pair_for_new_connections_only() {
     assert_eq!(new.get("/text").status, 200);
     // A pair that does not load leaves the last good one in place.
     std::fs::write(&pki.key, "not a key").unwrap();
-    tls.reload();
+    assert!(tls.reload().is_err());
     let mut after = TlsClient::connect_tls(addr_of(&tls), pki.client_config());
     assert!(contains(&leaf(&after), "server two"));
     assert_eq!(after.get("/text").status, 200);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("reloaded"), "{text}");
-    assert!(text.contains("not reloaded, the old pair stays"), "{text}");
+    assert!(text.contains("error: key `tls-key`"), "{text}");
+    assert!(
+        text.contains("refused; the running configuration stays"),
+        "{text}"
+    );
     assert!(text.contains("key.pem"), "{text}");
 }
 

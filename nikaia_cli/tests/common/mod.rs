@@ -35,6 +35,11 @@ impl Drop for Served {
     }
 }
 
+/// A spawned server, killed when the test drops it.
+pub fn served(child: Child) -> Served {
+    Served(child)
+}
+
 /// Spawns `cmd` (a `nikaia serve …` already given its arguments), reads the
 /// `Serving DIR at http://ADDR/` (or `https://`) line, and returns the
 /// child and ADDR.

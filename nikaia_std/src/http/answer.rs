@@ -6,6 +6,7 @@
 //! disk ([`Progress::Open`]), and frames what comes out; it decides nothing.
 
 use super::file::{self, File, Files, Plan, Prepared, Step, Target, Then};
+use super::redirect::ToHttps;
 use super::request::Request;
 use super::response::{bodiless, Body, Response};
 use super::router::{Found, Router};
@@ -83,18 +84,23 @@ pub(crate) struct Waiting {
     close: bool,
 }
 
-/// Runs the pipeline for `req`. `may_keep`: the protocol and the server
-/// would keep the connection open after this answer (the request did not
-/// ask to close, the server is not stopping, keep-alive is on). `log`
-/// receives each error the answer hides from the client.
+/// Runs the pipeline for `req`. `redirect`: the listener it came on sends
+/// it to HTTPS (`spec/listeners.md`). `may_keep`: the protocol and the
+/// server would keep the connection open after this answer (the request
+/// did not ask to close, the server is not stopping, keep-alive is on).
+/// `log` receives each error the answer hides from the client.
 pub(crate) fn answer(
     files: &impl Files,
     router: &Router,
+    redirect: Option<&ToHttps>,
     req: &mut Request,
     may_keep: bool,
     log: &mut impl FnMut(&Request, &str),
 ) -> Progress {
-    let resp = route(router, req);
+    let resp = match redirect.and_then(|r| r.answer(req)) {
+        Some(resp) => resp,
+        None => route(router, req),
+    };
     note(log, req, &resp);
     let mut resp = hide_error(resp);
     let asked_close = resp
@@ -307,7 +313,7 @@ mod tests {
         let mut req = test_request(&format!("{head}\r\nHost: t\r\n\r\n"));
         let mut logged = Vec::new();
         let mut log = |_: &Request, e: &str| logged.push(e.to_owned());
-        let mut progress = answer(&Kept, &router(), &mut req, may_keep, &mut log);
+        let mut progress = answer(&Kept, &router(), None, &mut req, may_keep, &mut log);
         let answer = loop {
             match progress {
                 Progress::Ready(a) => break a,

@@ -7,6 +7,7 @@ use super::request::Request;
 use super::response::IntoResponse;
 use super::router::Router;
 use crate::rt::Runtime;
+use std::path::PathBuf;
 
 /// An HTTP/1.1 server: routes, then [`Server::run`] (or [`Server::start`]).
 ///
@@ -17,6 +18,15 @@ use crate::rt::Runtime;
 pub struct Server {
     pub(crate) router: Router,
     pub(crate) rt: Runtime,
+    /// What a reload reads (`spec/listeners.md`, "Reload").
+    pub(crate) source: Option<Source>,
+}
+
+/// The runtime file a reload reads again, and what the program changes in
+/// what it read (`nikaia serve --listen`).
+pub(crate) struct Source {
+    pub file: PathBuf,
+    pub adjust: Box<dyn Fn(&mut Runtime) + Send + Sync>,
 }
 
 impl Default for Server {
@@ -31,7 +41,13 @@ impl Server {
     /// use [`Server::with_runtime`] to handle it yourself.
     pub fn new() -> Server {
         match Runtime::from_args(None) {
-            Ok(rt) => Server::with_runtime(rt),
+            Ok(rt) => {
+                let server = Server::with_runtime(rt);
+                match std::env::var_os(crate::rt::RUNTIME_ENV).filter(|v| !v.is_empty()) {
+                    Some(file) => server.reload_from(PathBuf::from(file), |_| {}),
+                    None => server,
+                }
+            }
             Err(errors) => {
                 for e in errors {
                     eprintln!("{e}");
@@ -46,7 +62,24 @@ impl Server {
         Server {
             router: Router::default(),
             rt,
+            source: None,
         }
+    }
+
+    /// Where a reload (SIGHUP, `Running::reload`) reads the runtime again:
+    /// `file`, then `adjust` applied to what it read (the same overrides
+    /// the program applied at start). Without it a reload reads the TLS
+    /// pair again and nothing else.
+    pub fn reload_from(
+        mut self,
+        file: impl Into<PathBuf>,
+        adjust: impl Fn(&mut Runtime) + Send + Sync + 'static,
+    ) -> Server {
+        self.source = Some(Source {
+            file: file.into(),
+            adjust: Box::new(adjust),
+        });
+        self
     }
 
     /// Answers GET (and HEAD, from the same handler) at `path`. A path ending

@@ -8,12 +8,13 @@
 //! Normative text: `spec/http.md`.
 
 pub(crate) mod answer;
-mod app;
+pub(crate) mod app;
 mod coding;
 pub(crate) mod conditional;
 pub(crate) mod file;
 pub(crate) mod h1;
 pub(crate) mod h2;
+pub(crate) mod redirect;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod router;

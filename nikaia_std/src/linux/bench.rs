@@ -5,7 +5,7 @@
 
 use super::out::{Flushed, Out};
 use super::send::FileSend;
-use super::shared::Shared;
+use super::shared::{Serving, Shared};
 use super::transport::Socket;
 use crate::fs::Root;
 use crate::http::file::{self, Plan, Step};
@@ -35,7 +35,7 @@ impl AutoSender {
     /// `static-cache-bytes`.
     pub fn new(rt: Runtime) -> io::Result<AutoSender> {
         Ok(AutoSender {
-            shared: Shared::new(Router::default(), rt)?,
+            shared: Shared::new(Router::default(), rt, Vec::new())?,
         })
     }
 
@@ -66,10 +66,16 @@ impl AutoSender {
     /// returns the bytes written.
     pub fn send(&self, sock: &TcpStream, r: &BenchRequest) -> io::Result<u64> {
         let user = Response::new(200);
-        let mut step = file::begin(&self.shared, &r.req, &user, &r.file);
+        let rt = self.shared.runtime();
+        let files = Serving {
+            shared: &self.shared,
+            rt: &rt,
+            tls: false,
+        };
+        let mut step = file::begin(&files, &r.req, &user, &r.file);
         while let Step::Open(name, then) = step {
             let opened = r.file.root.open(&name);
-            step = file::opened(&self.shared, &r.req, &user, &r.file, name, then, opened);
+            step = file::opened(&files, &r.req, &user, &r.file, name, then, opened);
         }
         let Step::Ready(prepared) = step else {
             return Err(io::Error::other("open did not finish"));

@@ -11,7 +11,7 @@ use crate::fs::{self, Identity, Opened, Root};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -92,8 +92,9 @@ pub(crate) enum Keep {
 pub(crate) struct Cache<M> {
     table: Mutex<Table<M>>,
     keep: Keep,
-    max_entries: usize,
-    max_bytes: u64,
+    /// `static-cache` and `static-cache-bytes`; a reload changes them.
+    max_entries: AtomicUsize,
+    max_bytes: AtomicU64,
     pub(crate) counters: CacheCounters,
 }
 
@@ -102,14 +103,45 @@ impl<M: Clone> Cache<M> {
         Cache {
             table: Mutex::new(Table::default()),
             keep,
-            max_entries,
-            max_bytes,
+            max_entries: AtomicUsize::new(max_entries),
+            max_bytes: AtomicU64::new(max_bytes),
             counters: CacheCounters::default(),
         }
     }
 
+    fn max_entries(&self) -> usize {
+        self.max_entries.load(Ordering::Relaxed)
+    }
+
+    fn max_bytes(&self) -> u64 {
+        self.max_bytes.load(Ordering::Relaxed)
+    }
+
     fn enabled(&self) -> bool {
-        self.max_entries > 0 && self.max_bytes > 0
+        self.max_entries() > 0 && self.max_bytes() > 0
+    }
+
+    /// New bounds (a reload): the least recently used entries are evicted
+    /// until both hold; entries that stay are still checked against their
+    /// file before every answer, so none answers stale.
+    pub(crate) fn resize(&self, max_entries: usize, max_bytes: u64) {
+        let mut t = self.lock();
+        self.max_entries.store(max_entries, Ordering::Relaxed);
+        self.max_bytes.store(max_bytes, Ordering::Relaxed);
+        while !t.entries.is_empty() && (t.entries.len() > max_entries || t.bytes > max_bytes) {
+            let Some(oldest) = (t.entries.iter())
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
+            t.remove(oldest);
+            self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+        if max_entries == 0 || max_bytes == 0 {
+            t.absent.clear();
+            t.seen.clear();
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table<M>> {
@@ -182,7 +214,7 @@ impl<M: Clone> Cache<M> {
         };
         let mut t = self.lock();
         // Bounded like `seen`; the notes are cheap to make again.
-        if t.absent.len() >= self.max_entries.saturating_mul(4).max(64) {
+        if t.absent.len() >= self.max_entries().saturating_mul(4).max(64) {
             t.absent.clear();
         }
         t.absent.insert(key, Instant::now());
@@ -212,7 +244,8 @@ impl<M: Clone> Cache<M> {
         let root_key = root.cache_key()?;
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         let id = opened.id;
-        if id.size == 0 || id.size > KEEP_MAX || id.size > self.max_bytes || recently_changed(&id) {
+        if id.size == 0 || id.size > KEEP_MAX || id.size > self.max_bytes() || recently_changed(&id)
+        {
             return None;
         }
         let key: Name = (root_key, name.to_path_buf());
@@ -220,7 +253,7 @@ impl<M: Clone> Cache<M> {
         {
             let mut t = self.lock();
             if t.seen.remove(&key).is_none() {
-                if t.seen.len() >= self.max_entries.saturating_mul(4).max(64) {
+                if t.seen.len() >= self.max_entries().saturating_mul(4).max(64) {
                     t.seen.clear();
                 }
                 t.seen.insert(key, ());
@@ -244,7 +277,7 @@ impl<M: Clone> Cache<M> {
         if t.remove(file) {
             self.counters.invalidations.fetch_add(1, Ordering::Relaxed);
         }
-        while t.entries.len() >= self.max_entries || t.bytes + id.size > self.max_bytes {
+        while t.entries.len() >= self.max_entries() || t.bytes + id.size > self.max_bytes() {
             let Some(oldest) = t
                 .entries
                 .iter()

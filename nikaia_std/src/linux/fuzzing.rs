@@ -193,7 +193,7 @@ fn server(tls: Option<(&str, &str)>) -> std::net::SocketAddr {
     let once = if tls.is_some() { &TLS } else { &PLAIN };
     once.get_or_init(|| {
         let rt = crate::rt::Runtime {
-            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()],
             workers: 1,
             access_log: crate::rt::LogTarget::Off,
             // Longer than a client here waits (5 s): a connection the

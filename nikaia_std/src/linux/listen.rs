@@ -1,33 +1,202 @@
-//! Listening sockets: one per address, bound by the process itself, shared
-//! by every worker (`spec/http.md`, "A listening address is ours alone").
+//! Listening sockets: one per address, bound by the process itself or
+//! passed to it (socket activation, an upgrade), shared by every worker
+//! (`spec/listeners.md`; `spec/http.md`, "A listening address is ours
+//! alone").
 
+use super::activation::{Activation, Passed, DEFAULT_NAME};
+use super::unix_path::Claim;
+use crate::rt::{HttpsRedirect, Listen, ListenAddr, Runtime};
 use rustix::event::epoll;
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 
-/// The epoll token of the listener in every worker.
-pub(crate) const LISTENER: u64 = u64::MAX;
+/// The epoll token of listener `i` is `LISTENERS + i` in every worker.
+pub(crate) const LISTENERS: u64 = 1 << 62;
+const BACKLOG: i32 = 1024;
 
-/// The one listening socket of `addr`, which every worker shares.
+/// One listening socket and how its connections are served.
+pub(crate) struct Listener {
+    pub fd: OwnedFd,
+    /// Where it listens (the real port when 0 was asked).
+    pub address: ListenAddr,
+    pub tls: bool,
+    /// `https-redirect`, resolved to a port.
+    pub redirect: Option<u16>,
+    /// The name it is handed over under (`LISTEN_FDNAMES`).
+    pub name: String,
+    /// A Unix path this process (or the one it replaced) bound.
+    pub claim: Option<Claim>,
+}
+
+impl Listener {
+    /// The IP a request without a host is redirected with.
+    pub(crate) fn ip(&self) -> Option<IpAddr> {
+        match self.address {
+            ListenAddr::Tcp(addr) => Some(addr.ip()),
+            ListenAddr::Unix(_) => None,
+        }
+    }
+}
+
+/// The listeners a server starts with, and notices about how they were
+/// found, for the error log once it is open.
+pub(crate) struct Opened {
+    pub listeners: Vec<Listener>,
+    pub notices: Vec<String>,
+}
+
+/// Binds every entry of `rt.listen`, or adopts the sockets `passed` (see
+/// `spec/listeners.md`, "Socket activation"). Nothing stays bound when
+/// any fails.
+pub(crate) fn open(rt: &Runtime, passed: Option<&mut Activation>) -> io::Result<Opened> {
+    let mut notices = Vec::new();
+    let mut found: Vec<(Listen, Option<Passed>)> = Vec::new();
+    match passed {
+        None => found.extend(rt.listen.iter().map(|e| (e.clone(), None))),
+        Some(activation) => {
+            let upgrade = activation.is_upgrade();
+            // A file that says nothing of `listen` takes what it is given
+            // without a word.
+            let quiet = rt.listen == Runtime::default().listen;
+            let mut taken = vec![false; rt.listen.len()];
+            for socket in std::mem::take(&mut activation.sockets) {
+                let address = socket_address(&socket.fd)?;
+                let entry = (rt.listen.iter().enumerate())
+                    .find(|(i, e)| !taken[*i] && e.name.as_deref() == Some(&socket.name))
+                    .or_else(|| {
+                        (rt.listen.iter().enumerate())
+                            .find(|(i, e)| !taken[*i] && e.address == address)
+                    })
+                    .or_else(|| {
+                        // Port 0 asks for any port: the one given is one.
+                        (rt.listen.iter().enumerate()).find(|(i, e)| {
+                            !taken[*i]
+                                && matches!((&e.address, &address), (ListenAddr::Tcp(a), ListenAddr::Tcp(b))
+                                    if a.port() == 0 && a.ip() == b.ip())
+                        })
+                    });
+                match entry {
+                    Some((i, e)) => {
+                        taken[i] = true;
+                        found.push((e.clone(), Some(socket)));
+                    }
+                    None if upgrade => notices.push(format!(
+                        "{address} (name {:?}) is no longer in `listen`: not served by this process",
+                        socket.name
+                    )),
+                    None => {
+                        if !quiet {
+                            notices.push(format!(
+                            "socket activation passed {address} (name {:?}), which no `listen` \
+                             entry names or matches: served with the defaults ({})",
+                            socket.name,
+                            if rt.speaks_tls(&Listen::at(address.clone())) { "TLS" } else { "plain" }
+                        ));
+                        }
+                        let mut entry = Listen::at(address);
+                        entry.name = Some(socket.name.clone()).filter(|n| n != "unknown");
+                        found.push((entry, Some(socket)));
+                    }
+                }
+            }
+            for (i, e) in rt.listen.iter().enumerate() {
+                if taken[i] {
+                    continue;
+                }
+                if upgrade {
+                    found.push((e.clone(), None));
+                } else if !quiet {
+                    notices.push(format!(
+                        "`listen` entry {} was not passed by socket activation: not bound",
+                        e.address
+                    ));
+                }
+            }
+        }
+    }
+    let mut listeners = Vec::with_capacity(found.len());
+    for (entry, socket) in found {
+        let tls = rt.speaks_tls(&entry);
+        let (fd, address, claim) = match socket {
+            Some(socket) => {
+                let address = socket_address(&socket.fd)?;
+                let claim = match (&address, socket.own) {
+                    (ListenAddr::Unix(path), Some(bound)) => Some(Claim::adopted(path, bound)),
+                    _ => None,
+                };
+                (socket.fd, address, claim)
+            }
+            None => bind(&entry)?,
+        };
+        let name = (entry.name.clone()).unwrap_or_else(|| DEFAULT_NAME.to_owned());
+        listeners.push(Listener {
+            fd,
+            address,
+            tls,
+            redirect: None,
+            name,
+            claim,
+        });
+        let l = listeners.last_mut().expect("just pushed");
+        l.redirect = entry.https_redirect.map(|r| match r {
+            HttpsRedirect::Port(port) => port,
+            HttpsRedirect::TlsListener => 0,
+        });
+    }
+    // `true`: the port of the first TCP listener that speaks TLS.
+    let tls_port = listeners.iter().find_map(|l| match (&l.address, l.tls) {
+        (ListenAddr::Tcp(addr), true) => Some(addr.port()),
+        _ => None,
+    });
+    for l in &mut listeners {
+        if l.redirect == Some(0) {
+            l.redirect = Some(tls_port.ok_or_else(|| {
+                io::Error::other(format!(
+                    "listener {}: `https-redirect = true`, but no TCP listener speaks TLS",
+                    l.address
+                ))
+            })?);
+        }
+    }
+    if listeners.is_empty() {
+        return Err(io::Error::other(
+            "no listener: socket activation passed no socket that `listen` keeps",
+        ));
+    }
+    Ok(Opened { listeners, notices })
+}
+
+/// Binds and listens on one entry.
+fn bind(entry: &Listen) -> io::Result<(OwnedFd, ListenAddr, Option<Claim>)> {
+    match &entry.address {
+        ListenAddr::Tcp(addr) => {
+            let fd = bind_tcp(*addr)?;
+            rustix::net::listen(&fd, BACKLOG)?;
+            let address = socket_address(&fd)?;
+            Ok((fd, address, None))
+        }
+        ListenAddr::Unix(path) => {
+            let what = format!("listener {}", entry.address);
+            let (fd, claim) = Claim::bind(path, &what, entry.mode, BACKLOG, SocketFlags::NONBLOCK)?;
+            Ok((fd, entry.address.clone(), Some(claim)))
+        }
+    }
+}
+
+/// A nonblocking TCP socket bound to `addr` and not yet listening; an
+/// address someone holds is [`io::ErrorKind::AddrInUse`], with a message
+/// that names it.
 ///
 /// It is bound without `SO_REUSEPORT`, so the bind itself is the check that
 /// nobody holds the address: a socket of any process bound there (with the
 /// option or without it) makes it fail, and no socket bound later can join
 /// ours, whatever options it sets (`spec/http.md`, "Threads").
 /// `SO_REUSEADDR` only lets a restart bind past connections in TIME_WAIT.
-pub(crate) fn listen(addr: SocketAddr) -> io::Result<OwnedFd> {
-    let fd = bind(addr)?;
-    rustix::net::listen(&fd, 1024)?;
-    Ok(fd)
-}
-
-/// A nonblocking TCP socket bound to `addr` and not yet listening; an
-/// address someone holds is [`io::ErrorKind::AddrInUse`], with a message
-/// that names it.
-pub(crate) fn bind(addr: SocketAddr) -> io::Result<OwnedFd> {
+/// An IPv6 socket is IPv6 only (`IPV6_V6ONLY`), whatever the sysctl says.
+pub(crate) fn bind_tcp(addr: SocketAddr) -> io::Result<OwnedFd> {
     let family = if addr.is_ipv4() {
         AddressFamily::INET
     } else {
@@ -40,6 +209,9 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<OwnedFd> {
         None,
     )?;
     rustix::net::sockopt::set_socket_reuseaddr(&fd, true)?;
+    if addr.is_ipv6() {
+        rustix::net::sockopt::set_ipv6_v6only(&fd, true)?;
+    }
     rustix::net::bind(&fd, &addr).map_err(|e| {
         let why = match e {
             Errno::ADDRINUSE => "address already in use".to_owned(),
@@ -53,19 +225,33 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
-pub(crate) fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
-    SocketAddr::try_from(rustix::net::getsockname(fd)?)
-        .map_err(|_| io::Error::other("listener has no IP address"))
+/// Where a listening socket listens: its IP address and port, or its path.
+pub(crate) fn socket_address(fd: &OwnedFd) -> io::Result<ListenAddr> {
+    let addr = rustix::net::getsockname(fd)?;
+    if let Ok(ip) = SocketAddr::try_from(addr.clone()) {
+        return Ok(ListenAddr::Tcp(ip));
+    }
+    match rustix::net::SocketAddrUnix::try_from(addr) {
+        Ok(unix) => match unix.path_bytes() {
+            Some(path) if !path.is_empty() => Ok(ListenAddr::Unix(std::path::PathBuf::from(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
+            ))),
+            _ => Err(io::Error::other(
+                "a Unix socket without a path (abstract or unnamed)",
+            )),
+        },
+        Err(_) => Err(io::Error::other("a socket that is neither TCP nor Unix")),
+    }
 }
 
-/// Waits on the shared listener level-triggered with `EPOLLEXCLUSIVE`: a new
+/// Waits on a shared listener level-triggered with `EPOLLEXCLUSIVE`: a new
 /// connection wakes one idle worker, not all of them (a worker that is busy
 /// finds it at its next wait, and its `accept` may find nothing: `EAGAIN`).
-pub(crate) fn watch_listener(epoll: &OwnedFd, listener: &OwnedFd) -> io::Result<()> {
+pub(crate) fn watch_listener(epoll: &OwnedFd, listener: &OwnedFd, i: usize) -> io::Result<()> {
     epoll::add(
         epoll,
         listener,
-        epoll::EventData::new_u64(LISTENER),
+        epoll::EventData::new_u64(LISTENERS + i as u64),
         epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
     )?;
     Ok(())

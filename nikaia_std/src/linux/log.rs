@@ -11,50 +11,79 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Where one log goes.
-pub(crate) enum Sink {
+/// Where one log goes; a reload may point it elsewhere.
+pub(crate) struct Sink {
+    target: Mutex<Target>,
+    /// Whether lines are written at all (`access-log = "off"`): read per
+    /// response without the lock.
+    on: AtomicBool,
+}
+
+/// A log target opened by [`Sink::prepare`].
+pub(crate) struct Opened(Target);
+
+enum Target {
     Stderr,
     /// A file, and the path it was opened at: [`Sink::reopen`] opens the
     /// path again after the operator moved the file away (SIGUSR1).
     File {
         path: PathBuf,
-        file: Mutex<File>,
+        file: File,
     },
     Off,
 }
 
+impl Target {
+    fn open(target: &LogTarget) -> io::Result<Target> {
+        Ok(match target {
+            LogTarget::Stderr => Target::Stderr,
+            LogTarget::Off => Target::Off,
+            LogTarget::File(p) => Target::File {
+                file: open_log(p)?,
+                path: p.clone(),
+            },
+        })
+    }
+
+    fn is(&self, target: &LogTarget) -> bool {
+        match (self, target) {
+            (Target::Stderr, LogTarget::Stderr) | (Target::Off, LogTarget::Off) => true,
+            (Target::File { path, .. }, LogTarget::File(p)) => path == p,
+            _ => false,
+        }
+    }
+}
+
 impl Sink {
     pub(crate) fn open(target: &LogTarget) -> io::Result<Sink> {
-        match target {
-            LogTarget::Stderr => Ok(Sink::Stderr),
-            LogTarget::Off => Ok(Sink::Off),
-            LogTarget::File(p) => Ok(Sink::File {
-                file: Mutex::new(open_log(p)?),
-                path: p.clone(),
-            }),
-        }
+        Ok(Sink {
+            on: AtomicBool::new(*target != LogTarget::Off),
+            target: Mutex::new(Target::open(target)?),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Target> {
+        self.target.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn is_on(&self) -> bool {
-        !matches!(self, Sink::Off)
+        self.on.load(Ordering::Relaxed)
     }
 
     /// Writes whole lines in one call (a failure to log is not worth a crash).
     pub(crate) fn write(&self, bytes: &[u8]) {
-        match self {
-            Sink::Stderr => {
+        match &mut *self.lock() {
+            Target::Stderr => {
                 let _ = io::stderr().lock().write_all(bytes);
             }
-            Sink::File { file, .. } => {
-                if let Ok(mut f) = file.lock() {
-                    let _ = f.write_all(bytes);
-                }
+            Target::File { file, .. } => {
+                let _ = file.write_all(bytes);
             }
-            Sink::Off => {}
+            Target::Off => {}
         }
     }
 
@@ -65,12 +94,34 @@ impl Sink {
     /// write goes whole to the old file or whole to the new one, and none
     /// is lost. On an error the old file stays in use.
     pub(crate) fn reopen(&self) -> io::Result<()> {
-        if let Sink::File { path, file } = self {
-            let new = open_log(path)?;
-            let old = std::mem::replace(&mut *file.lock().unwrap_or_else(|e| e.into_inner()), new);
-            drop(old);
+        let path = match &*self.lock() {
+            Target::File { path, .. } => path.clone(),
+            _ => return Ok(()),
+        };
+        let new = open_log(&path)?;
+        if let Target::File { file, .. } = &mut *self.lock() {
+            drop(std::mem::replace(file, new));
         }
         Ok(())
+    }
+
+    /// Opens what `target` names, for [`Sink::install`] (a reload):
+    /// `None` when it is where this sink writes already (its open file is
+    /// kept).
+    pub(crate) fn prepare(&self, target: &LogTarget) -> io::Result<Option<Opened>> {
+        if self.lock().is(target) {
+            return Ok(None);
+        }
+        Target::open(target).map(|t| Some(Opened(t)))
+    }
+
+    /// Writes to what [`Sink::prepare`] opened from now on.
+    pub(crate) fn install(&self, opened: Option<Opened>, target: &LogTarget) {
+        if let Some(Opened(new)) = opened {
+            let old = std::mem::replace(&mut *self.lock(), new);
+            self.on.store(*target != LogTarget::Off, Ordering::Relaxed);
+            drop(old);
+        }
     }
 }
 
@@ -98,15 +149,26 @@ fn open_log(path: &Path) -> io::Result<File> {
 pub(crate) struct Logs {
     pub(crate) access: Sink,
     pub(crate) error: Sink,
-    /// How access lines are written (`access-log-format`).
-    pub(crate) format: AccessLogFormat,
 }
 
 impl Logs {
     /// Writes one error line now: `time error: message`.
     pub(crate) fn error(&self, message: fmt::Arguments<'_>) {
+        self.line("error", message);
+    }
+
+    /// Writes one notice line now, `time notice: message`: what the server
+    /// did that the operator asked for or should know (a reload, an
+    /// upgrade's steps, a drain), nginx's `[notice]`.
+    pub(crate) fn notice(&self, message: fmt::Arguments<'_>) {
+        self.line("notice", message);
+    }
+
+    fn line(&self, level: &str, message: fmt::Arguments<'_>) {
         let mut line = timestamp();
-        line.push_str(" error: ");
+        line.push(' ');
+        line.push_str(level);
+        line.push_str(": ");
         fmt::write(&mut line, message).ok();
         line.push('\n');
         self.error.write(line.as_bytes());

@@ -1,6 +1,8 @@
 //! The Linux backend: everything that moves bytes. The running server and
 //! its signals (`server.rs`), what the workers share (`shared.rs`), the
-//! listeners (`listen.rs`), the worker loop (`worker.rs`), the transport
+//! listeners (`listen.rs`: bound, or passed by socket activation,
+//! `activation.rs`; a Unix path's ownership, `unix_path.rs`), reload
+//! (`reload.rs`) and upgrade (`upgrade.rs`), the worker loop (`worker.rs`), the transport
 //! that reads and writes a socket plainly or through rustls
 //! (`transport.rs`, `tls/`), a connection with its protocol unit (`conn/`:
 //! `h1.rs` today), the send queue (`out.rs`), the vehicles (`send.rs`), the
@@ -10,6 +12,7 @@
 //! What an answer is, is decided in `http/`; this side calls its pipeline
 //! (`http::answer`) and frames the result.
 
+mod activation;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub(crate) mod cache;
@@ -22,6 +25,7 @@ pub(crate) mod log;
 mod out;
 mod pool;
 mod preflight;
+mod reload;
 pub(crate) mod send;
 mod server;
 mod shared;
@@ -29,8 +33,11 @@ pub(crate) mod stats;
 pub(crate) mod stats_socket;
 pub(crate) mod tls;
 mod transport;
+mod unix_path;
+mod upgrade;
 mod worker;
 
+pub use reload::Reloaded;
 pub use server::Running;
 pub use worker::SHUTDOWN_GRACE;
 

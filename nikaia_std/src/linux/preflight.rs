@@ -1,8 +1,8 @@
 //! What `nikaia check` looks at beyond the runtime file's text: the
-//! machine a server would start on — the stats socket's path, the `listen`
-//! address, the TLS pair.
+//! machine a server would start on — the stats socket's path, every `listen`
+//! address (a busy port, a Unix path that is not ours), the TLS pair.
 
-use crate::rt::{Finding, Runtime};
+use crate::rt::{Finding, ListenAddr, Runtime};
 
 impl Runtime {
     /// Looks at what the settings name on this machine, as a server starting
@@ -11,7 +11,8 @@ impl Runtime {
     pub fn preflight(&self) -> Vec<Finding> {
         let mut found = Vec::new();
         if let Some(path) = &self.stats_socket {
-            if let Err(e) = super::stats_socket::inspect(path) {
+            let what = super::stats_socket::what(path);
+            if let Err(e) = super::unix_path::inspect(path, &what) {
                 found.push(Finding {
                     key: "stats-socket",
                     message: e.to_string(),
@@ -21,23 +22,45 @@ impl Runtime {
                 });
             }
         }
-        // A busy address is only a warning: the server holding it may be the
-        // one this file configures, and checking it must not fail.
-        if self.listen.port() != 0 {
-            if let Err(e) = super::listen::bind(self.listen) {
-                let held = e.kind() == std::io::ErrorKind::AddrInUse;
-                found.push(Finding {
-                    key: "listen",
-                    message: if held {
-                        format!("{e} (perhaps by the server this file configures)")
-                    } else {
-                        e.to_string()
-                    },
-                    warning: matches!(
-                        e.kind(),
-                        std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
-                    ),
-                });
+        for entry in &self.listen {
+            match &entry.address {
+                // A busy address is only a warning: the server holding it
+                // may be the one this file configures, and checking it must
+                // not fail.
+                ListenAddr::Tcp(addr) if addr.port() != 0 => {
+                    if let Err(e) = super::listen::bind_tcp(*addr) {
+                        let held = e.kind() == std::io::ErrorKind::AddrInUse;
+                        found.push(Finding {
+                            key: "listen",
+                            message: if held {
+                                format!("{e} (perhaps by the server this file configures)")
+                            } else {
+                                e.to_string()
+                            },
+                            warning: matches!(
+                                e.kind(),
+                                std::io::ErrorKind::AddrInUse
+                                    | std::io::ErrorKind::PermissionDenied
+                            ),
+                        });
+                    }
+                }
+                ListenAddr::Tcp(_) => {}
+                ListenAddr::Unix(path) => {
+                    let what = format!("listener {}", entry.address);
+                    if let Err(e) = super::unix_path::inspect(path, &what) {
+                        let live = e.kind() == std::io::ErrorKind::AddrInUse;
+                        found.push(Finding {
+                            key: "listen",
+                            message: if live {
+                                format!("{e} (perhaps the server this file configures)")
+                            } else {
+                                e.to_string()
+                            },
+                            warning: live,
+                        });
+                    }
+                }
             }
         }
         if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {

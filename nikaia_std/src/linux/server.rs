@@ -1,34 +1,60 @@
-//! The running server: [`Server::start`] binds the listeners and starts the
+//! The running server: [`Server::start`] opens the listeners (bound, or
+//! passed by socket activation or the process it replaces) and starts the
 //! workers; [`Running`] is the handle a program (and `nikaia serve`) holds —
-//! its address, signals, reload, log reopening and shutdown.
+//! its addresses, signals, reload, upgrade, log reopening and shutdown.
 
+use super::activation::{self, Activation};
 use super::conn::Mailbox;
-use super::listen::{listen, local_addr};
+use super::listen::{self, Listener};
+use super::reload::{self, Reloaded};
 use super::shared::{connection_budget, Shared};
 use super::stats_socket::StatsSocket;
+use super::unix_path::Claim;
+use super::upgrade::{self, Handed, Program};
 use super::worker::Worker;
+use crate::http::app::Source;
 use crate::http::Server;
+use crate::rt::ListenAddr;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 impl Server {
-    /// Binds, starts the workers, and returns at once.
+    /// Opens the listeners, starts the workers, and returns at once.
     pub fn start(self) -> io::Result<Running> {
+        let program = Program::current().ok();
         let workers = self.rt.workers.max(1);
-        let listener = Arc::new(listen(self.rt.listen)?);
-        let addr = local_addr(&listener)?;
-        let mut shared = Shared::new(self.router, self.rt)?;
-        shared.max_connections = connection_budget(&shared, workers);
+        let mut passed = activation::from_env()?;
+        let stats_passed = passed.as_mut().and_then(Activation::take_stats);
+        let opened = listen::open(&self.rt, passed.as_mut())?;
+        let addresses: Vec<ListenAddr> =
+            opened.listeners.iter().map(|l| l.address.clone()).collect();
+        let schemes: Vec<bool> = opened.listeners.iter().map(|l| l.tls).collect();
+        let asked = self.rt.max_connections;
+        let shared = Shared::new(self.router, self.rt, opened.listeners)?;
+        let budget = connection_budget(&shared, asked, workers);
+        shared.max_connections.store(budget, Ordering::Relaxed);
         let shared = Arc::new(shared);
-        let stats = match &shared.rt.stats_socket {
-            Some(path) => {
-                let shared = shared.clone();
-                Some(StatsSocket::start(path, move || shared.report())?)
+        for notice in &opened.notices {
+            shared.logs.notice(format_args!("{notice}"));
+        }
+        let rt = shared.runtime();
+        let stats = match (&rt.stats_socket, stats_passed) {
+            (Some(path), Some(passed)) if passed_path(&passed.fd).as_deref() == Some(path) => {
+                let claim = passed.own.map(|bound| Claim::adopted(path, bound));
+                let claim = claim.unwrap_or_else(|| Claim::adopted(path, (0, 0)));
+                let report = shared.clone();
+                Some(StatsSocket::adopt(passed.fd, claim, move || {
+                    report.report()
+                })?)
             }
-            None => None,
+            (Some(path), _) => {
+                let report = shared.clone();
+                Some(StatsSocket::start(path, move || report.report())?)
+            }
+            (None, _) => None,
         };
         let mut threads = Vec::with_capacity(workers);
         let mut wakers = Vec::with_capacity(workers);
@@ -38,7 +64,7 @@ impl Server {
                 rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
             )?;
             let mailbox = Arc::new(Mailbox::new(waker));
-            let worker = Worker::new(shared.clone(), listener.clone(), mailbox.clone())?;
+            let worker = Worker::new(shared.clone(), mailbox.clone())?;
             wakers.push(mailbox);
             threads.push(
                 std::thread::Builder::new()
@@ -46,10 +72,24 @@ impl Server {
                     .spawn(move || worker.run())?,
             );
         }
+        if let Some(ready) = passed.and_then(|p| p.ready) {
+            shared.logs.notice(format_args!(
+                "upgrade: serving on the sockets of the process this one replaces; telling it to drain"
+            ));
+            upgrade::say_ready(ready);
+        }
         Ok(Running {
-            stats: Mutex::new(stats),
-            addr,
-            control: Arc::new(Control { shared, wakers }),
+            addresses,
+            schemes,
+            control: Arc::new(Control {
+                stats: Mutex::new(stats),
+                shared,
+                wakers,
+                source: self.source,
+                workers,
+                program,
+                upgrading: AtomicBool::new(false),
+            }),
             threads: Mutex::new(threads),
         })
     }
@@ -64,38 +104,156 @@ impl Server {
     }
 }
 
+/// The path of a passed Unix socket.
+fn passed_path(fd: &std::os::fd::OwnedFd) -> Option<std::path::PathBuf> {
+    match listen::socket_address(fd).ok()? {
+        ListenAddr::Unix(path) => Some(path),
+        ListenAddr::Tcp(_) => None,
+    }
+}
+
 struct Control {
+    /// Answers `nikaia explain`; removed when the server stops.
+    stats: Mutex<Option<StatsSocket>>,
     shared: Arc<Shared>,
     wakers: Vec<Arc<Mailbox>>,
+    source: Option<Source>,
+    workers: usize,
+    /// What an upgrade starts; `None` if it could not be told.
+    program: Option<Program>,
+    upgrading: AtomicBool,
 }
 
 impl Control {
     fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        // The workers hold the listeners from here on; each lets go as it
+        // stops accepting.
+        drop(std::mem::take(
+            &mut *self
+                .shared
+                .listeners
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        ));
         for w in &self.wakers {
             w.wake();
+        }
+    }
+
+    fn reload(&self) -> Result<Reloaded, Vec<String>> {
+        reload::reload(
+            &self.shared,
+            &self.stats,
+            self.source.as_ref(),
+            self.workers,
+        )
+    }
+
+    /// Starts the new process and waits for it; on its ready, drains.
+    fn upgrade(&self) -> Result<(), String> {
+        let logs = &self.shared.logs;
+        let fail = |why: String| {
+            logs.error(format_args!("SIGUSR2: {why}; this process keeps serving"));
+            Err(why)
+        };
+        if self.shared.stop.load(Ordering::SeqCst) {
+            return fail("the server is stopping".into());
+        }
+        if self.upgrading.swap(true, Ordering::SeqCst) {
+            logs.error(format_args!(
+                "SIGUSR2: an upgrade is already under way; ignored"
+            ));
+            return Err("an upgrade is already under way".into());
+        }
+        let result = self.upgrade_now();
+        self.upgrading.store(false, Ordering::SeqCst);
+        result.or_else(fail)
+    }
+
+    fn upgrade_now(&self) -> Result<(), String> {
+        let logs = &self.shared.logs;
+        let Some(program) = &self.program else {
+            return Err("the path of this program is not known".into());
+        };
+        let listeners: Vec<Arc<Listener>> = self.shared.listeners();
+        let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let mut handed: Vec<Handed<'_>> = listeners.iter().map(|l| Handed::listener(l)).collect();
+        if let Some(s) = stats.as_ref() {
+            handed.push(Handed::stats(s.fd(), s.claim()));
+        }
+        let claims: Vec<&Claim> = handed.iter().filter_map(|h| h.claim).collect();
+        // Marked before the new process can start: from its first moment
+        // the paths are its too, and this process must not remove them.
+        for c in &claims {
+            c.set_handed(true);
+        }
+        let started = match upgrade::spawn(program, &handed) {
+            Ok(started) => started,
+            Err(e) => {
+                claims.iter().for_each(|c| c.set_handed(false));
+                return Err(format!("cannot start {}: {e}", program.exe.display()));
+            }
+        };
+        let pid = started.child.id();
+        logs.notice(format_args!(
+            "SIGUSR2: starting {} (pid {pid}) with {} listening socket(s)",
+            program.exe.display(),
+            listeners.len()
+        ));
+        // The stats socket stays locked until the new process is ready or
+        // failed: a reload meanwhile must not move it.
+        match started.wait_ready() {
+            Ok(_child) => {
+                logs.notice(format_args!(
+                    "SIGUSR2: pid {pid} is ready; this process stops accepting and drains"
+                ));
+                self.shutdown();
+                Ok(())
+            }
+            Err(why) => {
+                claims.iter().for_each(|c| c.set_handed(false));
+                Err(why)
+            }
         }
     }
 }
 
 /// A started server.
 pub struct Running {
-    /// Answers `nikaia explain`; removed when the server stops.
-    stats: Mutex<Option<StatsSocket>>,
-    addr: SocketAddr,
+    addresses: Vec<ListenAddr>,
+    schemes: Vec<bool>,
     control: Arc<Control>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Running {
-    /// The address the server listens on (the real port when 0 was asked).
+    /// The first TCP address the server listens on (the real port when 0
+    /// was asked); the unspecified address when it listens on Unix sockets
+    /// only ([`Running::addresses`] has them all).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.addresses
+            .iter()
+            .find_map(|a| match a {
+                ListenAddr::Tcp(addr) => Some(*addr),
+                ListenAddr::Unix(_) => None,
+            })
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
     }
 
-    /// `https` when the runtime named a TLS certificate and key, else `http`.
+    /// Every address the server listens on, in the order of `listen`, with
+    /// whether it speaks TLS.
+    pub fn addresses(&self) -> Vec<(ListenAddr, bool)> {
+        self.addresses
+            .iter()
+            .cloned()
+            .zip(self.schemes.iter().copied())
+            .collect()
+    }
+
+    /// `https` when the first listener speaks TLS, else `http`.
     pub fn scheme(&self) -> &'static str {
-        if self.control.shared.tls.is_some() {
+        if self.schemes.first() == Some(&true) {
             "https"
         } else {
             "http"
@@ -125,46 +283,73 @@ impl Running {
             let _ = t.join();
         }
         self.control.shared.pool.close();
-        drop(self.stats.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(
+            self.control
+                .stats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
     }
 
     /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
-    /// exits at once. SIGHUP reloads what can be reloaded without a restart:
-    /// the TLS certificate and key. SIGUSR1 reopens the log files
-    /// ([`Running::reopen_logs`]).
+    /// exits at once. SIGHUP reloads the runtime file ([`Running::reload`]);
+    /// SIGUSR2 upgrades ([`Running::upgrade`]); SIGUSR1 reopens the log
+    /// files ([`Running::reopen_logs`]).
     pub fn stop_on_signals(&self) -> io::Result<()> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR1])?;
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
+        let mut signals =
+            signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2])?;
         let control = self.control.clone();
         std::thread::Builder::new()
             .name("nikaia-signals".into())
             .spawn(move || {
                 let mut seen = 0;
                 for signal in signals.forever() {
-                    if signal == SIGHUP {
-                        control.shared.reload();
-                        continue;
-                    }
-                    if signal == SIGUSR1 {
-                        let _ = control.shared.logs.reopen();
-                        continue;
-                    }
-                    seen += 1;
-                    if seen == 1 {
-                        control.shutdown();
-                    } else {
-                        std::process::exit(130);
+                    match signal {
+                        SIGHUP => {
+                            let _ = control.reload();
+                        }
+                        SIGUSR1 => {
+                            let _ = control.shared.logs.reopen();
+                        }
+                        SIGUSR2 => {
+                            // On its own thread: the wait for the new
+                            // process must not hold up other signals.
+                            let control = control.clone();
+                            let _ = std::thread::Builder::new()
+                                .name("nikaia-upgrade".into())
+                                .spawn(move || control.upgrade());
+                        }
+                        _ => {
+                            seen += 1;
+                            if seen == 1 {
+                                control.shutdown();
+                            } else {
+                                std::process::exit(130);
+                            }
+                        }
                     }
                 }
             })?;
         Ok(())
     }
 
-    /// What SIGHUP does: reloads the TLS certificate and key. New
-    /// connections use the new pair; open ones keep their sessions; a pair
-    /// that does not load is logged and the old one stays.
-    pub fn reload(&self) {
-        self.control.shared.reload();
+    /// What SIGHUP does: reads the runtime file again, checks it as `nikaia
+    /// check` does and applies it to new requests; a bad file is refused
+    /// whole (each error logged) and the old configuration stays. Keys
+    /// that cannot change live are named in [`Reloaded::restart_needed`]
+    /// and keep their old value (`spec/listeners.md`, "Reload").
+    pub fn reload(&self) -> Result<Reloaded, Vec<String>> {
+        self.control.reload()
+    }
+
+    /// What SIGUSR2 does: starts this program again with every listening
+    /// socket, waits until it is ready, then drains this server (as
+    /// [`Running::shutdown`]). `Err`: the new process failed; this one
+    /// keeps serving (`spec/listeners.md`, "Upgrade").
+    pub fn upgrade(&self) -> Result<(), String> {
+        self.control.upgrade()
     }
 }
 

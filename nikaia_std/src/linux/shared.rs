@@ -1,8 +1,10 @@
-//! What every worker shares: the routes, the runtime, the logs, the kept
-//! table, the counters, the io pool and the TLS configuration; and the
-//! Linux side of resolving a file (the [`Files`] port of `http::file`).
+//! What every worker shares: the routes, the runtime (swapped whole by a
+//! reload), the listeners, the logs, the kept table, the counters, the io
+//! pool and the TLS configuration; and the Linux side of resolving a file
+//! (the [`Files`] port of `http::file`).
 
 use super::cache::Cache;
+use super::listen::Listener;
 use super::log::{Logs, Sink};
 use super::pool::IoPool;
 use super::stats::Stats;
@@ -10,14 +12,21 @@ use crate::http::file::{Files, Meta};
 use crate::http::router::Router;
 use crate::rt::Runtime;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 /// What every worker shares: routes, the runtime, logs, and the stop flag.
 pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) router: Router,
-    pub(crate) rt: Runtime,
+    /// The runtime new requests use; a reload swaps it whole and bumps
+    /// `generation`, which each worker looks at once per loop turn.
+    config: RwLock<Arc<Runtime>>,
+    generation: AtomicU64,
+    /// The listening sockets; each worker holds them too. Taken at
+    /// shutdown, so a socket closes once the last worker let go of it.
+    pub(crate) listeners: Mutex<Vec<Arc<Listener>>>,
     pub(crate) logs: Logs,
     pub(crate) cache: Cache<Meta>,
     pub(crate) stats: Stats,
@@ -27,18 +36,27 @@ pub(crate) struct Shared {
     pub(crate) stop: AtomicBool,
     pub(crate) connections: AtomicUsize,
     /// `max-connections`, lowered if the descriptor limit cannot hold it.
-    pub(crate) max_connections: usize,
+    pub(crate) max_connections: AtomicUsize,
+}
+
+/// The port of `http::file` for one connection: the shared server under
+/// the runtime its worker took, through this connection's transport (a
+/// TLS connection never uses sendfile).
+pub(crate) struct Serving<'a> {
+    pub shared: &'a Shared,
+    pub rt: &'a Runtime,
+    pub tls: bool,
 }
 
 /// The Linux server's side of resolving a file: its kept table, an open
 /// that only uses the kernel's caches, and `send-file`.
-impl Files for Shared {
+impl Files for Serving<'_> {
     fn kept(
         &self,
         root: &crate::fs::Root,
         name: &std::path::Path,
     ) -> Option<(bytes::Bytes, crate::fs::Identity, Meta)> {
-        self.cache.lookup(root, name)
+        self.shared.cache.lookup(root, name)
     }
 
     fn offer(
@@ -48,7 +66,7 @@ impl Files for Shared {
         opened: &crate::fs::Opened,
         meta: &Meta,
     ) -> Option<bytes::Bytes> {
-        self.cache.offer(root, name, opened, || meta.clone())
+        self.shared.cache.offer(root, name, opened, || meta.clone())
     }
 
     fn open_now(
@@ -60,19 +78,19 @@ impl Files for Shared {
     }
 
     fn known_absent(&self, root: &crate::fs::Root, name: &std::path::Path) -> bool {
-        self.cache.known_absent(root, name)
+        self.shared.cache.known_absent(root, name)
     }
 
     fn note_absent(&self, root: &crate::fs::Root, name: &std::path::Path) {
-        self.cache.note_absent(root, name)
+        self.shared.cache.note_absent(root, name)
     }
 
     fn vehicle(&self, len: u64) -> crate::rt::Vehicle {
-        super::send::choose(self.rt.send_file, len, self.tls.is_some())
+        super::send::choose(self.rt.send_file, len, self.tls)
     }
 
     fn runtime(&self) -> Option<&Runtime> {
-        Some(&self.rt)
+        Some(self.rt)
     }
 
     fn precompressed(&self) -> &[crate::rt::Coding] {
@@ -81,9 +99,11 @@ impl Files for Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(router: Router, rt: Runtime) -> io::Result<Shared> {
+    pub(crate) fn new(router: Router, rt: Runtime, listeners: Vec<Listener>) -> io::Result<Shared> {
         let tls = match (&rt.tls_cert, &rt.tls_key) {
-            (Some(cert), Some(key)) => Some(super::tls::Tls::new(cert, key, rt.http2)?),
+            (Some(cert), Some(key)) if listeners.iter().any(|l| l.tls) => {
+                Some(super::tls::Tls::new(cert, key, rt.http2)?)
+            }
             _ => None,
         };
         // Under TLS the kept table holds copies: rustls reads the bytes in
@@ -103,13 +123,41 @@ impl Shared {
             logs: Logs {
                 access: Sink::open(&rt.access_log)?,
                 error: Sink::open(&rt.error_log)?,
-                format: rt.access_log_format,
             },
-            rt,
+            max_connections: AtomicUsize::new(rt.max_connections),
+            config: RwLock::new(Arc::new(rt)),
+            generation: AtomicU64::new(0),
+            listeners: Mutex::new(listeners.into_iter().map(Arc::new).collect()),
             stop: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
-            max_connections: 0,
         })
+    }
+
+    /// The runtime new requests use now.
+    pub(crate) fn runtime(&self) -> Arc<Runtime> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Which runtime is current: changes with every reload.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Makes `rt` the runtime of new requests (a reload).
+    pub(crate) fn set_runtime(&self, rt: Runtime) {
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rt);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The listeners, for a worker or an upgrade (empty once shut down).
+    pub(crate) fn listeners(&self) -> Vec<Arc<Listener>> {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub(crate) fn report(&self) -> crate::rt::Report {
@@ -148,23 +196,6 @@ impl Shared {
             h2: self.stats.h2.report(),
         }
     }
-
-    pub(crate) fn reload(&self) {
-        let Some(tls) = &self.tls else {
-            self.logs.error(format_args!(
-                "SIGHUP: no TLS certificate to reload; nothing done"
-            ));
-            return;
-        };
-        match tls.reload() {
-            Ok(()) => self.logs.error(format_args!(
-                "SIGHUP: TLS certificate and key reloaded; new connections use them"
-            )),
-            Err(e) => self.logs.error(format_args!(
-                "SIGHUP: TLS certificate and key not reloaded, the old pair stays: {e}"
-            )),
-        }
-    }
 }
 
 /// How many connections the process can hold open and still open files:
@@ -173,9 +204,8 @@ impl Shared {
 /// descriptors. `max-connections` is lowered to fit, with a line in the
 /// error log, so the server stops accepting before it runs out of
 /// descriptors rather than answering 500 for want of one.
-pub(crate) fn connection_budget(shared: &Shared, workers: usize) -> usize {
+pub(crate) fn connection_budget(shared: &Shared, asked: usize, workers: usize) -> usize {
     use rustix::process::{getrlimit, setrlimit, Resource};
-    let asked = shared.rt.max_connections;
     let mut lim = getrlimit(Resource::Nofile);
     if lim.current < lim.maximum {
         lim.current = lim.maximum;

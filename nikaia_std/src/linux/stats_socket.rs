@@ -1,190 +1,116 @@
 //! The stats socket (`stats-socket`): a Unix socket, mode 0600, on which a
 //! running server answers every connection with its [`Report`] as JSON and
-//! closes. `nikaia explain` reads it.
-//!
-//! The path is the operator's, not ours: the server removes only a socket it
-//! can tell is a dead server's (nothing answers on it) before binding, and at
-//! shutdown only the very socket it bound (same device and inode). Anything
-//! else found there (a regular file, a directory, a symlink to anything, a
-//! FIFO, a live socket) stops the server from starting and is left as it was
-//! (`spec/runtime-file.md`, "What the server may delete").
+//! closes. `nikaia explain` reads it. What may be at its path, and when the
+//! path is removed, is `unix_path.rs`'s rule.
 
+use super::unix_path::Claim;
 use crate::rt::Report;
-use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
-use std::fs::FileType;
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixListener;
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// What is at a stats-socket path that the server may bind.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Vacancy {
-    /// Nothing: bind it.
-    Empty,
-    /// A socket no server answers on, with its (device, inode): the one
-    /// thing the server removes before binding.
-    StaleSocket(u64, u64),
-}
-
-/// Looks at `path` without following a symlink and says whether the server
-/// may take it; the error names the path and what is there.
-pub(crate) fn inspect(path: &Path) -> io::Result<Vacancy> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vacancy::Empty),
-        Err(e) => return Err(refusal(path, e.kind(), &format!("cannot look at it: {e}"))),
-    };
-    if !meta.file_type().is_socket() {
-        let what = describe(meta.file_type());
-        return Err(refusal(
-            path,
-            io::ErrorKind::AlreadyExists,
-            &format!(
-                "{what} is there, not a socket; nikaia replaces only a socket a dead server \
-                 left, so move it away or choose another path"
-            ),
-        ));
-    }
-    match UnixStream::connect(path) {
-        Ok(_) => Err(refusal(
-            path,
-            io::ErrorKind::AddrInUse,
-            "another server answers on it",
-        )),
-        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-            Ok(Vacancy::StaleSocket(meta.dev(), meta.ino()))
-        }
-        Err(e) => Err(refusal(
-            path,
-            e.kind(),
-            &format!("cannot tell whether a server answers on it: {e}"),
-        )),
-    }
-}
-
-/// "a regular file", "a directory", … for an error message.
-fn describe(kind: FileType) -> &'static str {
-    if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_file() {
-        "a regular file"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else {
-        "something"
-    }
-}
-
-fn refusal(path: &Path, kind: io::ErrorKind, why: &str) -> io::Error {
-    io::Error::new(kind, format!("stats socket {}: {why}", path.display()))
-}
-
-/// (device, inode) of what is at `path` now, if it is a socket.
-fn socket_identity(path: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    meta.file_type()
-        .is_socket()
-        .then(|| (meta.dev(), meta.ino()))
+/// How an error about the stats socket at `path` names it.
+pub(crate) fn what(path: &Path) -> String {
+    format!("stats socket {}", path.display())
 }
 
 pub(crate) struct StatsSocket {
-    path: PathBuf,
-    /// (device, inode) of the socket this process bound: the one thing it
-    /// removes at shutdown.
-    bound: (u64, u64),
+    claim: Claim,
     /// The listening socket, kept to wake the accept at shutdown.
     listener: UnixListener,
-    stop: Arc<AtomicBool>,
+    /// Written to stop the thread.
+    stop: Arc<OwnedFd>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl StatsSocket {
     /// Binds `path` (mode 0600 before it listens, so no one else can
-    /// connect in between) and answers with `report()` until stopped. See
-    /// [`inspect`] for what may already be at `path`.
+    /// connect in between) and answers with `report()` until stopped.
     pub(crate) fn start(
         path: &Path,
         report: impl Fn() -> Report + Send + 'static,
     ) -> io::Result<StatsSocket> {
-        if let Vacancy::StaleSocket(dev, ino) = inspect(path)? {
-            // Look again right before removing: only the same dead socket
-            // goes, not whatever replaced it since.
-            if socket_identity(path) != Some((dev, ino)) {
-                return Err(refusal(
-                    path,
-                    io::ErrorKind::AlreadyExists,
-                    "it changed while nikaia looked at it; start again",
-                ));
-            }
-            std::fs::remove_file(path).map_err(|e| {
-                refusal(
-                    path,
-                    e.kind(),
-                    &format!("cannot remove a stale socket: {e}"),
-                )
-            })?;
-        }
-        let fd = rustix::net::socket_with(
-            AddressFamily::UNIX,
-            SocketType::STREAM,
-            SocketFlags::CLOEXEC,
-            None,
+        let (fd, claim) = Claim::bind(
+            path,
+            &what(path),
+            0o600,
+            16,
+            rustix::net::SocketFlags::empty(),
         )?;
-        let addr = SocketAddrUnix::new(path)?;
-        // bind never replaces anything: whatever appeared since is EADDRINUSE.
-        rustix::net::bind(&fd, &addr)
-            .map_err(|e| refusal(path, io::Error::from(e).kind(), &e.to_string()))?;
-        let bound = std::fs::symlink_metadata(path).map(|m| (m.dev(), m.ino()))?;
-        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-        rustix::net::listen(&fd, 16)?;
+        StatsSocket::serve(fd, claim, report)
+    }
+
+    /// Answers on a socket the process it replaced had bound at `path`.
+    pub(crate) fn adopt(
+        fd: OwnedFd,
+        claim: Claim,
+        report: impl Fn() -> Report + Send + 'static,
+    ) -> io::Result<StatsSocket> {
+        StatsSocket::serve(fd, claim, report)
+    }
+
+    /// Answers until stopped. The thread waits in `poll` on the socket and
+    /// an eventfd, not in `accept`: the socket may be shared with a
+    /// successor (an upgrade), so stopping must not touch it.
+    fn serve(
+        fd: OwnedFd,
+        claim: Claim,
+        report: impl Fn() -> Report + Send + 'static,
+    ) -> io::Result<StatsSocket> {
+        use rustix::event::{eventfd, poll, EventfdFlags, PollFd, PollFlags};
+        let flags = rustix::fs::fcntl_getfl(&fd)?;
+        rustix::fs::fcntl_setfl(&fd, flags | rustix::fs::OFlags::NONBLOCK)?;
         let listener = UnixListener::from(fd);
         let accepting = listener.try_clone()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let stop = Arc::new(eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?);
+        let waker = stop.clone();
         let thread = std::thread::Builder::new()
             .name("nikaia-stats".into())
-            .spawn(move || {
-                for conn in accepting.incoming() {
-                    if flag.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(mut c) = conn {
-                        let _ = c.write_all(report().to_json().as_bytes());
-                    }
+            .spawn(move || loop {
+                let mut fds = [
+                    PollFd::new(&accepting, PollFlags::IN),
+                    PollFd::new(&*waker, PollFlags::IN),
+                ];
+                if poll(&mut fds, None).is_err() {
+                    continue;
+                }
+                if !fds[1].revents().is_empty() {
+                    break;
+                }
+                while let Ok((conn, _)) = accepting.accept() {
+                    // The answer is written blocking, whole.
+                    let _ = conn.set_nonblocking(false);
+                    let mut conn = conn;
+                    let _ = conn.write_all(report().to_json().as_bytes());
                 }
             })?;
         Ok(StatsSocket {
-            path: path.to_path_buf(),
-            bound,
+            claim,
             listener,
             stop,
             thread: Some(thread),
         })
     }
+
+    pub(crate) fn claim(&self) -> &Claim {
+        &self.claim
+    }
+
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.listener.as_fd()
+    }
 }
 
 impl Drop for StatsSocket {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept: on Linux, shutting a listening socket
-        // down makes accept fail at once (connecting to the path would not
-        // reach us if the path is someone else's by now).
-        let _ = rustix::net::shutdown(&self.listener, rustix::net::Shutdown::Read);
+        let _ = rustix::io::write(&*self.stop, &1u64.to_ne_bytes());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        if socket_identity(&self.path) == Some(self.bound) {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        // The claim removes the path if it is still this socket and was
+        // not handed on.
     }
 }

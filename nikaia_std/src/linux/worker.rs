@@ -1,11 +1,12 @@
-//! A worker: one thread, one epoll, the shared listener, and the
+//! A worker: one thread, one epoll, the shared listeners, and the
 //! connections it accepted. Nothing is handed between workers.
 
 use super::clock::DateCache;
 use super::conn::{Conn, Expired, IoDone, Mailbox, Next, Turn};
-use super::listen::{watch_listener, LISTENER};
+use super::listen::{watch_listener, Listener, LISTENERS};
 use super::shared::Shared;
 use crate::http::Peer;
+use crate::rt::Runtime;
 use rustix::event::epoll;
 use rustix::io::Errno;
 use rustix::net::SocketFlags;
@@ -26,10 +27,13 @@ const WAKER: u64 = u64::MAX - 1;
 
 pub(crate) struct Worker {
     shared: Arc<Shared>,
+    /// The runtime of this loop turn, and the generation it is.
+    rt: Arc<Runtime>,
+    generation: u64,
     epoll: OwnedFd,
-    /// The listener every worker shares; `None` once this one stopped
+    /// The listeners every worker shares; empty once this one stopped
     /// accepting for good.
-    listener: Option<Arc<OwnedFd>>,
+    listeners: Vec<Arc<Listener>>,
     mailbox: Arc<Mailbox>,
     next_id: u64,
     conns: Vec<Option<Conn>>,
@@ -44,13 +48,12 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        listener: Arc<OwnedFd>,
-        mailbox: Arc<Mailbox>,
-    ) -> io::Result<Worker> {
+    pub(crate) fn new(shared: Arc<Shared>, mailbox: Arc<Mailbox>) -> io::Result<Worker> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        watch_listener(&epoll, &listener)?;
+        let listeners = shared.listeners();
+        for (i, l) in listeners.iter().enumerate() {
+            watch_listener(&epoll, &l.fd, i)?;
+        }
         epoll::add(
             &epoll,
             mailbox.waker(),
@@ -58,9 +61,11 @@ impl Worker {
             epoll::EventFlags::IN,
         )?;
         Ok(Worker {
+            rt: shared.runtime(),
+            generation: shared.generation(),
             shared,
             epoll,
-            listener: Some(listener),
+            listeners,
             mailbox,
             next_id: 0,
             conns: Vec::new(),
@@ -78,7 +83,7 @@ impl Worker {
     /// How often deadlines are checked: a quarter of the shortest timeout,
     /// between 10 ms and 500 ms.
     fn tick(&self) -> Duration {
-        let rt = &self.shared.rt;
+        let rt = &self.rt;
         let shortest = rt
             .header_timeout
             .min(rt.send_timeout)
@@ -88,7 +93,7 @@ impl Worker {
 
     pub(crate) fn run(mut self) {
         let mut events = Vec::with_capacity(256);
-        let tick = self.tick();
+        let mut tick = self.tick();
         let mut next_sweep = Instant::now() + tick;
         loop {
             let timeout = if self.again.is_empty() {
@@ -117,6 +122,13 @@ impl Worker {
                 }
             }
             self.date.refresh();
+            let generation = self.shared.generation();
+            if generation != self.generation {
+                // A reload: new requests of this turn on use the new runtime.
+                self.rt = self.shared.runtime();
+                self.generation = generation;
+                tick = self.tick();
+            }
             let now = Instant::now();
             let again = std::mem::take(&mut self.again);
             self.dispatch(&events, now);
@@ -159,8 +171,8 @@ impl Worker {
     fn dispatch(&mut self, events: &[epoll::Event], now: Instant) {
         for ev in events {
             match ev.data.u64() {
-                LISTENER => self.accept(now),
                 WAKER => self.wake(now),
+                token if token >= LISTENERS => self.accept((token - LISTENERS) as usize, now),
                 i => {
                     let i = i as usize;
                     if let Some(Some(conn)) = self.conns.get_mut(i) {
@@ -198,6 +210,7 @@ impl Worker {
         };
         let mut turn = Turn {
             shared: &self.shared,
+            rt: &self.rt,
             date: self.date.get(),
             access: &mut self.access,
             now,
@@ -228,12 +241,12 @@ impl Worker {
         }
     }
 
-    fn accept(&mut self, now: Instant) {
+    fn accept(&mut self, index: usize, now: Instant) {
         for _ in 0..ACCEPT_BATCH {
-            if self.listener.is_none() {
+            let Some(listener) = self.listeners.get(index).cloned() else {
                 return;
-            }
-            let max = self.shared.max_connections;
+            };
+            let max = self.shared.max_connections.load(Ordering::Relaxed);
             // Full: a new connection is taken only if an idle one can make
             // room for it (closed once the new one is really there).
             let full = self.shared.connections.load(Ordering::Relaxed) >= max;
@@ -242,11 +255,8 @@ impl Worker {
                 self.pause_accepting(now);
                 return;
             }
-            let Some(listener) = &self.listener else {
-                return;
-            };
             let (fd, peer) = match rustix::net::acceptfrom_with(
-                listener,
+                &listener.fd,
                 SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
             ) {
                 Ok(pair) => pair,
@@ -271,10 +281,13 @@ impl Worker {
                     .idle_closed
                     .fetch_add(1, Ordering::Relaxed);
             }
-            let peer = peer
-                .and_then(|a| SocketAddr::try_from(a).ok())
-                .map_or(Peer::UNKNOWN, Peer::Tcp);
-            let tls = match &self.shared.tls {
+            let peer = match (&listener.address, peer) {
+                (crate::rt::ListenAddr::Unix(_), _) => Peer::Unix,
+                (_, peer) => peer
+                    .and_then(|a| SocketAddr::try_from(a).ok())
+                    .map_or(Peer::UNKNOWN, Peer::Tcp),
+            };
+            let tls = match self.shared.tls.as_ref().filter(|_| listener.tls) {
                 Some(tls) => match tls.session() {
                     Ok(session) => Some(Box::new(session)),
                     Err(e) => {
@@ -300,7 +313,15 @@ impl Worker {
                     | epoll::EventFlags::ET,
             );
             self.next_id += 1;
-            self.conns[slot] = Some(Conn::new(self.next_id, fd, tls, peer, now, &self.shared));
+            self.conns[slot] = Some(Conn::new(
+                self.next_id,
+                fd,
+                tls,
+                peer,
+                now,
+                &self.rt,
+                &listener,
+            ));
             self.live += 1;
             if registered.is_err() {
                 self.close(slot);
@@ -327,13 +348,13 @@ impl Worker {
             .map(|(_, i)| i)
     }
 
-    /// Stops waiting on the listener (an `EPOLLEXCLUSIVE` entry cannot be
+    /// Stops waiting on the listeners (an `EPOLLEXCLUSIVE` entry cannot be
     /// modified, only removed and added again); while this worker does not
     /// wait, new connections wake the others.
     fn pause_accepting(&mut self, now: Instant) {
         if self.accept_paused_until.is_none() {
-            if let Some(l) = &self.listener {
-                let _ = epoll::delete(&self.epoll, l.as_fd());
+            for l in &self.listeners {
+                let _ = epoll::delete(&self.epoll, l.fd.as_fd());
             }
         }
         self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
@@ -341,8 +362,8 @@ impl Worker {
 
     fn resume_accepting(&mut self) {
         if self.accept_paused_until.take().is_some() {
-            if let Some(l) = &self.listener {
-                let _ = watch_listener(&self.epoll, l);
+            for (i, l) in self.listeners.iter().enumerate() {
+                let _ = watch_listener(&self.epoll, &l.fd, i);
             }
         }
     }
@@ -361,11 +382,11 @@ impl Worker {
         if self.shared.stop.load(Ordering::SeqCst) && !self.stopping {
             self.stopping = true;
             self.grace_end = Some(now + SHUTDOWN_GRACE);
-            // This worker stops accepting; the socket closes when the last
-            // worker lets go of it.
-            if let Some(l) = self.listener.take() {
+            // This worker stops accepting; a socket closes when the last
+            // worker lets go of it (unless a successor holds it too).
+            for l in std::mem::take(&mut self.listeners) {
                 if self.accept_paused_until.is_none() {
-                    let _ = epoll::delete(&self.epoll, l.as_fd());
+                    let _ = epoll::delete(&self.epoll, l.fd.as_fd());
                 }
             }
             for i in 0..self.conns.len() {
@@ -397,6 +418,7 @@ impl Worker {
             };
             let turn = Turn {
                 shared: &self.shared,
+                rt: &self.rt,
                 date: self.date.get(),
                 access: &mut self.access,
                 now,
@@ -415,7 +437,7 @@ impl Worker {
                              the connection's other streams go on \
                              ({unlogged} more not logged since the last line)",
                             conn.peer(),
-                            self.shared.rt.send_timeout,
+                            self.rt.send_timeout,
                         ));
                     }
                     self.drive(i, now);
@@ -432,7 +454,7 @@ impl Worker {
                          the client stopped reading or reads slower than that \
                          ({unlogged} more not logged since the last line)",
                         conn.peer(),
-                        self.shared.rt.send_timeout,
+                        self.rt.send_timeout,
                     ));
                 }
             }

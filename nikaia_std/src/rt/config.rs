@@ -2,6 +2,7 @@
 //! machine the program runs on. Normative text: `spec/runtime-file.md`.
 
 mod glob;
+mod listen;
 mod parse;
 mod units;
 
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use glob::Glob;
+pub use listen::{HttpsRedirect, Listen, ListenAddr, UNIX_MODE};
 pub use units::{format_duration, format_size};
 
 /// `send-file`: how std may send a file body.
@@ -63,7 +65,8 @@ impl Coding {
 /// defaults and ranges are in `spec/runtime-file.md`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Runtime {
-    pub listen: SocketAddr,
+    /// `listen`: every listener, in the file's order (`spec/listeners.md`).
+    pub listen: Vec<Listen>,
     /// Event-loop threads; 0 in the file means "one per available core" and is
     /// resolved at load time, so this is always at least 1.
     pub workers: usize,
@@ -205,7 +208,7 @@ pub const KEYS: [&str; 24] = [
 impl Default for Runtime {
     fn default() -> Runtime {
         Runtime {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            listen: vec![Listen::tcp(SocketAddr::from(([127, 0, 0, 1], 8080)))],
             workers: available_cores(),
             io_threads: 4,
             send_file: SendFile::Auto,
@@ -239,6 +242,23 @@ pub(crate) fn available_cores() -> usize {
 }
 
 impl Runtime {
+    /// Whether the listener `entry` speaks TLS: its `tls`, or when left out,
+    /// whether this runtime has a certificate and key.
+    pub fn speaks_tls(&self, entry: &Listen) -> bool {
+        entry
+            .tls
+            .unwrap_or(self.tls_cert.is_some() && self.tls_key.is_some())
+    }
+
+    /// The first TCP listener's address, if any (what a single-address
+    /// program and its tests connect to).
+    pub fn first_tcp(&self) -> Option<SocketAddr> {
+        self.listen.iter().find_map(|l| match l.address {
+            ListenAddr::Tcp(addr) => Some(addr),
+            ListenAddr::Unix(_) => None,
+        })
+    }
+
     /// Reads and validates a runtime file. Every problem found is returned, in
     /// file order.
     pub fn load(path: &Path) -> Result<Runtime, Vec<ConfigError>> {
@@ -295,7 +315,12 @@ impl Runtime {
             LogTarget::Off => string("off"),
             LogTarget::File(p) => path(p),
         };
-        line("listen", Some(string(&self.listen.to_string())));
+        let listen: Vec<String> = self.listen.iter().map(Listen::to_toml).collect();
+        let listen = match listen.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        line("listen", Some(listen));
         line("workers", Some(self.workers.to_string()));
         line("io-threads", Some(self.io_threads.to_string()));
         let send_file = match self.send_file {

@@ -8,7 +8,8 @@ mod vehicle;
 
 pub use config::{
     format_duration, format_size, AccessLogFormat, CacheControl, Coding, ConfigError, Finding,
-    Glob, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
+    Glob, HttpsRedirect, Listen, ListenAddr, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
+    UNIX_MODE,
 };
 pub use stats::{H2Report, Report, TlsReport};
 pub(crate) use vehicle::Vehicle;

@@ -204,7 +204,7 @@ pub fn handle(
     let mut req = parsed.request(head.slice(..len), Bytes::from(body), Peer::UNKNOWN);
     let mut log =
         |req: &Request, e: &str| console_error(&format!("{} {}: {e}", req.method(), req.target()));
-    let mut progress = answer::answer(&HostFiles, &router, &mut req, may_keep, &mut log);
+    let mut progress = answer::answer(&HostFiles, &router, None, &mut req, may_keep, &mut log);
     // Opens are synchronous here: the pipeline never has to wait long.
     let decided = loop {
         match progress {

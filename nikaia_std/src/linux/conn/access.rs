@@ -61,5 +61,5 @@ pub(super) fn refused(turn: &mut Turn<'_>, peer: &Peer, rbuf: &[u8], reject: Rej
         duration: Duration::ZERO,
         vehicle: None,
     }
-    .append_to(turn.access, turn.shared.logs.format);
+    .append_to(turn.access, turn.rt.access_log_format);
 }

@@ -4,7 +4,7 @@
 //! the client or a limit ends it. The wire format is `http::h1`; what the
 //! answer is, `http::answer`.
 
-use super::{access, Link, Next, Turn};
+use super::{access, serving, Link, Next, Turn};
 use crate::fs::{self as nfs, Opened};
 use crate::http::answer::{self, Answer, Payload, Progress, Waiting};
 use crate::http::file::Target;
@@ -92,7 +92,7 @@ impl H1 {
     /// Everything queued was written: how long the client may take to send
     /// more.
     pub(super) fn written(&self, link: &mut Link, turn: &Turn<'_>) {
-        let rt = &turn.shared.rt;
+        let rt = turn.rt;
         if link.lingering {
             return;
         }
@@ -108,7 +108,7 @@ impl H1 {
     /// Moves the current request one step. `Ok(true)`: an answer was
     /// queued. `Ok(false)`: progress, go round again. `Err(next)`: stop here.
     pub(super) fn advance(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<bool, Next> {
-        let rt = &turn.shared.rt;
+        let rt = turn.rt;
         if let State::Body(..) = self.state {
             return self.advance_body(link, turn);
         }
@@ -200,7 +200,7 @@ impl H1 {
                 return Ok(false);
             }
             self.read_more(link, turn)?;
-            link.deadline = turn.now + turn.shared.rt.header_timeout;
+            link.deadline = turn.now + turn.rt.header_timeout;
             return Ok(false);
         };
         let State::Body(head, body) = std::mem::replace(&mut self.state, State::Idle) else {
@@ -237,12 +237,12 @@ impl H1 {
         body: Bytes,
     ) {
         let started = Instant::now();
-        let may_keep =
-            head.keep_alive && !turn.stopping && !turn.shared.rt.keepalive_timeout.is_zero();
+        let may_keep = head.keep_alive && !turn.stopping && !turn.rt.keepalive_timeout.is_zero();
         let mut req = head.request(head_bytes, body, link.peer.clone());
         let progress = answer::answer(
-            &**turn.shared,
+            &serving(turn, link),
             &turn.shared.router,
+            link.redirect.as_ref(),
             &mut req,
             may_keep,
             &mut log_error(turn, link),
@@ -290,7 +290,7 @@ impl H1 {
             started,
         } = *pending;
         let progress = waiting.opened(
-            &**turn.shared,
+            &serving(turn, link),
             &req,
             name,
             result,
@@ -346,7 +346,7 @@ impl H1 {
         });
         link.close_after |= close;
         // From here the client has send-timeout to take each part of it.
-        link.deadline = turn.now + turn.shared.rt.send_timeout;
+        link.deadline = turn.now + turn.rt.send_timeout;
     }
 
     /// Answers a request that cannot be served with its status, then closes.
@@ -375,7 +375,7 @@ impl H1 {
         self.state = State::Idle;
         self.rbuf.clear();
         link.close_after = true;
-        link.deadline = turn.now + turn.shared.rt.send_timeout;
+        link.deadline = turn.now + turn.rt.send_timeout;
     }
 
     /// Reads what the transport has. `Err(Wait)` when it has nothing yet,
@@ -400,7 +400,7 @@ impl H1 {
                 if let State::Idle = self.state {
                     // The next request has begun: its head has header-timeout.
                     self.state = State::Head;
-                    link.deadline = turn.now + turn.shared.rt.header_timeout;
+                    link.deadline = turn.now + turn.rt.header_timeout;
                 }
             }
         }

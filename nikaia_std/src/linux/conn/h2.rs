@@ -8,7 +8,7 @@
 //!
 //! Normative text: `spec/http2.md`.
 
-use super::{access, Link, Next, Turn};
+use super::{access, serving, Link, Next, Turn};
 use crate::fs::{self as nfs, OpenFile, Opened};
 use crate::http::answer::{self, Answer, Payload, Progress, Waiting};
 use crate::http::file::Target;
@@ -105,7 +105,7 @@ impl H2 {
     /// A connection that speaks HTTP/2 from here: `rbuf` holds what has
     /// arrived (the preface, or part of it).
     pub(super) fn new(turn: &Turn<'_>, rbuf: BytesMut) -> H2 {
-        let rt = &turn.shared.rt;
+        let rt = turn.rt;
         let limits = Limits {
             max_streams: 128,
             max_requests: rt.http2_max_requests,
@@ -132,7 +132,7 @@ impl H2 {
     }
 
     pub(super) fn drive(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Next {
-        let mut budget = turn.shared.rt.send_file_max_chunk as usize;
+        let mut budget = turn.rt.send_file_max_chunk as usize;
         let slice_end = Instant::now() + super::SLICE;
         let mut requests = 0;
         loop {
@@ -250,8 +250,9 @@ impl H2 {
                     let started = Instant::now();
                     let mut req = Request::new(parsed.fields, parsed.text, body, link.peer.clone());
                     let progress = answer::answer(
-                        &**turn.shared,
+                        &serving(turn, link),
                         &turn.shared.router,
+                        link.redirect.as_ref(),
                         &mut req,
                         true,
                         &mut super::h1::log_error(turn, link),
@@ -324,7 +325,7 @@ impl H2 {
         };
         let (req, waiting) = *pending;
         let progress = waiting.opened(
-            &**turn.shared,
+            &serving(turn, link),
             &req,
             name,
             result,
@@ -590,7 +591,7 @@ impl H2 {
     /// a request began to arrive, keep-alive from when it became idle (the
     /// first request's header-timeout from the accept, until one came).
     fn deadline(&mut self, link: &mut Link, turn: &Turn<'_>) {
-        let rt = &turn.shared.rt;
+        let rt = turn.rt;
         if !link.out.is_empty() || link.transport.pending() {
             // The flush moves the deadline on each progress.
             self.waiting = Wait::Output;
@@ -630,7 +631,7 @@ impl H2 {
         if !link.out.is_empty() || link.transport.pending() {
             return 0;
         }
-        let limit = turn.shared.rt.send_timeout;
+        let limit = turn.rt.send_timeout;
         let stalled: Vec<u32> = self
             .bodies
             .iter()

@@ -10,16 +10,19 @@ mod access;
 mod h1;
 mod h2;
 
+use super::listen::Listener;
 use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
-use super::shared::Shared;
+use super::shared::{Serving, Shared};
 use super::tls::Session;
 use super::transport::{Input, Transport};
 use crate::fs::{self as nfs, Opened, Root};
 use crate::http::answer::{self, Answer, Payload};
 use crate::http::file::Target;
+use crate::http::redirect::ToHttps;
 use crate::http::Peer;
 use crate::http::{Request, Response};
 use crate::linux::send::guarded_copy;
+use crate::rt::Runtime;
 use h1::H1;
 use h2::H2;
 use rustix::io::Errno;
@@ -79,6 +82,8 @@ pub(crate) type Mailbox = super::pool::Mailbox<IoDone>;
 /// What the worker lends a connection for one turn.
 pub(crate) struct Turn<'a> {
     pub shared: &'a Arc<Shared>,
+    /// The runtime this worker took at the start of its loop turn.
+    pub rt: &'a Runtime,
     pub date: &'a [u8],
     pub access: &'a mut Vec<u8>,
     pub now: Instant,
@@ -89,6 +94,16 @@ pub(crate) struct Turn<'a> {
     pub slot: usize,
 }
 
+/// The port of `http::file` for a request of `link`: what its worker
+/// shares under the runtime of this turn, through its transport.
+pub(super) fn serving<'a>(turn: &Turn<'a>, link: &Link) -> Serving<'a> {
+    Serving {
+        shared: turn.shared,
+        rt: turn.rt,
+        tls: link.transport.encrypts(),
+    }
+}
+
 /// What every protocol unit of a connection shares.
 pub(crate) struct Link {
     /// Unique in its worker: io results for a closed connection whose slot
@@ -97,6 +112,8 @@ pub(crate) struct Link {
     transport: Transport,
     out: Out,
     peer: Peer,
+    /// The listener it came on answers with a redirect to HTTPS.
+    redirect: Option<ToHttps>,
     deadline: Instant,
     /// When the connection last began to wait for a request (accepted, or
     /// its last response written): the oldest idle one is closed first
@@ -140,7 +157,8 @@ impl Conn {
         tls: Option<Box<Session>>,
         peer: Peer,
         now: Instant,
-        shared: &Shared,
+        rt: &Runtime,
+        via: &Listener,
     ) -> Conn {
         Conn {
             link: Link {
@@ -148,8 +166,9 @@ impl Conn {
                 transport: Transport::new(fd, tls),
                 out: Out::default(),
                 peer,
+                redirect: via.redirect.map(|port| ToHttps { port, ip: via.ip() }),
                 // The first request's head must arrive within header-timeout.
-                deadline: now + shared.rt.header_timeout,
+                deadline: now + rt.header_timeout,
                 idle_since: now,
                 close_after: false,
                 close_now: false,
@@ -297,7 +316,7 @@ fn readable(link: &Link, turn: &Turn<'_>, req: &Request, decided: Answer) -> Ans
 
 /// The HTTP/1.1 connection's turn.
 fn drive_h1(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
-    let mut budget = turn.shared.rt.send_file_max_chunk as usize;
+    let mut budget = turn.rt.send_file_max_chunk as usize;
     let slice_end = Instant::now() + SLICE;
     let mut requests = 0;
     // The protocol has more pipelined requests to answer: their answers
@@ -391,7 +410,7 @@ impl Link {
         let mut progress = false;
         let access = &mut *turn.access;
         let log_on = turn.shared.logs.access.is_on();
-        let format = turn.shared.logs.format;
+        let format = turn.rt.access_log_format;
         let stats = &turn.shared.stats;
         let peer = &self.peer;
         let tls = self.transport.encrypts();
@@ -406,7 +425,7 @@ impl Link {
             .out
             .flush(&mut self.transport, budget, slice_end, &mut progress, done);
         if progress {
-            self.deadline = turn.now + turn.shared.rt.send_timeout;
+            self.deadline = turn.now + turn.rt.send_timeout;
         }
         r
     }
@@ -488,7 +507,7 @@ impl Link {
                 result,
             });
         });
-        self.deadline = turn.now + turn.shared.rt.send_timeout;
+        self.deadline = turn.now + turn.rt.send_timeout;
     }
 
     fn log_send_error(&self, turn: &Turn<'_>, e: SendError) {

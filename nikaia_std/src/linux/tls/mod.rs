@@ -17,7 +17,7 @@ use rustls::server::{ClientHello, ResolvesServerCert, ServerConfig, ServerSessio
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
@@ -100,11 +100,19 @@ pub(crate) struct Counters {
 
 /// The HTTPS side of a server: configuration, reload, counters.
 pub(crate) struct Tls {
-    cert: PathBuf,
-    key: PathBuf,
     current: Arc<Current>,
-    config: Arc<ServerConfig>,
+    /// Swapped by a reload that changes `http2` (the ALPN list); the
+    /// session cache and ticketer are carried over, so sessions resume.
+    config: RwLock<Arc<ServerConfig>>,
     pub counters: Counters,
+}
+
+/// The protocols ALPN offers, in the server's order.
+fn alpn(http2: bool) -> Vec<Vec<u8>> {
+    match http2 {
+        true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        false => vec![b"http/1.1".to_vec()],
+    }
 }
 
 impl Tls {
@@ -119,33 +127,38 @@ impl Tls {
             .map_err(std::io::Error::other)?
             .with_no_client_auth()
             .with_cert_resolver(current.clone());
-        config.alpn_protocols = match http2 {
-            true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-            false => vec![b"http/1.1".to_vec()],
-        };
+        config.alpn_protocols = alpn(http2);
         config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
         config.ticketer =
             rustls::crypto::aws_lc_rs::Ticketer::new().map_err(std::io::Error::other)?;
         Ok(Tls {
-            cert: cert.to_path_buf(),
-            key: key.to_path_buf(),
             current,
-            config: Arc::new(config),
+            config: RwLock::new(Arc::new(config)),
             counters: Counters::default(),
         })
     }
 
     /// A session for a connection just accepted.
     pub(crate) fn session(&self) -> Result<Session, rustls::Error> {
-        Session::new(self.config.clone())
+        Session::new(
+            self.config
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        )
     }
 
-    /// Reads the certificate and key again (SIGHUP). New handshakes use the
-    /// new pair; a pair that does not load leaves the old one in place.
-    pub(crate) fn reload(&self) -> Result<(), String> {
-        let pair = Pair::load(&self.cert, &self.key).map_err(|(_, e)| e)?;
+    /// Uses `pair` for new handshakes and offers `h2` or not (a reload):
+    /// connections already established keep their sessions.
+    pub(crate) fn reload(&self, pair: Pair, http2: bool) {
         *self.current.0.write().unwrap_or_else(|e| e.into_inner()) = pair.key;
-        Ok(())
+        let mut config = self.config.write().unwrap_or_else(|e| e.into_inner());
+        let alpn = alpn(http2);
+        if config.alpn_protocols != alpn {
+            let mut new = ServerConfig::clone(&config);
+            new.alpn_protocols = alpn;
+            *config = Arc::new(new);
+        }
     }
 
     /// Counts a failed handshake and says whether to log it (at most a

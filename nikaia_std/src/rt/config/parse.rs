@@ -1,12 +1,13 @@
 //! From the text of a runtime file to a [`Runtime`], or to every problem in it.
 
-use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
+
+mod listen;
 
 use super::units::{format_duration, format_size, parse_duration, parse_size};
 use super::units::{DURATION_FORMS, SIZE_FORMS};
@@ -93,10 +94,12 @@ impl Checker<'_> {
         let mut rt = Runtime::default();
         let mut entries: Vec<_> = table.iter().collect();
         entries.sort_by_key(|(key, _)| key.span().start);
+        let given = |k: &str| entries.iter().any(|(key, _)| *key.get_ref() == *k);
+        let pair = given("tls-cert") && given("tls-key");
         for &(key, value) in &entries {
             let name: &str = key.get_ref();
             match name {
-                "listen" => put(&mut rt.listen, self.listen(name, value)),
+                "listen" => put(&mut rt.listen, self.listen(name, value, pair)),
                 "workers" => {
                     let workers = self.integer(name, value, WORKERS);
                     put(&mut rt.workers, workers.map(resolve_workers));
@@ -183,22 +186,6 @@ impl Checker<'_> {
                 "given without `tls-cert`; give both `tls-cert` and `tls-key`, or neither".into(),
             ),
             _ => {}
-        }
-    }
-
-    fn listen(&mut self, key: &str, value: &Value<'_>) -> Option<SocketAddr> {
-        const WANT: &str = "a socket address such as \"127.0.0.1:8080\" or \"[::1]:8080\"";
-        let text = self.string(key, value, WANT)?;
-        match text.parse() {
-            Ok(addr) => Some(addr),
-            Err(_) => self.bad(
-                key,
-                value,
-                format!(
-                    "\"{text}\" is not a socket address; expected {WANT} \
-                     (a numeric IP address and a port; host names are not looked up)"
-                ),
-            ),
         }
     }
 

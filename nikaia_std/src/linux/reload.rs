@@ -1,0 +1,154 @@
+//! SIGHUP: the whole runtime file read again and checked, refused whole or
+//! applied to new requests; the keys that cannot change live reported
+//! (`spec/listeners.md`, "Reload").
+
+use super::shared::{connection_budget, Shared};
+use super::stats_socket::StatsSocket;
+use super::tls::Pair;
+use crate::http::app::Source;
+use crate::rt::Runtime;
+use std::sync::{Arc, Mutex};
+
+/// What a reload that took effect did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reloaded {
+    /// The keys that changed in the file but keep their old value until a
+    /// restart (or an upgrade): `listen`, `workers`, `io-threads`,
+    /// `tls-cert` (TLS switched on or off).
+    pub restart_needed: Vec<&'static str>,
+}
+
+/// Reads the runtime again from `source` (or keeps the running one when
+/// there is none), checks it and applies it. `Err`: every problem, already
+/// logged; the running configuration stays whole.
+pub(crate) fn reload(
+    shared: &Arc<Shared>,
+    stats: &Mutex<Option<StatsSocket>>,
+    source: Option<&Source>,
+    workers: usize,
+) -> Result<Reloaded, Vec<String>> {
+    let old = shared.runtime();
+    let what = source.map_or_else(
+        || "the running configuration (no runtime file)".to_owned(),
+        |s| s.file.display().to_string(),
+    );
+    let refuse = |problems: Vec<String>| {
+        for p in &problems {
+            shared.logs.error(format_args!("{p}"));
+        }
+        shared.logs.error(format_args!(
+            "SIGHUP: {what} refused; the running configuration stays"
+        ));
+        Err(problems)
+    };
+    let mut new = match source {
+        Some(source) => match Runtime::load(&source.file) {
+            Ok(mut rt) => {
+                (source.adjust)(&mut rt);
+                rt
+            }
+            Err(errors) => return refuse(errors.iter().map(ToString::to_string).collect()),
+        },
+        None => Runtime::clone(&old),
+    };
+    let mut restart_needed = Vec::new();
+    if new.listen != old.listen {
+        restart_needed.push("listen");
+        new.listen = old.listen.clone();
+    }
+    if new.workers != old.workers {
+        restart_needed.push("workers");
+        new.workers = old.workers;
+    }
+    if new.io_threads != old.io_threads {
+        restart_needed.push("io-threads");
+        new.io_threads = old.io_threads;
+    }
+    if new.tls_cert.is_some() != old.tls_cert.is_some() {
+        restart_needed.push("tls-cert");
+        new.tls_cert = old.tls_cert.clone();
+        new.tls_key = old.tls_key.clone();
+    }
+
+    // What the machine says, as `nikaia check` would; nothing is changed
+    // until all of it passed.
+    let mut problems = Vec::new();
+    let file = source.map_or_else(String::new, |s| format!("{}: ", s.file.display()));
+    let pair = match (&shared.tls, &new.tls_cert, &new.tls_key) {
+        (Some(_), Some(cert), Some(key)) => match Pair::load(cert, key) {
+            Ok(pair) => Some(pair),
+            Err((key, message)) => {
+                problems.push(format!("{file}error: key `{key}`: {message}"));
+                None
+            }
+        },
+        _ => None,
+    };
+    let moved_stats = new.stats_socket != old.stats_socket;
+    if let (true, Some(path)) = (moved_stats, &new.stats_socket) {
+        if let Err(e) = super::unix_path::inspect(path, &super::stats_socket::what(path)) {
+            problems.push(format!("{file}error: key `stats-socket`: {e}"));
+        }
+    }
+    let access = shared.logs.access.prepare(&new.access_log);
+    let error = shared.logs.error.prepare(&new.error_log);
+    for (key, result) in [("access-log", &access), ("error-log", &error)] {
+        if let Err(e) = result {
+            problems.push(format!("{file}error: key `{key}`: cannot open it: {e}"));
+        }
+    }
+    if !problems.is_empty() {
+        return refuse(problems);
+    }
+
+    // Apply.
+    if moved_stats {
+        let mut held = stats.lock().unwrap_or_else(|e| e.into_inner());
+        let started = match &new.stats_socket {
+            Some(path) => {
+                let for_report = shared.clone();
+                StatsSocket::start(path, move || for_report.report()).map(Some)
+            }
+            None => Ok(None),
+        };
+        match started {
+            Ok(socket) => *held = socket,
+            Err(e) => {
+                shared.logs.error(format_args!(
+                    "SIGHUP: the stats socket stays where it was: {e}"
+                ));
+                new.stats_socket = old.stats_socket.clone();
+            }
+        }
+    }
+    if let (Ok(access), Ok(error)) = (access, error) {
+        shared.logs.access.install(access, &new.access_log);
+        shared.logs.error.install(error, &new.error_log);
+    }
+    if let (Some(tls), Some(pair)) = (&shared.tls, pair) {
+        tls.reload(pair, new.http2);
+    }
+    shared
+        .cache
+        .resize(new.static_cache, new.static_cache_bytes);
+    let budget = connection_budget(shared, new.max_connections, workers);
+    shared
+        .max_connections
+        .store(budget, std::sync::atomic::Ordering::Relaxed);
+    shared.set_runtime(new);
+    shared.logs.notice(format_args!(
+        "SIGHUP: {what} reloaded; new requests use it{}",
+        if shared.tls.is_some() {
+            " (and new TLS handshakes the pair read again)"
+        } else {
+            ""
+        }
+    ));
+    for key in &restart_needed {
+        shared.logs.notice(format_args!(
+            "SIGHUP: `{key}` changed; it needs a restart or an upgrade (SIGUSR2), \
+             and the old value stays until then"
+        ));
+    }
+    Ok(Reloaded { restart_needed })
+}
