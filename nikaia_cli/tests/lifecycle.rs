@@ -3,7 +3,8 @@
 //! socket activation with `systemd-socket-activate` as the parent, the HTTPS
 //! redirect with its ACME exception, SIGHUP under load (a changed, a broken
 //! and a restart-only file), and an upgrade by SIGUSR2 under a load of new
-//! connections: none refused, none reset, every response whole.
+//! and kept-alive connections: none refused, none reset, every response
+//! whole.
 
 mod common;
 
@@ -722,7 +723,8 @@ fn sigusr2_upgrades_without_a_refused_connection() {
         "listen = [\"127.0.0.1:0\", \"unix:http.sock\"]\nstats-socket = \"stats.sock\"\n",
     );
 
-    let load = Load::start(addr.clone(), 6, false);
+    // Half the clients make a new connection per request, half keep theirs.
+    let load = Load::start(addr.clone(), 6, true);
     std::thread::sleep(Duration::from_millis(300));
     signal(&server, rustix::process::Signal::USR2);
     let log = site.wait_for_log("is ready; this process stops accepting and drains");

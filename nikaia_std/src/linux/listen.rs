@@ -53,73 +53,12 @@ pub(crate) struct Opened {
 /// any fails.
 pub(crate) fn open(rt: &Runtime, passed: Option<&mut Activation>) -> io::Result<Opened> {
     let mut notices = Vec::new();
-    let mut found: Vec<(Listen, Option<Passed>)> = Vec::new();
-    match passed {
-        None => found.extend(rt.listen.iter().map(|e| (e.clone(), None))),
-        Some(activation) => {
-            let upgrade = activation.is_upgrade();
-            // A file that says nothing of `listen` takes what it is given
-            // without a word.
-            let quiet = rt.listen == Runtime::default().listen;
-            let mut taken = vec![false; rt.listen.len()];
-            for socket in std::mem::take(&mut activation.sockets) {
-                let address = socket_address(&socket.fd)?;
-                let entry = (rt.listen.iter().enumerate())
-                    .find(|(i, e)| !taken[*i] && e.name.as_deref() == Some(&socket.name))
-                    .or_else(|| {
-                        (rt.listen.iter().enumerate())
-                            .find(|(i, e)| !taken[*i] && e.address == address)
-                    })
-                    .or_else(|| {
-                        // Port 0 asks for any port: the one given is one.
-                        (rt.listen.iter().enumerate()).find(|(i, e)| {
-                            !taken[*i]
-                                && matches!((&e.address, &address), (ListenAddr::Tcp(a), ListenAddr::Tcp(b))
-                                    if a.port() == 0 && a.ip() == b.ip())
-                        })
-                    });
-                match entry {
-                    Some((i, e)) => {
-                        taken[i] = true;
-                        found.push((e.clone(), Some(socket)));
-                    }
-                    None if upgrade => notices.push(format!(
-                        "{address} (name {:?}) is no longer in `listen`: not served by this process",
-                        socket.name
-                    )),
-                    None => {
-                        if !quiet {
-                            notices.push(format!(
-                            "socket activation passed {address} (name {:?}), which no `listen` \
-                             entry names or matches: served with the defaults ({})",
-                            socket.name,
-                            if rt.speaks_tls(&Listen::at(address.clone())) { "TLS" } else { "plain" }
-                        ));
-                        }
-                        let mut entry = Listen::at(address);
-                        entry.name = Some(socket.name.clone()).filter(|n| n != "unknown");
-                        found.push((entry, Some(socket)));
-                    }
-                }
-            }
-            for (i, e) in rt.listen.iter().enumerate() {
-                if taken[i] {
-                    continue;
-                }
-                if upgrade {
-                    found.push((e.clone(), None));
-                } else if !quiet {
-                    notices.push(format!(
-                        "`listen` entry {} was not passed by socket activation: not bound",
-                        e.address
-                    ));
-                }
-            }
-        }
-    }
-    let mut listeners = Vec::with_capacity(found.len());
-    for (entry, socket) in found {
-        let tls = rt.speaks_tls(&entry);
+    let assigned = match passed {
+        None => rt.listen.iter().map(|e| (e.clone(), None)).collect(),
+        Some(activation) => assign(rt, activation, &mut notices)?,
+    };
+    let mut opened = Vec::with_capacity(assigned.len());
+    for (entry, socket) in assigned {
         let (fd, address, claim) = match socket {
             Some(socket) => {
                 let address = socket_address(&socket.fd)?;
@@ -131,42 +70,119 @@ pub(crate) fn open(rt: &Runtime, passed: Option<&mut Activation>) -> io::Result<
             }
             None => bind(&entry)?,
         };
-        let name = (entry.name.clone()).unwrap_or_else(|| DEFAULT_NAME.to_owned());
-        listeners.push(Listener {
+        let listener = Listener {
             fd,
             address,
-            tls,
+            tls: rt.speaks_tls(&entry),
             redirect: None,
-            name,
+            name: (entry.name).unwrap_or_else(|| DEFAULT_NAME.to_owned()),
             claim,
-        });
-        let l = listeners.last_mut().expect("just pushed");
-        l.redirect = entry.https_redirect.map(|r| match r {
-            HttpsRedirect::Port(port) => port,
-            HttpsRedirect::TlsListener => 0,
-        });
+        };
+        opened.push((listener, entry.https_redirect));
     }
-    // `true`: the port of the first TCP listener that speaks TLS.
-    let tls_port = listeners.iter().find_map(|l| match (&l.address, l.tls) {
-        (ListenAddr::Tcp(addr), true) => Some(addr.port()),
-        _ => None,
-    });
-    for l in &mut listeners {
-        if l.redirect == Some(0) {
-            l.redirect = Some(tls_port.ok_or_else(|| {
-                io::Error::other(format!(
-                    "listener {}: `https-redirect = true`, but no TCP listener speaks TLS",
-                    l.address
-                ))
-            })?);
-        }
-    }
-    if listeners.is_empty() {
+    if opened.is_empty() {
         return Err(io::Error::other(
             "no listener: socket activation passed no socket that `listen` keeps",
         ));
     }
+    // `true`: the port of the first TCP listener that speaks TLS.
+    let tls_port = opened.iter().find_map(|(l, _)| match (&l.address, l.tls) {
+        (ListenAddr::Tcp(addr), true) => Some(addr.port()),
+        _ => None,
+    });
+    let mut listeners = Vec::with_capacity(opened.len());
+    for (mut l, redirect) in opened {
+        l.redirect = match redirect {
+            None => None,
+            Some(HttpsRedirect::Port(port)) => Some(port),
+            Some(HttpsRedirect::TlsListener) => Some(tls_port.ok_or_else(|| {
+                io::Error::other(format!(
+                    "listener {}: `https-redirect = true`, but no TCP listener speaks TLS",
+                    l.address
+                ))
+            })?),
+        };
+        listeners.push(l);
+    }
     Ok(Opened { listeners, notices })
+}
+
+/// Which entry of `rt.listen` each passed socket serves, by the rules of
+/// `spec/listeners.md`, "Socket activation" (and "Upgrade", which binds
+/// the entries nothing was passed for).
+fn assign(
+    rt: &Runtime,
+    activation: &mut Activation,
+    notices: &mut Vec<String>,
+) -> io::Result<Vec<(Listen, Option<Passed>)>> {
+    let upgrade = activation.is_upgrade();
+    // A file that says nothing of `listen` takes what it is given without
+    // a word.
+    let quiet = rt.listen == Runtime::default().listen;
+    let mut taken = vec![false; rt.listen.len()];
+    let mut assigned = Vec::new();
+    for socket in std::mem::take(&mut activation.sockets) {
+        let address = socket_address(&socket.fd)?;
+        match matching(rt, &taken, &socket.name, &address) {
+            Some(i) => {
+                taken[i] = true;
+                assigned.push((rt.listen[i].clone(), Some(socket)));
+            }
+            None if upgrade => notices.push(format!(
+                "{address} (name {:?}) is no longer in `listen`: not served by this process",
+                socket.name
+            )),
+            None => {
+                let mut entry = Listen::at(address.clone());
+                if !quiet {
+                    let how = if rt.speaks_tls(&entry) {
+                        "TLS"
+                    } else {
+                        "plain"
+                    };
+                    notices.push(format!(
+                        "socket activation passed {address} (name {:?}), which no `listen` \
+                         entry names or matches: served with the defaults ({how})",
+                        socket.name
+                    ));
+                }
+                entry.name = Some(socket.name.clone()).filter(|n| n != "unknown");
+                assigned.push((entry, Some(socket)));
+            }
+        }
+    }
+    for (entry, _) in rt.listen.iter().zip(&taken).filter(|(_, taken)| !**taken) {
+        if upgrade {
+            assigned.push((entry.clone(), None));
+        } else if !quiet {
+            notices.push(format!(
+                "`listen` entry {} was not passed by socket activation: not bound",
+                entry.address
+            ));
+        }
+    }
+    Ok(assigned)
+}
+
+/// The entry not yet `taken` that a passed socket named `name` at
+/// `address` serves: the one of that name, else the one of that address,
+/// else a port-0 entry of its IP (port 0 asks for any port: the one given
+/// is one).
+fn matching(rt: &Runtime, taken: &[bool], name: &str, address: &ListenAddr) -> Option<usize> {
+    let free = |i: &usize| !taken[*i];
+    let by = |f: &dyn Fn(&Listen) -> bool| {
+        (0..rt.listen.len())
+            .filter(free)
+            .find(|&i| f(&rt.listen[i]))
+    };
+    by(&|e| e.name.as_deref() == Some(name))
+        .or_else(|| by(&|e| e.address == *address))
+        .or_else(|| {
+            by(&|e| match (&e.address, address) {
+                (ListenAddr::Tcp(a), ListenAddr::Tcp(b)) => a.port() == 0 && a.ip() == b.ip(),
+                _ => false,
+            })
+        })
 }
 
 /// Binds and listens on one entry.

@@ -43,8 +43,9 @@ impl Server {
         let rt = shared.runtime();
         let stats = match (&rt.stats_socket, stats_passed) {
             (Some(path), Some(passed)) if passed_path(&passed.fd).as_deref() == Some(path) => {
-                let claim = passed.own.map(|bound| Claim::adopted(path, bound));
-                let claim = claim.unwrap_or_else(|| Claim::adopted(path, (0, 0)));
+                // A socket whose path is not the family's (none recorded)
+                // gets an identity no file has: it is never removed.
+                let claim = Claim::adopted(path, passed.own.unwrap_or((0, 0)));
                 let report = shared.clone();
                 Some(StatsSocket::adopt(passed.fd, claim, move || {
                     report.report()

@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 
 /// How long a shutdown waits for responses already being sent.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long a graceful stop waits for the next request of a connection
+/// kept alive between answers before it closes it (`spec/http.md`,
+/// "Shutdown").
+pub(crate) const DRAIN_IDLE: Duration = Duration::from_secs(1);
 /// How long accepting pauses after the process ran out of descriptors.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Connections accepted per listener wake-up before others are served.
@@ -390,11 +394,11 @@ impl Worker {
                 }
             }
             for i in 0..self.conns.len() {
-                match self.conns[i].as_ref() {
+                match self.conns[i].as_mut() {
                     // HTTP/2 says it is going away first (spec/http2.md).
                     Some(c) if c.is_h2() => self.drive(i, now),
-                    Some(c) if c.is_idle() => self.close(i),
-                    _ => {}
+                    Some(c) => c.drain_by(now + DRAIN_IDLE),
+                    None => {}
                 }
             }
         }

@@ -73,6 +73,11 @@ impl Default for H1 {
 }
 
 impl H1 {
+    /// No request has been read on this connection yet.
+    pub(super) fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
     /// No request in progress, nothing of the next one here.
     pub(super) fn is_idle(&self) -> bool {
         matches!(self.state, State::Idle) && self.rbuf.is_empty()
@@ -99,7 +104,12 @@ impl H1 {
         link.deadline = match self.state {
             State::Idle if self.rbuf.is_empty() => {
                 link.idle_since = turn.now;
-                turn.now + rt.keepalive_timeout
+                let keep = if turn.stopping {
+                    rt.keepalive_timeout.min(super::super::worker::DRAIN_IDLE)
+                } else {
+                    rt.keepalive_timeout
+                };
+                turn.now + keep
             }
             _ => turn.now + rt.header_timeout,
         };

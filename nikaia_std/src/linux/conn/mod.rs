@@ -207,6 +207,22 @@ impl Conn {
 
     /// Since when it has been idle (waiting for a request, nothing of it
     /// arrived, nothing to write), if it is.
+    /// A graceful stop: an HTTP/1.1 connection kept alive between answers
+    /// is closed at `by` unless its next request comes first (it is then
+    /// answered with `Connection: close`): its client may be sending that
+    /// request right now, and a close under it is an error the client sees.
+    /// A connection whose first request has not come keeps its
+    /// header-timeout, for the same reason.
+    pub(crate) fn drain_by(&mut self, by: Instant) {
+        let kept = match &self.proto {
+            Proto::H1(h) => !h.is_fresh(),
+            Proto::H2(_) => false,
+        };
+        if kept && self.is_idle() {
+            self.link.deadline = self.link.deadline.min(by);
+        }
+    }
+
     pub(crate) fn idle_since(&self) -> Option<Instant> {
         self.is_idle().then_some(self.link.idle_since)
     }
@@ -364,9 +380,6 @@ fn drive_h1(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
                 true => Next::Wait,
                 false => Next::Yield,
             };
-        }
-        if turn.stopping && proto.is_idle() && link.out.is_empty() && !link.transport.pending() {
-            return Next::Close;
         }
         match proto.advance(link, turn) {
             Ok(true) => {
