@@ -127,3 +127,52 @@ fn a_plain_listener_redirects_to_the_tls_listener_beside_it() {
     assert!(running.reload().is_err());
     assert_eq!(Client::connect(plain).get("/").status, 308);
 }
+
+#[test]
+fn a_reload_moves_the_stats_socket_and_the_access_log() {
+    use std::io::Read;
+    let dir = site();
+    let conf = tempfile::tempdir().unwrap();
+    let file = conf.path().join("runtime.toml");
+    let write = |stats: &str, access: &str| {
+        std::fs::write(
+            &file,
+            format!("listen = \"127.0.0.1:0\"\nworkers = 1\nstats-socket = \"{stats}\"\naccess-log = \"{access}\"\n"),
+        )
+        .unwrap()
+    };
+    write("a.sock", "off");
+    let running = serve(dir.path(), Runtime::load(&file).unwrap(), &file);
+    let report = |path: &Path| {
+        let mut s = std::os::unix::net::UnixStream::connect(path).unwrap();
+        let mut json = String::new();
+        s.read_to_string(&mut json).unwrap();
+        json
+    };
+    assert!(report(&conf.path().join("a.sock")).contains("\"uptime_ms\""));
+    assert_eq!(
+        Client::connect(running.local_addr()).get("/f0.txt").status,
+        200
+    );
+
+    write("b.sock", "access.log");
+    running.reload().unwrap();
+    assert!(
+        !conf.path().join("a.sock").exists(),
+        "the old socket was ours: removed"
+    );
+    assert!(report(&conf.path().join("b.sock")).contains("\"uptime_ms\""));
+    assert_eq!(
+        Client::connect(running.local_addr()).get("/f1.txt").status,
+        200
+    );
+    running.shutdown();
+    running.wait();
+    let access = std::fs::read_to_string(conf.path().join("access.log")).unwrap();
+    assert!(access.contains("\"GET /f1.txt HTTP/1.1\" 200"), "{access}");
+    assert!(
+        !access.contains("/f0.txt"),
+        "logged before the reload: {access}"
+    );
+    assert!(!conf.path().join("b.sock").exists());
+}
