@@ -693,13 +693,26 @@ fn sigusr2_upgrades_without_a_refused_connection() {
     let addr = host_port(&urls[0]);
     let sock = site.path("http.sock");
 
-    // An upgrade that fails: the old process keeps serving, and says why.
-    site.write_runtime("listen = [\"127.0.0.1:0\", \"unix:http.sock\"]\nsend-timeout = 5\n");
+    // An upgrade that fails after it took the sockets (a new listener on a
+    // port someone holds): the old process keeps serving, on every
+    // listener, and says why; the Unix path it still serves on stays.
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = held.local_addr().unwrap();
+    site.write_runtime(&format!(
+        "listen = [\"127.0.0.1:0\", \"unix:http.sock\", \"{busy}\"]\nstats-socket = \"stats.sock\"\n"
+    ));
     signal(&server, rustix::process::Signal::USR2);
     let log = site.wait_for_log("this process keeps serving");
     assert!(log.contains("before it was ready"), "{log}");
     let (status, _, _) = request(&addr, "GET", "/", "");
     assert_eq!(status, 200);
+    assert!(
+        sock.exists(),
+        "the failed process removed the old one's socket"
+    );
+    let (head, _) = curl_unix(&sock, "/");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    drop(held);
 
     // The package upgrade: a new file at the path, which says it ran.
     let marker = site.path("new-binary-ran");

@@ -360,12 +360,16 @@ fn listen_refuses_what_cannot_be_served() {
 ]
 "#
     ));
+    insta::assert_snapshot!("listen_empty_list", errors("listen = []\n"));
+    // Without `tls = false` an entry speaks TLS when the pair is set; the
+    // names an upgrade gives are taken.
     insta::assert_snapshot!(
-        "listen_empty_list",
-        errors(
-            "listen = []
-"
-        )
+        "listen_redirect_on_tls_by_default",
+        errors(concat!(
+            "tls-cert = \"c\"\ntls-key = \"k\"\nlisten = [\"127.0.0.1:443\", ",
+            "{ address = \"127.0.0.1:80\", https-redirect = true }, ",
+            "{ address = \"127.0.0.1:81\", name = \"nikaia\", tls = false }]\n"
+        ))
     );
     insta::assert_snapshot!(
         "listen_redirect_on_tls",

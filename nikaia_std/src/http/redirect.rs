@@ -25,13 +25,18 @@ impl ToHttps {
     /// challenge, or `OPTIONS *`).
     pub(crate) fn answer(&self, req: &Request) -> Option<Response> {
         let target = req.target();
-        let path = match target.strip_prefix("http://") {
-            // absolute-form: the path starts at the first `/` after the
-            // authority (RFC 9112 §3.2.2); the host comes from it too,
-            // which `Host` must match (the parser checks that).
-            Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
-            None if target.starts_with('/') => target,
-            None => return None,
+        let path = if target.starts_with('/') {
+            target
+        } else if target == "*" {
+            return None;
+        } else if let Some(i) = target.find("://") {
+            // absolute-form, whatever its scheme's case: the path starts
+            // at the first `/` after the authority (RFC 9112 §3.2.2).
+            let rest = &target[i + 3..];
+            rest.find('/').map_or("/", |i| &rest[i..])
+        } else {
+            // No other form reaches a handler; none is served here.
+            return Some(Response::status_page(400));
         };
         if req.path().starts_with(ACME_CHALLENGE) {
             return None;

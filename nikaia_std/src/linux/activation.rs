@@ -21,6 +21,9 @@ pub(crate) const UPGRADE_ENV: &str = "NIKAIA_UPGRADE";
 /// One passed socket.
 pub(crate) struct Passed {
     pub fd: OwnedFd,
+    /// Its place among the passed descriptors (0 for descriptor 3): how
+    /// an upgraded process tells the old one which it took.
+    pub index: usize,
     /// Its `LISTEN_FDNAMES` name (`unknown` when there is none).
     pub name: String,
     /// The (device, inode) of its Unix path when the process that passed
@@ -91,16 +94,23 @@ pub(crate) fn from_env() -> io::Result<Option<Activation>> {
         // SAFETY: the protocol hands descriptors 3..3+LISTEN_FDS to this
         // process, and TAKEN makes this the one place that takes them.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        check_listening(&fd).map_err(|why| {
-            io::Error::other(format!(
-                "socket activation: descriptor {raw} (of LISTEN_FDS={count}): {why}"
-            ))
-        })?;
+        check_listening(&fd)
+            .and_then(|()| {
+                super::listen::socket_address(&fd)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|why| {
+                io::Error::other(format!(
+                    "socket activation: descriptor {raw} (of LISTEN_FDS={count}): {why}"
+                ))
+            })?;
         rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
         let flags = rustix::fs::fcntl_getfl(&fd)?;
         rustix::fs::fcntl_setfl(&fd, flags | rustix::fs::OFlags::NONBLOCK)?;
         sockets.push(Passed {
             fd,
+            index: i as usize,
             name: names
                 .get(i as usize)
                 .filter(|n| !n.is_empty())

@@ -128,15 +128,17 @@ impl<M: Clone> Cache<M> {
         let mut t = self.lock();
         self.max_entries.store(max_entries, Ordering::Relaxed);
         self.max_bytes.store(max_bytes, Ordering::Relaxed);
-        while !t.entries.is_empty() && (t.entries.len() > max_entries || t.bytes > max_bytes) {
-            let Some(oldest) = (t.entries.iter())
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| *k)
-            else {
-                break;
-            };
-            t.remove(oldest);
-            self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+        if t.entries.len() > max_entries || t.bytes > max_bytes {
+            // One sort, oldest first, then evictions until both hold.
+            let mut by_age: Vec<_> = (t.entries.iter()).map(|(k, e)| (e.last_used, *k)).collect();
+            by_age.sort_unstable();
+            for (_, key) in by_age {
+                if t.entries.len() <= max_entries && t.bytes <= max_bytes {
+                    break;
+                }
+                t.remove(key);
+                self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+            }
         }
         if max_entries == 0 || max_bytes == 0 {
             t.absent.clear();

@@ -29,6 +29,8 @@ pub(crate) struct Listener {
     pub name: String,
     /// A Unix path this process (or the one it replaced) bound.
     pub claim: Option<Claim>,
+    /// The socket was passed to this process, as this `LISTEN_FDS` index.
+    pub passed: Option<usize>,
 }
 
 impl Listener {
@@ -59,6 +61,7 @@ pub(crate) fn open(rt: &Runtime, passed: Option<&mut Activation>) -> io::Result<
     };
     let mut opened = Vec::with_capacity(assigned.len());
     for (entry, socket) in assigned {
+        let passed = socket.as_ref().map(|s| s.index);
         let (fd, address, claim) = match socket {
             Some(socket) => {
                 let address = socket_address(&socket.fd)?;
@@ -77,6 +80,7 @@ pub(crate) fn open(rt: &Runtime, passed: Option<&mut Activation>) -> io::Result<
             redirect: None,
             name: (entry.name).unwrap_or_else(|| DEFAULT_NAME.to_owned()),
             claim,
+            passed,
         };
         opened.push((listener, entry.https_redirect));
     }

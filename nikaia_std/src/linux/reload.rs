@@ -90,41 +90,45 @@ pub(crate) fn reload(
             problems.push(format!("{file}error: key `stats-socket`: {e}"));
         }
     }
-    let access = shared.logs.access.prepare(&new.access_log);
-    let error = shared.logs.error.prepare(&new.error_log);
-    for (key, result) in [("access-log", &access), ("error-log", &error)] {
-        if let Err(e) = result {
-            problems.push(format!("{file}error: key `{key}`: cannot open it: {e}"));
-        }
-    }
     if !problems.is_empty() {
         return refuse(problems);
     }
-
-    // Apply.
-    if moved_stats {
-        let mut held = stats.lock().unwrap_or_else(|e| e.into_inner());
-        let started = match &new.stats_socket {
-            Some(path) => {
-                let for_report = shared.clone();
-                StatsSocket::start(path, move || for_report.report()).map(Some)
+    // What must be opened is opened before anything changes, so a failure
+    // still leaves the running configuration whole. (A log file opened for
+    // a reload that is then refused stays, empty: created, as the rule
+    // for logs allows, never truncated.)
+    let access = shared.logs.access.prepare(&new.access_log);
+    let error = shared.logs.error.prepare(&new.error_log);
+    let (access, error) = match (access, error) {
+        (Ok(access), Ok(error)) => (access, error),
+        (access, error) => {
+            for (key, result) in [("access-log", access.err()), ("error-log", error.err())] {
+                if let Some(e) = result {
+                    problems.push(format!("{file}error: key `{key}`: cannot open it: {e}"));
+                }
             }
-            None => Ok(None),
-        };
-        match started {
-            Ok(socket) => *held = socket,
-            Err(e) => {
-                shared.logs.error(format_args!(
-                    "SIGHUP: the stats socket stays where it was: {e}"
-                ));
-                new.stats_socket = old.stats_socket.clone();
+            return refuse(problems);
+        }
+    };
+    let stats_socket = match (moved_stats, &new.stats_socket) {
+        (false, _) => None,
+        (true, None) => Some(None),
+        (true, Some(path)) => {
+            let for_report = shared.clone();
+            match StatsSocket::start(path, move || for_report.report()) {
+                Ok(socket) => Some(Some(socket)),
+                Err(e) => return refuse(vec![format!("{file}error: key `stats-socket`: {e}")]),
             }
         }
+    };
+
+    // Apply: nothing below can fail.
+    if let Some(socket) = stats_socket {
+        // The old socket goes (its path removed by its claim's rule).
+        *stats.lock().unwrap_or_else(|e| e.into_inner()) = socket;
     }
-    if let (Ok(access), Ok(error)) = (access, error) {
-        shared.logs.access.install(access, &new.access_log);
-        shared.logs.error.install(error, &new.error_log);
-    }
+    shared.logs.access.install(access, &new.access_log);
+    shared.logs.error.install(error, &new.error_log);
     if let (Some(tls), Some(pair)) = (&shared.tls, pair) {
         tls.reload(pair, new.http2);
     }

@@ -41,8 +41,12 @@ impl Server {
             shared.logs.notice(format_args!("{notice}"));
         }
         let rt = shared.runtime();
+        let mut adopted: Vec<usize> = (shared.listeners().iter())
+            .filter_map(|l| l.passed)
+            .collect();
         let stats = match (&rt.stats_socket, stats_passed) {
             (Some(path), Some(passed)) if passed_path(&passed.fd).as_deref() == Some(path) => {
+                adopted.push(passed.index);
                 // A socket whose path is not the family's (none recorded)
                 // gets an identity no file has: it is never removed.
                 let claim = Claim::adopted(path, passed.own.unwrap_or((0, 0)));
@@ -73,12 +77,7 @@ impl Server {
                     .spawn(move || worker.run())?,
             );
         }
-        if let Some(ready) = passed.and_then(|p| p.ready) {
-            shared.logs.notice(format_args!(
-                "upgrade: serving on the sockets of the process this one replaces; telling it to drain"
-            ));
-            upgrade::say_ready(ready);
-        }
+        let ready = passed.and_then(|p| p.ready).map(|fd| Ready { fd, adopted });
         Ok(Running {
             addresses,
             schemes,
@@ -90,6 +89,8 @@ impl Server {
                 workers,
                 program,
                 upgrading: AtomicBool::new(false),
+                reloading: Mutex::new(()),
+                ready: Mutex::new(ready),
             }),
             threads: Mutex::new(threads),
         })
@@ -123,6 +124,18 @@ struct Control {
     /// What an upgrade starts; `None` if it could not be told.
     program: Option<Program>,
     upgrading: AtomicBool,
+    /// Held by a reload: one at a time.
+    reloading: Mutex<()>,
+    /// An upgraded process's word to the one it replaces, said once it
+    /// serves with its signals handled.
+    ready: Mutex<Option<Ready>>,
+}
+
+/// The ready pipe of an upgraded process, and which of the passed sockets
+/// it took (by `LISTEN_FDS` index).
+struct Ready {
+    fd: std::os::fd::OwnedFd,
+    adopted: Vec<usize>,
 }
 
 impl Control {
@@ -143,12 +156,43 @@ impl Control {
     }
 
     fn reload(&self) -> Result<Reloaded, Vec<String>> {
+        let _one = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        if self.upgrading.load(Ordering::SeqCst) {
+            let why = "an upgrade is under way; send SIGHUP again once it ended".to_owned();
+            self.shared.logs.error(format_args!("SIGHUP: {why}"));
+            return Err(vec![why]);
+        }
         reload::reload(
             &self.shared,
             &self.stats,
             self.source.as_ref(),
             self.workers,
         )
+    }
+
+    /// An upgraded process tells the one it replaces that it serves, and
+    /// which sockets it took; from then on their paths are its own. Once.
+    fn say_ready(&self) {
+        let Some(ready) = self.ready.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return;
+        };
+        upgrade::say_ready(ready.fd, &ready.adopted);
+        for l in self.shared.listeners() {
+            if let (Some(_), Some(claim)) = (l.passed, &l.claim) {
+                claim.set_handed(false);
+            }
+        }
+        if let Some(stats) = self
+            .stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            stats.claim().set_handed(false);
+        }
+        self.shared.logs.notice(format_args!(
+            "upgrade: serving on the sockets of the process this one replaces; told it to drain"
+        ));
     }
 
     /// Starts the new process and waits for it; on its ready, drains.
@@ -159,7 +203,8 @@ impl Control {
             Err(why)
         };
         if self.shared.stop.load(Ordering::SeqCst) {
-            return fail("the server is stopping".into());
+            logs.error(format_args!("SIGUSR2: the server is stopping; no upgrade"));
+            return Err("the server is stopping".into());
         }
         if self.upgrading.swap(true, Ordering::SeqCst) {
             logs.error(format_args!(
@@ -178,23 +223,19 @@ impl Control {
             return Err("the path of this program is not known".into());
         };
         let listeners: Vec<Arc<Listener>> = self.shared.listeners();
-        let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
-        let mut handed: Vec<Handed<'_>> = listeners.iter().map(|l| Handed::listener(l)).collect();
-        if let Some(s) = stats.as_ref() {
-            handed.push(Handed::stats(s.fd(), s.claim()));
-        }
-        let claims: Vec<&Claim> = handed.iter().filter_map(|h| h.claim).collect();
-        // Marked before the new process can start: from its first moment
-        // the paths are its too, and this process must not remove them.
-        for c in &claims {
-            c.set_handed(true);
-        }
-        let started = match upgrade::spawn(program, &handed) {
-            Ok(started) => started,
-            Err(e) => {
-                claims.iter().for_each(|c| c.set_handed(false));
-                return Err(format!("cannot start {}: {e}", program.exe.display()));
+        let mut count = listeners.len();
+        let started = {
+            // Only while the new process starts: a reload meanwhile is
+            // refused, so the stats socket stays the one handed over.
+            let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let mut handed: Vec<Handed<'_>> =
+                listeners.iter().map(|l| Handed::listener(l)).collect();
+            if let Some(s) = stats.as_ref() {
+                handed.push(Handed::stats(s.fd(), s.claim()));
+                count += 1;
             }
+            upgrade::spawn(program, &handed)
+                .map_err(|e| format!("cannot start {}: {e}", program.exe.display()))?
         };
         let pid = started.child.id();
         logs.notice(format_args!(
@@ -202,21 +243,32 @@ impl Control {
             program.exe.display(),
             listeners.len()
         ));
-        // The stats socket stays locked until the new process is ready or
-        // failed: a reload meanwhile must not move it.
-        match started.wait_ready() {
-            Ok(_child) => {
-                logs.notice(format_args!(
-                    "SIGUSR2: pid {pid} is ready; this process stops accepting and drains"
-                ));
-                self.shutdown();
-                Ok(())
-            }
-            Err(why) => {
-                claims.iter().for_each(|c| c.set_handed(false));
-                Err(why)
+        let (_child, adopted) = started.wait_ready()?;
+        // What the new process took is its own now: this one never removes
+        // those paths. What it did not take closes with this process.
+        for i in &adopted {
+            match listeners.get(*i) {
+                Some(l) => l.claim.iter().for_each(|c| c.set_handed(true)),
+                None if *i == listeners.len() => {
+                    let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(s) = stats.as_ref() {
+                        s.claim().set_handed(true);
+                    }
+                }
+                None => {}
             }
         }
+        logs.notice(format_args!(
+            "SIGUSR2: pid {pid} is ready; this process stops accepting and drains"
+        ));
+        if adopted.len() < count {
+            logs.notice(format_args!(
+                "SIGUSR2: pid {pid} took {} of the {count} sockets; the others close with this process",
+                adopted.len()
+            ));
+        }
+        self.shutdown();
+        Ok(())
     }
 }
 
@@ -276,6 +328,8 @@ impl Running {
 
     /// Waits until every worker has finished.
     pub fn wait(&self) {
+        // A program that handles no signals: ready once it waits.
+        self.control.say_ready();
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
         if threads.is_empty() {
             return;
@@ -333,6 +387,9 @@ impl Running {
                     }
                 }
             })?;
+        // An upgraded process says ready once its signals are handled: a
+        // SIGHUP right after the old one drained must not end it.
+        self.control.say_ready();
         Ok(())
     }
 

@@ -162,12 +162,15 @@ impl Claim {
     }
 
     /// The claim a successor takes over from the process that bound the
-    /// socket (`bound` as that process recorded it).
+    /// socket (`bound` as that process recorded it). It starts as not yet
+    /// this process's ([`Claim::set_handed`]`(true)`): a successor that
+    /// fails before it said ready must not remove a path the old process
+    /// still serves on; it owns the path once it said ready.
     pub(crate) fn adopted(path: &Path, bound: (u64, u64)) -> Claim {
         Claim {
             path: path.to_path_buf(),
             bound,
-            handed: AtomicBool::new(false),
+            handed: AtomicBool::new(true),
         }
     }
 
@@ -176,8 +179,9 @@ impl Claim {
         self.bound
     }
 
-    /// The socket now belongs to a successor: this process never removes
-    /// the path. (`false` again if the successor failed to start.)
+    /// `true`: the socket belongs to another process (a successor, or the
+    /// process this one replaces until it said ready): this process never
+    /// removes the path. `false`: it is this process's to remove.
     pub(crate) fn set_handed(&self, handed: bool) {
         self.handed.store(handed, Ordering::SeqCst);
     }

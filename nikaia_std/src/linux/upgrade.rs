@@ -29,19 +29,45 @@ pub(crate) struct Program {
 }
 
 impl Program {
-    /// Taken when the server starts, before anything could replace the file.
+    /// Taken when the server starts, before anything could replace the
+    /// file: the path the program was started by (its `argv[0]` made
+    /// absolute, or found on `PATH`), with no symbolic link resolved, so
+    /// an upgrade that repoints `/usr/bin/nikaia` runs the new target;
+    /// else the executable the kernel names.
     pub(crate) fn current() -> io::Result<Program> {
-        let exe = std::env::current_exe()?;
-        // If the file was already replaced, /proc names the old image so.
-        let exe = match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
-            Some(path) => PathBuf::from(path),
-            None => exe,
+        let args: Vec<OsString> = std::env::args_os().collect();
+        let exe = match args.first().and_then(|a| started_as(a)) {
+            Some(exe) => exe,
+            None => {
+                let exe = std::env::current_exe()?;
+                // If the file was already replaced, /proc says so.
+                match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
+                    Some(path) => PathBuf::from(path),
+                    None => exe,
+                }
+            }
         };
-        Ok(Program {
-            exe,
-            args: std::env::args_os().collect(),
-        })
+        Ok(Program { exe, args })
     }
+}
+
+/// The file `argv0` names as a shell would find it: a path with a `/`
+/// against the working directory, a bare name on `PATH`.
+fn started_as(argv0: &OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let name = std::path::Path::new(argv0);
+    if argv0.as_bytes().contains(&b'/') {
+        let path = std::path::absolute(name).ok()?;
+        return runnable(&path).then_some(path);
+    }
+    let dirs = std::env::var_os("PATH")?;
+    std::env::split_paths(&dirs)
+        .map(|d| d.join(name))
+        .find(|p| runnable(p))
+        .and_then(|p| std::path::absolute(p).ok())
 }
 
 /// A new process started with our sockets, not yet ready.
@@ -91,6 +117,21 @@ pub(crate) fn spawn(program: &Program, sockets: &[Handed<'_>]) -> io::Result<Sta
     // no dup2 in the child overwrites one not yet moved.
     let above = ready_at + 1;
     let (ready_read, ready_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    // Every free number up to `ready_at` is taken for the spawn, so that
+    // std's own pipe (which reports a failed exec) is not among the
+    // numbers the child's dup2 writes over.
+    let mut placeholders = Vec::new();
+    loop {
+        let fd = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        if fd.as_raw_fd() > ready_at {
+            break;
+        }
+        placeholders.push(fd);
+    }
     let mut sources: Vec<OwnedFd> = Vec::with_capacity(sockets.len() + 1);
     for s in sockets {
         sources.push(rustix::io::fcntl_dupfd_cloexec(s.fd, above)?);
@@ -133,8 +174,10 @@ pub(crate) fn spawn(program: &Program, sockets: &[Handed<'_>]) -> io::Result<Sta
         .map_err(|_| io::Error::other("a NUL in the program's path"))?;
     let args = cstrings(program.args.iter().map(|a| a.as_bytes().to_vec()).collect())?;
 
+    // One pointer for both: the environment reads it, the child writes it.
+    let pid_ptr: *mut u8 = pid_entry.as_mut_ptr();
     let mut envp: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();
-    envp.push(pid_entry.as_ptr().cast());
+    envp.push(pid_ptr.cast_const().cast());
     envp.push(std::ptr::null());
     let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
@@ -147,6 +190,7 @@ pub(crate) fn spawn(program: &Program, sockets: &[Handed<'_>]) -> io::Result<Sta
         exe: exe.as_ptr(),
         argv,
         envp,
+        pid: pid_ptr.wrapping_add(PID.len()),
     };
 
     let mut command = Command::new(&program.exe);
@@ -155,8 +199,8 @@ pub(crate) fn spawn(program: &Program, sockets: &[Handed<'_>]) -> io::Result<Sta
     // memory prepared before the fork: it allocates nothing.
     unsafe {
         command.pre_exec(move || {
+            let exec = &exec;
             let pid = libc::getpid() as u32;
-            let digits = &mut pid_entry[PID.len()..];
             let mut len = 0;
             let mut rest = pid;
             loop {
@@ -168,25 +212,25 @@ pub(crate) fn spawn(program: &Program, sockets: &[Handed<'_>]) -> io::Result<Sta
             }
             let mut rest = pid;
             for i in (0..len).rev() {
-                digits[i] = b'0' + (rest % 10) as u8;
+                // (writes within the 12 bytes reserved after `LISTEN_PID=`)
+                *exec.pid.add(i) = b'0' + (rest % 10) as u8;
                 rest /= 10;
             }
-            digits[len] = 0;
+            *exec.pid.add(len) = 0;
             for &(from, to) in &moves {
                 // dup2 leaves the new descriptor without close-on-exec.
                 if libc::dup2(from, to) < 0 {
                     return Err(io::Error::last_os_error());
                 }
             }
-            let exec = &exec;
             libc::execve(exec.exe, exec.argv.as_ptr(), exec.envp.as_ptr());
             Err(io::Error::last_os_error())
         });
     }
     let child = command.spawn();
-    drop(sources);
+    drop((sources, placeholders));
     // Kept alive until the spawn is done: the child's exec reads them.
-    drop((env, exe, args));
+    drop((env, exe, args, pid_entry));
     Ok(Started {
         child: child?,
         ready: std::fs::File::from(ready_read),
@@ -199,12 +243,15 @@ struct Exec {
     exe: *const libc::c_char,
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
+    /// Where the child writes its pid's digits: the bytes after
+    /// `LISTEN_PID=` in the last entry of `envp`.
+    pid: *mut u8,
 }
 
-// SAFETY: the pointers are only read, by the child after the fork, from its
+// SAFETY: the pointers are only used by the child after the fork, in its
 // own copy of the parent's memory; no other thread ever sees them.
 unsafe impl Send for Exec {}
-// SAFETY: as above; nothing writes through them.
+// SAFETY: as above; only the child writes, through `pid`, in its copy.
 unsafe impl Sync for Exec {}
 
 fn env_entry(k: &OsStr, v: &OsStr) -> Vec<u8> {
@@ -215,9 +262,10 @@ fn env_entry(k: &OsStr, v: &OsStr) -> Vec<u8> {
 }
 
 impl Started {
-    /// Waits until the new process says ready (`Ok`), or exits, or lets
-    /// [`READY_WITHIN`] pass (then it is killed): `Err` says which.
-    pub(crate) fn wait_ready(mut self) -> Result<Child, String> {
+    /// Waits until the new process says ready (`Ok`, with the indexes of
+    /// the sockets it took), or exits, or lets [`READY_WITHIN`] pass (then
+    /// it is killed): `Err` says which.
+    pub(crate) fn wait_ready(mut self) -> Result<(Child, Vec<usize>), String> {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let mut got = Vec::new();
         let deadline = std::time::Instant::now() + READY_WITHIN;
@@ -238,13 +286,32 @@ impl Started {
                 Ok(_) => {}
                 Err(e) => return Err(format!("cannot wait for pid {}: {e}", self.child.id())),
             }
-            let mut buf = [0u8; 16];
+            let mut buf = [0u8; 256];
             match self.ready.read(&mut buf) {
                 Ok(0) => break,
                 Ok(k) => {
                     got.extend_from_slice(&buf[..k]);
-                    if got.starts_with(b"READY\n") {
-                        return Ok(self.child);
+                    if let Some(end) = got.iter().position(|&b| b == b'\n') {
+                        let line = String::from_utf8_lossy(&got[..end]).into_owned();
+                        let mut words = line.split(' ');
+                        if words.next() == Some("READY") {
+                            let adopted = words.filter_map(|w| w.parse().ok()).collect();
+                            return Ok((self.child, adopted));
+                        }
+                        let _ = self.child.kill();
+                        let _ = self.child.wait();
+                        return Err(format!(
+                            "pid {} said {line:?}, not ready; killed",
+                            self.child.id()
+                        ));
+                    }
+                    if got.len() > 4096 {
+                        let _ = self.child.kill();
+                        let _ = self.child.wait();
+                        return Err(format!(
+                            "pid {} said too much on its ready pipe; killed",
+                            self.child.id()
+                        ));
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -268,7 +335,13 @@ impl Started {
     }
 }
 
-/// What an upgraded process does once it serves: tells the old one.
-pub(crate) fn say_ready(ready: OwnedFd) {
-    let _ = rustix::io::write(&ready, b"READY\n");
+/// What an upgraded process does once it serves: tells the old one, with
+/// the `LISTEN_FDS` indexes of the sockets it took (`READY 0 1 2`).
+pub(crate) fn say_ready(ready: OwnedFd, adopted: &[usize]) {
+    let mut line = String::from("READY");
+    for i in adopted {
+        line.push_str(&format!(" {i}"));
+    }
+    line.push('\n');
+    let _ = rustix::io::write(&ready, line.as_bytes());
 }

@@ -5,6 +5,7 @@ use super::clock::DateCache;
 use super::conn::{Conn, Expired, IoDone, Mailbox, Next, Turn};
 use super::listen::{watch_listener, Listener, LISTENERS};
 use super::shared::Shared;
+use crate::http::redirect::ToHttps;
 use crate::http::Peer;
 use crate::rt::Runtime;
 use rustix::event::epoll;
@@ -317,6 +318,10 @@ impl Worker {
                     | epoll::EventFlags::ET,
             );
             self.next_id += 1;
+            let redirect = listener.redirect.map(|port| ToHttps {
+                port,
+                ip: local_ip(&listener, &fd),
+            });
             self.conns[slot] = Some(Conn::new(
                 self.next_id,
                 fd,
@@ -324,7 +329,7 @@ impl Worker {
                 peer,
                 now,
                 &self.rt,
-                &listener,
+                redirect,
             ));
             self.live += 1;
             if registered.is_err() {
@@ -467,5 +472,19 @@ impl Worker {
         if self.accept_paused_until.is_some_and(|t| now >= t) {
             self.resume_accepting();
         }
+    }
+}
+
+/// The IP a connection reached, for a redirect of a request that names no
+/// host: the listener's, or the connection's own when the listener is a
+/// wildcard (`0.0.0.0`, `[::]`).
+fn local_ip(listener: &Listener, fd: &OwnedFd) -> Option<std::net::IpAddr> {
+    match listener.ip() {
+        Some(ip) if !ip.is_unspecified() => Some(ip),
+        Some(_) => rustix::net::getsockname(fd)
+            .ok()
+            .and_then(|a| SocketAddr::try_from(a).ok())
+            .map(|a| a.ip()),
+        None => None,
     }
 }

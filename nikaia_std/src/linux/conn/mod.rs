@@ -10,7 +10,6 @@ mod access;
 mod h1;
 mod h2;
 
-use super::listen::Listener;
 use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
 use super::shared::{Serving, Shared};
 use super::tls::Session;
@@ -158,7 +157,7 @@ impl Conn {
         peer: Peer,
         now: Instant,
         rt: &Runtime,
-        via: &Listener,
+        redirect: Option<ToHttps>,
     ) -> Conn {
         Conn {
             link: Link {
@@ -166,7 +165,7 @@ impl Conn {
                 transport: Transport::new(fd, tls),
                 out: Out::default(),
                 peer,
-                redirect: via.redirect.map(|port| ToHttps { port, ip: via.ip() }),
+                redirect,
                 // The first request's head must arrive within header-timeout.
                 deadline: now + rt.header_timeout,
                 idle_since: now,

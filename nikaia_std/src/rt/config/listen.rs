@@ -114,8 +114,12 @@ impl From<SocketAddr> for Listen {
     }
 }
 
-/// Whether `name` may be a `LISTEN_FDNAMES` name: 1 to 255 printable ASCII
-/// characters, no `:` (the list's separator).
+/// Whether `name` may be a listener's `LISTEN_FDNAMES` name: 1 to 255
+/// printable ASCII characters, no `:` (the list's separator), and none of
+/// the names an upgrade gives (`nikaia` for a listener without a name,
+/// `nikaia-stats`) or systemd gives a descriptor without one (`unknown`).
 pub(crate) fn valid_fd_name(name: &str) -> bool {
-    (1..=255).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_graphic() && b != b':')
+    (1..=255).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_graphic() && b != b':')
+        && !matches!(name, "nikaia" | "nikaia-stats" | "unknown")
 }

@@ -145,7 +145,8 @@ impl Checker<'_> {
                     }
                     _ => {
                         let message = "`name`: expected 1 to 255 printable ASCII characters \
-                                       without `:` (a LISTEN_FDNAMES name)";
+                                       without `:` (a LISTEN_FDNAMES name), other than \
+                                       `nikaia`, `nikaia-stats` and `unknown`, which are taken";
                         self.bad::<()>(key, value, message.into());
                         false
                     }
@@ -175,11 +176,15 @@ impl Checker<'_> {
                 "`mode` is for a Unix listener (`unix:/path`)".into(),
             );
         }
-        if entry.tls == Some(true) && entry.https_redirect.is_some() {
+        if entry.tls.unwrap_or(pair) && entry.https_redirect.is_some() {
+            let why = match entry.tls {
+                Some(true) => "this one has `tls = true`",
+                _ => "this one speaks TLS, since the file sets `tls-cert` and `tls-key`; add `tls = false`",
+            };
             return self.bad(
                 key,
                 item,
-                "`https-redirect` is for a plain listener; this one has `tls = true`".into(),
+                format!("`https-redirect` is for a plain listener; {why}"),
             );
         }
         if entry.tls == Some(true) && !pair {
