@@ -12,7 +12,7 @@ use common::{request, Served};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,19 +94,9 @@ fn pattern(len: usize) -> Vec<u8> {
 }
 
 /// Spawns a `nikaia serve` command and reads its `Serving … at URL, URL (…)`
-/// line.
-fn start(mut cmd: Command) -> (Served, Vec<String>) {
-    let mut child = common::served(
-        cmd.env("NIKAIA_RUNTIME", "")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+/// line: the child and the addresses.
+fn start(cmd: Command) -> (Served, Vec<String>) {
+    let (child, line) = common::spawn_serving(cmd);
     let at = line
         .split(" at ")
         .nth(1)
@@ -133,6 +123,16 @@ fn start_activated(cmd: Command, first: String) -> (Served, Vec<String>, (u16, S
     });
     let (server, urls) = start(cmd);
     (server, urls, poke.join().unwrap())
+}
+
+/// Everything the server answers to `bytes` sent on a new connection, up
+/// to its close.
+fn raw(addr: &str, bytes: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(bytes.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
 }
 
 /// The `HOST:PORT` of an `http://HOST:PORT/` URL.
@@ -355,30 +355,25 @@ fn a_plain_listener_redirects_to_https_except_acme_challenges() {
     // The port is left out for 443; the client's port is not kept.
     let (_, loc, _) = location(&to_443, "POST", "/form", "Content-Length: 0\r\n");
     assert_eq!(loc.as_deref(), Some("https://t/form"));
-    let mut s = TcpStream::connect(&to_443).unwrap();
-    s.write_all(b"GET /p?q HTTP/1.1\r\nHost: example.com:80\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
+    let answer = raw(
+        &to_443,
+        "GET /p?q HTTP/1.1\r\nHost: example.com:80\r\nConnection: close\r\n\r\n",
+    );
     assert!(
         answer.contains("Location: https://example.com/p?q\r\n"),
         "{answer}"
     );
     // HTTP/1.0 without a host: the listener's IP.
-    let mut s = TcpStream::connect(&to_443).unwrap();
-    s.write_all(b"GET /p HTTP/1.0\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
+    let answer = raw(&to_443, "GET /p HTTP/1.0\r\n\r\n");
     assert!(
         answer.contains("Location: https://127.0.0.1/p\r\n"),
         "{answer}"
     );
     // A host that is not a name cannot steer the Location.
-    let mut s = TcpStream::connect(&to_443).unwrap();
-    s.write_all(b"GET /p HTTP/1.1\r\nHost: evil.example@x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
+    let answer = raw(
+        &to_443,
+        "GET /p HTTP/1.1\r\nHost: evil.example@x\r\nConnection: close\r\n\r\n",
+    );
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     // The ACME challenge is served from the root; nothing else is.
     let (status, _, body) = request(&to_8443, "GET", "/.well-known/acme-challenge/token-1", "");

@@ -35,15 +35,9 @@ impl Drop for Served {
     }
 }
 
-/// A spawned server, killed when the test drops it.
-pub fn served(child: Child) -> Served {
-    Served(child)
-}
-
-/// Spawns `cmd` (a `nikaia serve …` already given its arguments), reads the
-/// `Serving DIR at http://ADDR/` (or `https://`) line, and returns the
-/// child and ADDR.
-pub fn spawn_serve(mut cmd: Command) -> (Served, String) {
+/// Spawns `cmd` (a `nikaia serve …` already given its arguments) and
+/// returns the child and its first line, `Serving DIR at URL, … (…)`.
+pub fn spawn_serving(mut cmd: Command) -> (Served, String) {
     let mut child = Served(
         cmd.env("NIKAIA_RUNTIME", "")
             .stdout(Stdio::piped())
@@ -55,6 +49,14 @@ pub fn spawn_serve(mut cmd: Command) -> (Served, String) {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
+    (child, line)
+}
+
+/// Spawns `cmd` (a `nikaia serve …` already given its arguments), reads the
+/// `Serving DIR at http://ADDR/` (or `https://`) line, and returns the
+/// child and ADDR.
+pub fn spawn_serve(cmd: Command) -> (Served, String) {
+    let (child, line) = spawn_serving(cmd);
     let addr = line
         .split("://")
         .nth(1)

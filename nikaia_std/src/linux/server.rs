@@ -29,9 +29,9 @@ impl Server {
         let mut passed = activation::from_env()?;
         let stats_passed = passed.as_mut().and_then(Activation::take_stats);
         let opened = listen::open(&self.rt, passed.as_mut())?;
-        let addresses: Vec<ListenAddr> =
-            opened.listeners.iter().map(|l| l.address.clone()).collect();
-        let schemes: Vec<bool> = opened.listeners.iter().map(|l| l.tls).collect();
+        let listening: Vec<(ListenAddr, bool)> = (opened.listeners.iter())
+            .map(|l| (l.address.clone(), l.tls))
+            .collect();
         let asked = self.rt.max_connections;
         let shared = Shared::new(self.router, self.rt, opened.listeners)?;
         let budget = connection_budget(&shared, asked, workers);
@@ -79,8 +79,7 @@ impl Server {
         }
         let ready = passed.and_then(|p| p.ready).map(|fd| Ready { fd, adopted });
         Ok(Running {
-            addresses,
-            schemes,
+            listening,
             control: Arc::new(Control {
                 stats: Mutex::new(stats),
                 shared,
@@ -274,8 +273,8 @@ impl Control {
 
 /// A started server.
 pub struct Running {
-    addresses: Vec<ListenAddr>,
-    schemes: Vec<bool>,
+    /// Each listener's address and whether it speaks TLS.
+    listening: Vec<(ListenAddr, bool)>,
     control: Arc<Control>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -285,9 +284,9 @@ impl Running {
     /// was asked); the unspecified address when it listens on Unix sockets
     /// only ([`Running::addresses`] has them all).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addresses
+        self.listening
             .iter()
-            .find_map(|a| match a {
+            .find_map(|(a, _)| match a {
                 ListenAddr::Tcp(addr) => Some(*addr),
                 ListenAddr::Unix(_) => None,
             })
@@ -297,16 +296,12 @@ impl Running {
     /// Every address the server listens on, in the order of `listen`, with
     /// whether it speaks TLS.
     pub fn addresses(&self) -> Vec<(ListenAddr, bool)> {
-        self.addresses
-            .iter()
-            .cloned()
-            .zip(self.schemes.iter().copied())
-            .collect()
+        self.listening.clone()
     }
 
     /// `https` when the first listener speaks TLS, else `http`.
     pub fn scheme(&self) -> &'static str {
-        if self.schemes.first() == Some(&true) {
+        if self.listening.first().is_some_and(|(_, tls)| *tls) {
             "https"
         } else {
             "http"
