@@ -29,36 +29,16 @@ impl Runtime {
                 // not fail.
                 ListenAddr::Tcp(addr) if addr.port() != 0 => {
                     if let Err(e) = super::listen::bind_tcp(*addr) {
-                        let held = e.kind() == std::io::ErrorKind::AddrInUse;
-                        found.push(Finding {
-                            key: "listen",
-                            message: if held {
-                                format!("{e} (perhaps by the server this file configures)")
-                            } else {
-                                e.to_string()
-                            },
-                            warning: matches!(
-                                e.kind(),
-                                std::io::ErrorKind::AddrInUse
-                                    | std::io::ErrorKind::PermissionDenied
-                            ),
-                        });
+                        // A port below 1024 may be the socket unit's to bind.
+                        let denied = e.kind() == std::io::ErrorKind::PermissionDenied;
+                        found.push(listen_finding(e, "by the server", denied));
                     }
                 }
                 ListenAddr::Tcp(_) => {}
                 ListenAddr::Unix(path) => {
                     let what = format!("listener {}", entry.address);
                     if let Err(e) = super::unix_path::inspect(path, &what) {
-                        let live = e.kind() == std::io::ErrorKind::AddrInUse;
-                        found.push(Finding {
-                            key: "listen",
-                            message: if live {
-                                format!("{e} (perhaps the server this file configures)")
-                            } else {
-                                e.to_string()
-                            },
-                            warning: live,
-                        });
+                        found.push(listen_finding(e, "the server", false));
                     }
                 }
             }
@@ -91,5 +71,22 @@ impl Runtime {
             }
         }
         found
+    }
+}
+
+/// A `listen` entry a server could not take. Held by someone (`AddrInUse`)
+/// is only a warning, naming `who` may hold it: the server this file
+/// configures, likely, and checking must not fail for that; else an error,
+/// unless `warning` says otherwise.
+fn listen_finding(e: std::io::Error, who: &str, warning: bool) -> Finding {
+    let held = e.kind() == std::io::ErrorKind::AddrInUse;
+    Finding {
+        key: "listen",
+        message: if held {
+            format!("{e} (perhaps {who} this file configures)")
+        } else {
+            e.to_string()
+        },
+        warning: held || warning,
     }
 }

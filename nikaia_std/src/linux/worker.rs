@@ -247,10 +247,11 @@ impl Worker {
     }
 
     fn accept(&mut self, index: usize, now: Instant) {
+        // Nothing in the batch changes the list: it empties only at a stop.
+        let Some(listener) = self.listeners.get(index).cloned() else {
+            return;
+        };
         for _ in 0..ACCEPT_BATCH {
-            let Some(listener) = self.listeners.get(index).cloned() else {
-                return;
-            };
             let max = self.shared.max_connections.load(Ordering::Relaxed);
             // Full: a new connection is taken only if an idle one can make
             // room for it (closed once the new one is really there).
