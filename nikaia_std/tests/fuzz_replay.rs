@@ -65,3 +65,8 @@ fn h2_frames() {
 fn h2_connection() {
     replay("h2_connection", nikaia_std::fuzzing::h2_connection);
 }
+
+#[test]
+fn proxy_header() {
+    replay("proxy_header", nikaia_std::fuzzing::proxy_header);
+}

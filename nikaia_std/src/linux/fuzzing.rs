@@ -11,6 +11,7 @@ use crate::http::h1::chunked::Chunked;
 use crate::http::h1::parse::{parse_head, Framing};
 pub use crate::http::h2::fuzzing::h2_frames;
 pub use crate::http::h2::hpack::fuzzing::hpack;
+use crate::http::proxy::{self, Parse, MAX_HEADER};
 use crate::text::percent::percent_decode;
 use bytes::Bytes;
 
@@ -181,6 +182,42 @@ pub fn runtime_file(data: &[u8]) {
                 assert!(e.line <= lines, "{e}: past the end ({lines} lines)");
             }
         }
+    }
+}
+
+/// The PROXY protocol header, read as a listener peeks at it: every prefix
+/// of the input, up to MAX_HEADER bytes, is parsed. Until the first answer
+/// that is not `Need`, all are `Need`, and MAX_HEADER bytes always decide; a
+/// `Done` comes exactly when its last byte does, so its header parses alone;
+/// every longer prefix, and the whole input, answers the same.
+pub fn proxy_header(data: &[u8]) {
+    let whole = proxy::parse(data);
+    if let Ok(Parse::Done { len, .. }) = whole {
+        assert!(len <= data.len(), "a header longer than the input");
+    }
+    let mut decided = None;
+    for n in 0..=data.len().min(MAX_HEADER) {
+        let got = proxy::parse(&data[..n]);
+        match decided {
+            None if got == Ok(Parse::Need) => {
+                assert!(n < MAX_HEADER, "MAX_HEADER bytes are not enough");
+            }
+            None => {
+                if let Ok(Parse::Done { len, .. }) = got {
+                    assert_eq!(len, n, "a header of {len} bytes is whole only at {n}");
+                }
+                decided = Some((n, got));
+            }
+            Some((at, was)) => assert_eq!(got, was, "{n} bytes answer otherwise than {at}"),
+        }
+    }
+    match decided {
+        Some((at, was)) => assert_eq!(whole, was, "the input answers otherwise than {at} bytes"),
+        None => assert_eq!(
+            whole,
+            Ok(Parse::Need),
+            "the input decides, none of its prefixes"
+        ),
     }
 }
 
