@@ -65,8 +65,12 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    let mut server =
-        Server::with_runtime(rt).route("/*path", dir_handler(root, args.hidden, args.list));
+    // GET (and HEAD), and OPTIONS for CORS preflights (`spec/site.md`).
+    let handler = std::sync::Arc::new(dir_handler(root, args.hidden, args.list));
+    let preflight = handler.clone();
+    let mut server = Server::with_runtime(rt)
+        .route("/*path", move |req| handler(req))
+        .method("OPTIONS", "/*path", move |req| preflight(req));
     if let Some(file) = file {
         server = server.reload_from(file, adjust);
     }

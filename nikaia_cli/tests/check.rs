@@ -105,3 +105,28 @@ fn no_arguments_is_a_usage_error() {
     let output = nikaia(dir.path(), &[]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn a_sites_rules_are_checked_with_their_places_and_the_htpasswd_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("users.htpasswd"),
+        "alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\ncarol:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("runtime.toml"),
+        "[cors]\norigins = \"*\"\ncredentials = true\n\n[[headers]]\nmatch = \"*.html\"\nset = { ETag = \"x\" }\n\n[[auth]]\nmatch = \"staging/**\"\nhtpasswd = \"users.htpasswd\"\n",
+    )
+    .expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = text(&output.stderr);
+    assert!(err.contains("runtime.toml:2:11: error: key `cors`: `origins = \"*\"` cannot go with `credentials = true`"), "{err}");
+    assert!(
+        err.contains("runtime.toml:7:9: error: key `headers`: `ETag` is the server's own header"),
+        "{err}"
+    );
+    assert!(err.contains("users.htpasswd:2:7: error: "), "{err}");
+    assert!(err.contains("SHA-1"), "{err}");
+}

@@ -108,6 +108,12 @@ fn the_wasm_host_answers_as_the_linux_build() {
         ("/..%2fsecret.txt", vec![], "404"),
         ("/.env", vec![], "404"),
         ("/big.bin", vec!["-I"], "200"),
+        // spec/site.md: the name normaliser and OPTIONS.
+        ("//style.css", vec![], "200"),
+        ("/docs//index.html", vec![], "200"),
+        ("/docs/../style.css", vec![], "404"),
+        ("/docs/%2e%2e/style.css", vec![], "404"),
+        ("/style.css", vec!["-X", "OPTIONS"], "204"),
     ];
     for (target, extra, want) in &cases {
         let on_linux = curl(&linux_addr, target, extra);

@@ -139,6 +139,7 @@ tls-key = "tls/key.pem"
             cache_control: CacheControl::default(),
             not_found: None,
             fallback: None,
+            site: Default::default(),
         }
     );
 }
@@ -413,6 +414,11 @@ tls-key = "key.pem"
 cache-control = { default = "no-cache", "assets/*-[0-9a-f]*.*" = "public, max-age=31536000, immutable" }
 not-found = "404.html"
 fallback = "app/index.html"
+security-headers = { hsts-max-age = "2h" }
+trusted-proxies = ["10.0.0.0/8", "::1", "unix"]
+cors = { origins = ["https://a.example"], credentials = true, headers = ["Range"] }
+headers = [{ match = ["*.html", "docs/**"], set = { "X-Frame-Options" = "DENY", "it's" = "a \"quoted\" value" }, remove = ["X-Powered-By"] }, { match = "**", add = { Link = "</s.css>; rel=preload" }, always = true }]
+deny = [{ match = "*.bak" }, { match = ["private/**"], status = 403 }]
 "#;
     let file = Path::new("/srv/site/runtime.toml");
     let rt = Runtime::parse(text, file).unwrap();
@@ -421,7 +427,7 @@ fallback = "app/index.html"
     // Every key is there, in the order of the spec.
     let keys: Vec<&str> = printed
         .lines()
-        .map(|line| line.split(' ').next().unwrap())
+        .map(|line| line.trim_start_matches("# ").split(' ').next().unwrap())
         .collect();
     assert_eq!(keys, nikaia_std::rt::KEYS);
     insta::assert_snapshot!(printed);
@@ -679,4 +685,159 @@ fn http2_is_a_boolean_and_its_request_cap_a_count() {
             (1, text.find('=').unwrap() + 3)
         );
     }
+}
+
+// ---- a site's rules (spec/site.md) ----------------------------------------
+
+#[test]
+fn a_sites_rules_are_read_in_file_order() {
+    let rt = ok(r#"
+security-headers = true
+trusted-proxies = ["10.0.0.0/8", "192.168.1.7", "fd00::/8", "unix"]
+listen = { address = "0.0.0.0:8443", proxy-protocol = true }
+
+[cors]
+origins = "*"
+methods = ["GET"]
+max-age = "10m"
+
+[[headers]]
+match = "**"
+set = { X-Frame-Options = "DENY" }
+always = true
+
+[[headers]]
+match = ["*.pdf"]
+set = { Content-Type = "application/pdf" }
+add = { Link = "</a>; rel=preload" }
+remove = ["X-Powered-By"]
+
+[[deny]]
+match = "*.bak"
+
+[[deny]]
+match = "private/**"
+status = 403
+"#);
+    let site = &rt.site;
+    assert_eq!(
+        site.security_headers,
+        Some(nikaia_std::rt::SecurityHeaders::default())
+    );
+    assert_eq!(site.trusted_proxies.nets.len(), 3);
+    assert!(site.trusted_proxies.unix);
+    assert!(site.trusted_proxies.trusts("10.9.8.7".parse().unwrap()));
+    assert!(!site.trusted_proxies.trusts("192.168.1.8".parse().unwrap()));
+    assert!(rt.listen[0].proxy_protocol);
+    let cors = site.cors.as_ref().unwrap();
+    assert_eq!(cors.origins, nikaia_std::rt::Origins::Any);
+    assert_eq!(cors.methods, ["GET"]);
+    assert_eq!(cors.max_age, Duration::from_secs(600));
+    assert_eq!(site.headers.len(), 2);
+    assert!(site.headers[0].always && !site.headers[1].always);
+    assert_eq!(
+        site.headers[1].set,
+        [("Content-Type".to_string(), "application/pdf".to_string())]
+    );
+    assert_eq!(site.headers[1].remove, ["X-Powered-By"]);
+    assert_eq!(
+        site.deny.iter().map(|d| d.status).collect::<Vec<_>>(),
+        [404, 403]
+    );
+    let printed = rt.to_toml();
+    assert_eq!(ok(&printed), rt);
+}
+
+#[test]
+fn header_rules_refuse_the_servers_own_headers_and_broken_values() {
+    insta::assert_snapshot!(errors(
+        r#"[[headers]]
+match = "*.html"
+set = { Content-Length = "5", ETag = "x", "Bad Name" = "v" }
+add = { Vary = "Cookie", X-Ok = "line\nbreak" }
+remove = ["Transfer-Encoding", "connection"]
+
+[[headers]]
+set = { X-A = "b" }
+
+[[headers]]
+match = "*.css"
+
+[[headers]]
+match = "a//b"
+set = { X-A = "b", x-a = "c" }
+when = "always"
+"#
+    ));
+}
+
+#[test]
+fn cors_refuses_any_origin_with_credentials() {
+    insta::assert_snapshot!(errors(
+        r#"[cors]
+origins = "*"
+credentials = true
+"#
+    ));
+    insta::assert_snapshot!(
+        "cors_bad_origins",
+        errors(
+            r#"[cors]
+origins = ["https://App.example", "https://a.example/", "a.example", "https://a.example:8443"]
+methods = ["get"]
+"#
+        )
+    );
+}
+
+#[test]
+fn trusted_proxies_and_proxy_protocol() {
+    insta::assert_snapshot!(errors(
+        r#"trusted-proxies = ["10.0.0.1/8", "10.0.0.0/33", "example.com", "::1/129"]
+"#
+    ));
+    insta::assert_snapshot!(
+        "proxy_protocol_without_trust",
+        errors("listen = { address = \"0.0.0.0:80\", proxy-protocol = true }\n")
+    );
+}
+
+#[test]
+fn auth_reads_its_htpasswd_and_refuses_other_schemes_at_their_place() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("good.htpasswd"),
+        "# users\nalice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bad.htpasswd"),
+        "alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\ncarol:$apr1$0EcTl.Ch$gIRHd1QnuVCXCuARl2v6P0\n",
+    )
+    .unwrap();
+    let file = dir.path().join("runtime.toml");
+    let rule = |htpasswd: &str| {
+        format!("[[auth]]\nmatch = \"staging/**\"\nhtpasswd = \"{htpasswd}\"\nrealm = \"stage\"\n")
+    };
+    let rt = Runtime::parse(&rule("good.htpasswd"), &file).unwrap();
+    let auth = &rt.site.auth[0];
+    assert_eq!(auth.htpasswd, dir.path().join("good.htpasswd"));
+    assert_eq!(auth.users.len(), 1);
+    assert_eq!((auth.realm.as_str(), auth.plain_http), ("stage", false));
+    // The same file read again is the same generation.
+    let again = Runtime::parse(&rule("good.htpasswd"), &file).unwrap();
+    assert_eq!(again.site.auth[0].generation, auth.generation);
+
+    let errors = render(&Runtime::parse(&rule("bad.htpasswd"), &file).unwrap_err());
+    let bad = dir.path().join("bad.htpasswd");
+    assert!(
+        errors.starts_with(&format!("{}:2:7: error: ", bad.display())),
+        "{errors}"
+    );
+    assert!(errors.contains("htpasswd -B"), "{errors}");
+    let errors = render(&Runtime::parse(&rule("missing.htpasswd"), &file).unwrap_err());
+    assert!(
+        errors.contains("runtime.toml:3:12: error: key `auth`: `htpasswd`: cannot read"),
+        "{errors}"
+    );
 }

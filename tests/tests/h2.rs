@@ -265,6 +265,51 @@ default = "no-cache"
 "assets/**" = "public, max-age=3600"
 "#;
 
+/// A site's rules (`spec/site.md`); `HTPASSWD` is replaced by the file's
+/// absolute path. `alice:open sesame`, bcrypt cost 5.
+const SITE_RUNTIME: &str = r#"
+security-headers = true
+
+[cors]
+origins = ["https://app.example"]
+headers = ["range"]
+
+[[headers]]
+match = "**"
+set = { X-Frame-Options = "DENY" }
+always = true
+
+[[headers]]
+match = "*.html"
+set = { Content-Security-Policy = "default-src 'self'" }
+
+[[headers]]
+match = "sub/*.txt"
+set = { Content-Disposition = "attachment" }
+
+[[deny]]
+match = "*.bin"
+status = 403
+
+[[auth]]
+match = "docs/**"
+htpasswd = "HTPASSWD"
+plain-http = true
+"#;
+
+const USERS: &str = "alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\n";
+
+/// `nikaia serve`'s routes: the directory handler for GET, HEAD and OPTIONS.
+fn site_server(rt: Runtime, root: &Path) -> Running {
+    let handler = Arc::new(dir_handler(Root::dir(root).unwrap(), false, false));
+    let options = handler.clone();
+    start(
+        Server::with_runtime(rt)
+            .route("/*path", move |req| handler(req))
+            .method("OPTIONS", "/*path", move |req| options(req)),
+    )
+}
+
 const FALLBACK_RUNTIME: &str = r#"
 not-found = "404.html"
 fallback = "app.html"
@@ -331,7 +376,8 @@ fn curl_seen(dir: &Path, flags: &[&str], args: &[&str], url: &str) -> Seen {
 
 struct Case {
     name: &'static str,
-    /// Which server: 0 the rows app, 1 the fallback one.
+    /// Which server: 0 the rows app, 1 the fallback one, 2 the site's
+    /// rules.
     server: usize,
     path: &'static str,
     args: Vec<String>,
@@ -352,13 +398,18 @@ fn case(name: &'static str, server: usize, path: &'static str, args: &[&str], st
 fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
     let s = site();
     let pki = TestPki::new();
+    let htpasswd = s.tmp.path().join("users.htpasswd");
+    std::fs::write(&htpasswd, USERS).unwrap();
+    let site_rules = SITE_RUNTIME.replace("HTPASSWD", htpasswd.to_str().unwrap());
     let plain = [
         rows_app(runtime_from(ROWS_RUNTIME, None), &s.root),
         dir_server(runtime_from(FALLBACK_RUNTIME, None), &s.root, false),
+        site_server(runtime_from(&site_rules, None), &s.root),
     ];
     let tls = [
         rows_app(runtime_from(ROWS_RUNTIME, Some(&pki)), &s.root),
         dir_server(runtime_from(FALLBACK_RUNTIME, Some(&pki)), &s.root, false),
+        site_server(runtime_from(&site_rules, Some(&pki)), &s.root),
     ];
     let work = s.tmp.path().join("curl");
     std::fs::create_dir(&work).unwrap();
@@ -381,6 +432,16 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
     let modified = header("last-modified");
     let inm = format!("If-None-Match: {etag}");
     let ims = format!("If-Modified-Since: {modified}");
+    let small = curl_seen(
+        &work,
+        &["--http1.1"],
+        &[],
+        &format!("{}/small.txt", base(&plain[2])),
+    );
+    let small_etag = &small.headers.iter().find(|(k, _)| k == "etag").unwrap().1;
+    let small_inm = format!("If-None-Match: {small_etag}");
+    let origin = "Origin: https://app.example";
+    let acrm = "Access-Control-Request-Method: GET";
     let cases = vec![
         case("String", 0, "/row/string?q=1", &[], 200),
         case("&'static str", 0, "/row/static", &[], 200),
@@ -522,6 +583,115 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
             &[],
             200,
         ),
+        case(
+            "OPTIONS without rules: 204 Allow",
+            0,
+            "/small.txt",
+            &["-X", "OPTIONS"],
+            204,
+        ),
+        case("site: header rules on a file", 2, "/index.html", &[], 200),
+        case("site: rules on the index", 2, "/", &[], 200),
+        case(
+            "site: rules on a 206",
+            2,
+            "/small.txt",
+            &["-H", "Range: bytes=1-5"],
+            206,
+        ),
+        case(
+            "site: rules on a 304",
+            2,
+            "/small.txt",
+            &["-H", &small_inm],
+            304,
+        ),
+        case("site: Content-Disposition", 2, "/sub/a.txt", &[], 200),
+        case(
+            "site: a sidecar",
+            2,
+            "/page.css",
+            &["-H", "Accept-Encoding: gzip"],
+            200,
+        ),
+        case(
+            "site: a 404 with the always rules",
+            2,
+            "/missing.txt",
+            &[],
+            404,
+        ),
+        case("site: the slash redirect", 2, "/sub", &[], 301),
+        case("site: denied", 2, "/big.bin", &[], 403),
+        case("site: denied HEAD", 2, "/big.bin", &["-I"], 403),
+        case(
+            "site: a CORS preflight",
+            2,
+            "/small.txt",
+            &[
+                "-X",
+                "OPTIONS",
+                "-H",
+                origin,
+                "-H",
+                acrm,
+                "-H",
+                "Access-Control-Request-Headers: range",
+            ],
+            204,
+        ),
+        case(
+            "site: a refused preflight",
+            2,
+            "/small.txt",
+            &[
+                "-X",
+                "OPTIONS",
+                "-H",
+                "Origin: https://evil.example",
+                "-H",
+                acrm,
+            ],
+            204,
+        ),
+        case("site: OPTIONS", 2, "/small.txt", &["-X", "OPTIONS"], 204),
+        case("site: a CORS GET", 2, "/small.txt", &["-H", origin], 200),
+        case(
+            "site: another origin's GET",
+            2,
+            "/small.txt",
+            &["-H", "Origin: https://evil.example"],
+            200,
+        ),
+        case("site: 401 without credentials", 2, "/docs/", &[], 401),
+        case(
+            "site: 401 with a wrong password",
+            2,
+            "/docs/",
+            &["-u", "alice:nope"],
+            401,
+        ),
+        case(
+            "site: 200 with credentials",
+            2,
+            "/docs/",
+            &["-u", "alice:open sesame"],
+            200,
+        ),
+        case(
+            "site: merged slashes",
+            2,
+            "//sub//a.txt",
+            &["--path-as-is"],
+            200,
+        ),
+        case(
+            "site: a dot segment",
+            2,
+            "/sub/../small.txt",
+            &["--path-as-is"],
+            404,
+        ),
     ];
     let mut failures = Vec::new();
     let mut statuses = Vec::new();
@@ -625,7 +795,9 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
         cases.len() * 2,
         failures.join("\n")
     );
-    for want in [200, 201, 206, 301, 304, 404, 405, 412, 416, 500] {
+    for want in [
+        200, 201, 204, 206, 301, 304, 401, 403, 404, 405, 412, 416, 500,
+    ] {
         assert!(statuses.contains(&want), "{want} not in {statuses:?}");
     }
 }

@@ -5,16 +5,17 @@
 //! [`answer`], runs the open the pipeline asks for where it may wait for the
 //! disk ([`Progress::Open`]), and frames what comes out; it decides nothing.
 
-use super::file::{self, File, Files, Plan, Prepared, Step, Target, Then};
+use super::file::{self, File, Files, Pages, Plan, Prepared, Step, Target, Then};
 use super::redirect::ToHttps;
 use super::request::Request;
 use super::response::{bodiless, Body, Response};
 use super::router::{Found, Router};
+use super::site::{self, dress::Subject, Check, Gate, Grant, Verdict};
 use crate::fs::{self, OpenFile, Opened, Root};
-use crate::rt::Vehicle;
+use crate::rt::{Runtime, Vehicle};
 use bytes::Bytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 /// A decided answer: the head's material and what follows it.
 pub(crate) struct Answer {
@@ -25,6 +26,8 @@ pub(crate) struct Answer {
     pub payload: Payload,
     /// The connection closes after this answer.
     pub close: bool,
+    /// The user whose credentials the answer was let through with.
+    pub user: Option<String>,
 }
 
 /// What follows an answer's head.
@@ -74,14 +77,28 @@ pub(crate) enum Progress {
     /// `waiting.root().open(&target)` off its event loop, then
     /// [`Waiting::opened`].
     Open(Target, Waiting),
+    /// Credentials to check (bcrypt, slow on purpose): the backend checks
+    /// them off its event loop, then [`Waiting::verified`].
+    Verify(Box<Check>, Waiting),
 }
 
-/// A request whose file is being opened: what the pipeline carries across.
+/// A request whose file is being opened, or whose credentials checked:
+/// what the pipeline carries across.
 pub(crate) struct Waiting {
     user: Response,
     file: File,
     then: Then,
     close: bool,
+    grant: Grant,
+}
+
+/// The runtime of a program without a runtime file: the directory
+/// handler's rules are then the defaults (none).
+static DEFAULTS: LazyLock<Runtime> = LazyLock::new(Runtime::default);
+
+/// The runtime whose rules apply to `file`, if any do.
+fn rules<'f>(files: &'f impl Files, file: &File) -> Option<&'f Runtime> {
+    (file.pages != Pages::Off).then(|| files.runtime().unwrap_or(&DEFAULTS))
 }
 
 /// Runs the pipeline for `req`. `redirect`: the listener it came on sends
@@ -97,6 +114,9 @@ pub(crate) fn answer(
     may_keep: bool,
     log: &mut impl FnMut(&Request, &str),
 ) -> Progress {
+    if let Some(rt) = files.runtime() {
+        req.client = super::client::resolve(&rt.site.trusted_proxies, req);
+    }
     let resp = match redirect.and_then(|r| r.answer(req)) {
         Some(resp) => resp,
         None => route(router, req),
@@ -108,22 +128,68 @@ pub(crate) fn answer(
         .is_some_and(|v| v.eq_ignore_ascii_case("close"));
     let close = !may_keep || asked_close;
     match std::mem::replace(&mut resp.body, Body::Empty) {
-        Body::File(f) => match file::begin(files, req, &resp, &f) {
-            Step::Ready(prepared) => ready(req, prepared, close, log),
-            Step::Open(target, then) => Progress::Open(
-                target,
-                Waiting {
-                    user: resp,
-                    file: *f,
-                    then,
-                    close,
-                },
-            ),
-        },
+        Body::File(mut f) => {
+            let grant = match rules(files, &f).filter(|_| f.pages == Pages::On) {
+                None => Grant::default(),
+                Some(rt) => {
+                    let name = f.name.to_string_lossy();
+                    let index = f.index.as_deref();
+                    match site::gate(rt, req, &name, index, files.tls(), |c| files.verified(c)) {
+                        Gate::Pass(grant) => grant,
+                        Gate::Hide => {
+                            f.pages = Pages::Refused;
+                            Grant::default()
+                        }
+                        Gate::Answer(refusal) => {
+                            let grant = Grant::default();
+                            return Progress::Ready(site_page(
+                                files, req, &f, &grant, refusal, close,
+                            ));
+                        }
+                        Gate::Verify(check) => {
+                            let waiting = Waiting {
+                                user: resp,
+                                file: *f,
+                                then: Then::default(),
+                                close,
+                                grant: Grant::default(),
+                            };
+                            return Progress::Verify(Box::new(check), waiting);
+                        }
+                    }
+                }
+            };
+            begin(files, req, resp, *f, grant, close, log)
+        }
         body => {
             resp.body = body;
             Progress::Ready(page(req, resp, close))
         }
+    }
+}
+
+/// Starts resolving a file the request was let through to with `grant`.
+fn begin(
+    files: &impl Files,
+    req: &Request,
+    user: Response,
+    file: File,
+    grant: Grant,
+    close: bool,
+    log: &mut impl FnMut(&Request, &str),
+) -> Progress {
+    match file::begin(files, req, &user, &file) {
+        Step::Ready(prepared) => ready(files, req, &file, &grant, prepared, close, log),
+        Step::Open(target, then) => Progress::Open(
+            target,
+            Waiting {
+                user,
+                file,
+                then,
+                close,
+                grant,
+            },
+        ),
     }
 }
 
@@ -132,6 +198,26 @@ impl Waiting {
     /// its loop (the open may wait for the disk).
     pub(crate) fn root(&self) -> &Root {
         &self.file.root
+    }
+
+    /// Goes on once the [`Progress::Verify`] check is done.
+    pub(crate) fn verified(
+        self,
+        files: &impl Files,
+        req: &Request,
+        check: Check,
+        verdict: Verdict,
+        log: &mut impl FnMut(&Request, &str),
+    ) -> Progress {
+        match check.decide(verdict) {
+            Ok(grant) => begin(files, req, self.user, self.file, grant, self.close, log),
+            Err(refusal) => {
+                let grant = Grant::default();
+                Progress::Ready(site_page(
+                    files, req, &self.file, &grant, refusal, self.close,
+                ))
+            }
+        }
     }
 
     /// Goes on with the result of that open.
@@ -145,7 +231,15 @@ impl Waiting {
     ) -> Progress {
         let then = std::mem::take(&mut self.then);
         match file::opened(files, req, &self.user, &self.file, target, then, result) {
-            Step::Ready(prepared) => ready(req, prepared, self.close, log),
+            Step::Ready(prepared) => ready(
+                files,
+                req,
+                &self.file,
+                &self.grant,
+                prepared,
+                self.close,
+                log,
+            ),
             Step::Open(target, then) => {
                 self.then = then;
                 Progress::Open(target, self)
@@ -154,15 +248,77 @@ impl Waiting {
     }
 }
 
-/// A file's answer, resolved.
+/// A file's answer, resolved; under the directory handler's rules, the
+/// file checked against them (a `fallback` or `not-found` page may be
+/// denied or protected where the name asked for was not: the plain 404
+/// then) and the answer dressed.
 fn ready(
+    files: &impl Files,
     req: &Request,
-    Prepared { resp, length, plan }: Prepared,
+    file: &File,
+    grant: &Grant,
+    prepared: Prepared,
     close: bool,
     log: &mut impl FnMut(&Request, &str),
 ) -> Progress {
+    let Prepared {
+        mut resp,
+        length,
+        plan,
+        about,
+    } = prepared;
     note(log, req, &resp);
-    Progress::Ready(finish(req, resp, length, plan, close))
+    let Some(rt) = rules(files, file) else {
+        return Progress::Ready(finish(req, resp, length, plan, close));
+    };
+    let sent = about.as_ref().map(|a| a.name.to_string_lossy());
+    let sent = sent.as_deref().map(|s| if s == "." { "" } else { s });
+    if sent.is_some_and(|s| !site::may_send(rt, grant, s)) {
+        return Progress::Ready(site_page(
+            files,
+            req,
+            file,
+            grant,
+            Response::status_page(404),
+            close,
+        ));
+    }
+    let name = file.name.to_string_lossy();
+    let subject = Subject {
+        name: &name,
+        sent,
+        file_body: about.as_ref().is_some_and(|a| a.file_body),
+        tls: files.tls(),
+    };
+    site::dress::dress(rt, req, grant, &subject, &mut resp);
+    let mut answer = finish(req, resp, length, plan, close);
+    answer.user = grant.user.clone();
+    Progress::Ready(answer)
+}
+
+/// A directory handler's answer that sends no file (a refusal, `OPTIONS`,
+/// a page in place of a file), dressed by the rules.
+fn site_page(
+    files: &impl Files,
+    req: &Request,
+    file: &File,
+    grant: &Grant,
+    mut resp: Response,
+    close: bool,
+) -> Answer {
+    if let Some(rt) = rules(files, file) {
+        let name = file.name.to_string_lossy();
+        let subject = Subject {
+            name: &name,
+            sent: None,
+            file_body: false,
+            tls: files.tls(),
+        };
+        site::dress::dress(rt, req, grant, &subject, &mut resp);
+    }
+    let mut answer = page(req, resp, close);
+    answer.user = grant.user.clone();
+    answer
 }
 
 /// The answer with its body plan: nothing after the head of a HEAD or a
@@ -198,6 +354,7 @@ fn finish(req: &Request, mut resp: Response, length: u64, plan: Plan, close: boo
         length,
         payload,
         close,
+        user: None,
     }
 }
 
@@ -216,7 +373,7 @@ fn note(log: &mut impl FnMut(&Request, &str), req: &Request, resp: &Response) {
 
 /// The response a request gets before its body is resolved: its route's
 /// handler (a panic is a logged 500), 405 with `Allow` for a known path and
-/// another method, 404 otherwise. `param` is filled in for the handler.
+/// another method (204 with `Allow` for `OPTIONS`), 404 otherwise. `param` is filled in for the handler.
 fn route(router: &Router, req: &mut Request) -> Response {
     match router.find(req.method(), &req.path) {
         Found::Handler(handler, param) => {
@@ -229,7 +386,13 @@ fn route(router: &Router, req: &mut Request) -> Response {
                 ))
             })
         }
+        // RFC 9110 §9.3.7: OPTIONS asks what the path allows.
+        Found::WrongMethod(allow) if req.method() == "OPTIONS" => {
+            Response::new(204).header("Allow", format!("{allow}, OPTIONS"))
+        }
         Found::WrongMethod(allow) => Response::status_page(405).header("Allow", allow),
+        // The server as a whole: every route's methods are its own.
+        Found::Nothing if req.method() == "OPTIONS" && req.path == "*" => Response::new(204),
         Found::Nothing => Response::status_page(404),
     }
 }
@@ -321,6 +484,7 @@ mod tests {
                     progress =
                         waiting.opened(&Kept, &req, target, Err(fs::Error::NotFound), &mut log)
                 }
+                Progress::Verify(..) => panic!("no credentials are checked here"),
             }
         };
         (answer, logged)
@@ -371,6 +535,15 @@ mod tests {
         let (a, _) = ask("POST /text HTTP/1.1", true);
         assert_eq!(a.resp.status(), 405);
         assert_eq!(a.resp.get_header("allow"), Some("GET, HEAD"));
+    }
+
+    #[test]
+    fn options_is_204_with_allow() {
+        let (a, _) = ask("OPTIONS /text HTTP/1.1", true);
+        assert_eq!(a.resp.status(), 204);
+        assert_eq!(a.resp.get_header("allow"), Some("GET, HEAD, OPTIONS"));
+        assert!(matches!(a.payload, Payload::None));
+        assert_eq!(ask("OPTIONS /nothing HTTP/1.1", true).0.resp.status(), 404);
     }
 
     #[test]

@@ -9,16 +9,19 @@
 
 pub(crate) mod answer;
 pub(crate) mod app;
+pub(crate) mod client;
 mod coding;
 pub(crate) mod conditional;
 pub(crate) mod file;
 pub(crate) mod h1;
 pub(crate) mod h2;
+pub(crate) mod proxy;
 pub(crate) mod redirect;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod router;
 mod serve;
+pub(crate) mod site;
 mod target;
 
 pub use crate::backend::*;

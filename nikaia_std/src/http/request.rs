@@ -201,8 +201,10 @@ impl Request {
         &self.peer
     }
 
-    /// The client the request is from: the peer, until a server is told
-    /// which proxies in front of it to trust.
+    /// The client the request is from: the peer, unless the peer is one of
+    /// the runtime's `trusted-proxies` and names the client in a PROXY
+    /// protocol header or `X-Forwarded-For` (`spec/site.md`). An address
+    /// from `X-Forwarded-For` has port 0.
     pub fn client(&self) -> &Peer {
         &self.client
     }

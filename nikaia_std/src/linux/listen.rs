@@ -31,6 +31,8 @@ pub(crate) struct Listener {
     pub claim: Option<Claim>,
     /// The socket was passed to this process, as this `LISTEN_FDS` index.
     pub passed: Option<usize>,
+    /// Connections begin with a PROXY protocol header (`proxy-protocol`).
+    pub proxy: bool,
 }
 
 impl Listener {
@@ -81,6 +83,7 @@ pub(crate) fn open(rt: &Runtime, passed: Option<&mut Activation>) -> io::Result<
             name: (entry.name).unwrap_or_else(|| DEFAULT_NAME.to_owned()),
             claim,
             passed,
+            proxy: entry.proxy_protocol,
         };
         opened.push((listener, entry.https_redirect));
     }

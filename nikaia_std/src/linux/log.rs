@@ -208,7 +208,10 @@ pub(crate) enum RequestLine<'a> {
 
 /// One request's access line, appended to a worker's batch.
 pub(crate) struct AccessEntry<'a> {
+    /// The request's client (`Request::client`).
     pub peer: &'a Peer,
+    /// The user whose credentials were verified, if any.
+    pub user: Option<&'a str>,
     pub request: RequestLine<'a>,
     pub status: u16,
     /// Body bytes sent.
@@ -248,7 +251,12 @@ impl AccessEntry<'_> {
     /// "$http_user_agent"`, time in UTC, `-` for what is missing, text
     /// escaped as nginx does.
     fn combined(&self, out: &mut Vec<u8>, now: Duration) {
-        let _ = write!(out, "{} - - [", RemoteAddr(self.peer));
+        let _ = write!(out, "{} - ", RemoteAddr(self.peer));
+        match self.user {
+            Some(user) => nginx_escape(out, user.as_bytes()),
+            None => out.push(b'-'),
+        }
+        out.extend_from_slice(b" [");
         time_local(out, now.as_secs());
         out.extend_from_slice(b"] \"");
         match self.request {
@@ -279,9 +287,11 @@ impl AccessEntry<'_> {
         rfc3339(out, now);
         let _ = write!(
             out,
-            "\",\"remote_addr\":\"{}\",\"method\":",
+            "\",\"remote_addr\":\"{}\",\"user\":",
             RemoteAddr(self.peer)
         );
+        json_or_null(out, self.user.map(str::as_bytes));
+        out.extend_from_slice(b",\"method\":");
         let (method, target, protocol, refused) = match self.request {
             RequestLine::Parsed {
                 method,
@@ -489,6 +499,7 @@ mod tests {
     fn entry<'a>(target: &'a [u8], referer: Option<&'a [u8]>) -> AccessEntry<'a> {
         AccessEntry {
             peer: &PEER,
+            user: None,
             request: RequestLine::Parsed {
                 method: b"GET",
                 target,
@@ -536,7 +547,7 @@ mod tests {
         assert!(line.ends_with("}\n") && line.lines().count() == 1, "{line}");
         assert!(
             line.contains(
-                "\"remote_addr\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/\\u000a\\\"x\u{fffd}\",\"protocol\":\"HTTP/1.1\",\"status\":200,\"bytes\":5,\"referer\":\"http://r/\",\"user_agent\":\"curl/8 (x\\\"y)\",\"duration_us\":42,\"vehicle\":\"sendfile\"}"
+                "\"remote_addr\":\"127.0.0.1\",\"user\":null,\"method\":\"GET\",\"target\":\"/\\u000a\\\"x\u{fffd}\",\"protocol\":\"HTTP/1.1\",\"status\":200,\"bytes\":5,\"referer\":\"http://r/\",\"user_agent\":\"curl/8 (x\\\"y)\",\"duration_us\":42,\"vehicle\":\"sendfile\"}"
             ),
             "{line}"
         );

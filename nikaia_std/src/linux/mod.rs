@@ -13,6 +13,7 @@
 //! (`http::answer`) and frames the result.
 
 mod activation;
+mod auth_pool;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub(crate) mod cache;
@@ -35,6 +36,7 @@ pub(crate) mod tls;
 mod transport;
 mod unix_path;
 mod upgrade;
+mod verify;
 mod worker;
 
 pub use reload::Reloaded;

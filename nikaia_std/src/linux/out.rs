@@ -27,6 +27,10 @@ pub(crate) struct Sent {
     pub bytes: u64,
     pub vehicle: Vehicle,
     pub started: Instant,
+    /// Who the request was from (`Request::client`), for the log.
+    pub client: crate::http::Peer,
+    /// The user its credentials were verified for.
+    pub user: Option<String>,
 }
 
 #[derive(Debug)]
@@ -402,6 +406,8 @@ mod tests {
             bytes: 0,
             vehicle: Vehicle::Memory,
             started: Instant::now(),
+            client: crate::http::Peer::Unix,
+            user: None,
         }
     }
 

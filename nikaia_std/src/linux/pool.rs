@@ -23,13 +23,18 @@ pub(crate) struct IoPool {
 
 impl IoPool {
     pub(crate) fn new(threads: usize) -> std::io::Result<IoPool> {
+        IoPool::named("nikaia-io", threads)
+    }
+
+    /// A pool whose threads are called `NAME-0`, `NAME-1`, …
+    pub(crate) fn named(name: &str, threads: usize) -> std::io::Result<IoPool> {
         let queue: Arc<(Mutex<Queue>, Condvar)> = Arc::default();
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads.max(1) {
             let q = queue.clone();
             handles.push(
                 std::thread::Builder::new()
-                    .name(format!("nikaia-io-{i}"))
+                    .name(format!("{name}-{i}"))
                     .spawn(move || run(&q))?,
             );
         }

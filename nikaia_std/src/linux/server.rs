@@ -333,6 +333,7 @@ impl Running {
             let _ = t.join();
         }
         self.control.shared.pool.close();
+        self.control.shared.auth.close();
         drop(
             self.control
                 .stats

@@ -31,6 +31,8 @@ pub(crate) struct Shared {
     pub(crate) cache: Cache<Meta>,
     pub(crate) stats: Stats,
     pub(crate) pool: IoPool,
+    /// The verifier threads and the table of verified credentials.
+    pub(crate) auth: super::auth_pool::AuthPool,
     /// The HTTPS side, when the runtime names a certificate and key.
     pub(crate) tls: Option<super::tls::Tls>,
     pub(crate) stop: AtomicBool,
@@ -93,6 +95,14 @@ impl Files for Serving<'_> {
         Some(self.rt)
     }
 
+    fn tls(&self) -> bool {
+        self.tls
+    }
+
+    fn verified(&self, check: &crate::http::site::Check) -> bool {
+        self.shared.auth.known(check)
+    }
+
     fn precompressed(&self) -> &[crate::rt::Coding] {
         &self.rt.precompressed
     }
@@ -120,6 +130,7 @@ impl Shared {
             cache: Cache::new(rt.static_cache, rt.static_cache_bytes, keep),
             stats: Stats::default(),
             pool: IoPool::new(rt.io_threads)?,
+            auth: super::auth_pool::AuthPool::new()?,
             logs: Logs {
                 access: Sink::open(&rt.access_log)?,
                 error: Sink::open(&rt.error_log)?,

@@ -44,6 +44,19 @@ pub(crate) enum Input {
     },
 }
 
+/// What reading a PROXY protocol header found ([`Transport::proxy_header`]).
+#[derive(Debug)]
+pub(crate) enum ProxyRead {
+    /// Not all of it is here yet.
+    Need,
+    /// The header was taken off the socket: what it says of the source.
+    Done(crate::http::proxy::Source),
+    /// Not a header, or longer than the bound: the connection closes.
+    Bad(&'static str),
+    /// The peer closed, or the socket failed.
+    Closed,
+}
+
 pub(crate) struct Transport {
     fd: OwnedFd,
     /// The session in front of the socket, on a TLS listener.
@@ -139,6 +152,56 @@ impl Transport {
                 }
                 Err(_) => return Input::Closed,
             }
+        }
+    }
+
+    /// Reads the PROXY protocol header a connection on such a listener
+    /// begins with, before anything else reads the socket (the TLS
+    /// session's first-byte check, the HTTP/2 preface): looks at what has
+    /// arrived without taking it, and takes exactly the header's bytes once
+    /// all of it is there, leaving what follows to the protocol.
+    pub(crate) fn proxy_header(&mut self) -> ProxyRead {
+        use crate::http::proxy::{parse, Malformed, Parse, MAX_HEADER};
+        if self.drained {
+            return ProxyRead::Need;
+        }
+        let mut buf = [0u8; MAX_HEADER];
+        let n = loop {
+            match rustix::net::recv(&self.fd, &mut buf, rustix::net::RecvFlags::PEEK) {
+                Ok((0, _)) => return ProxyRead::Closed,
+                Ok((n, _)) => break n,
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => {
+                    self.drained = true;
+                    return ProxyRead::Need;
+                }
+                Err(_) => return ProxyRead::Closed,
+            }
+        };
+        match parse(&buf[..n]) {
+            Ok(Parse::Need) if n == MAX_HEADER => {
+                ProxyRead::Bad("the header is longer than the bound")
+            }
+            // A FIN after part of a header: the rest will never come.
+            Ok(Parse::Need) if self.peer_closed => ProxyRead::Closed,
+            Ok(Parse::Need) => {
+                // The bytes stay in the socket: the next arrival is reported.
+                self.drained = true;
+                ProxyRead::Need
+            }
+            Ok(Parse::Done { source, len }) => {
+                let mut taken = 0;
+                while taken < len {
+                    match rustix::io::read(&self.fd, &mut buf[taken..len]) {
+                        Ok(0) => return ProxyRead::Closed,
+                        Ok(got) => taken += got,
+                        Err(Errno::INTR) => continue,
+                        Err(_) => return ProxyRead::Closed,
+                    }
+                }
+                ProxyRead::Done(source)
+            }
+            Err(Malformed(why)) => ProxyRead::Bad(why),
         }
     }
 

@@ -2,9 +2,10 @@
 //! connections it accepted. Nothing is handed between workers.
 
 use super::clock::DateCache;
-use super::conn::{Conn, Expired, IoDone, Mailbox, Next, Turn};
+use super::conn::{Conn, Expired, IoDone, Mailbox, Next, Turn, Via};
 use super::listen::{watch_listener, Listener, LISTENERS};
 use super::shared::Shared;
+use crate::http::client::trusted;
 use crate::http::redirect::ToHttps;
 use crate::http::Peer;
 use crate::rt::Runtime;
@@ -293,6 +294,11 @@ impl Worker {
                     .and_then(|a| SocketAddr::try_from(a).ok())
                     .map_or(Peer::UNKNOWN, Peer::Tcp),
             };
+            // A PROXY header is believed only from a trusted proxy; anyone
+            // else is closed before a byte is read (`spec/site.md`).
+            if listener.proxy && !trusted(&self.rt.site.trusted_proxies, &peer) {
+                continue;
+            }
             let tls = match self.shared.tls.as_ref().filter(|_| listener.tls) {
                 Some(tls) => match tls.session() {
                     Ok(session) => Some(Box::new(session)),
@@ -330,7 +336,10 @@ impl Worker {
                 peer,
                 now,
                 &self.rt,
-                redirect,
+                Via {
+                    redirect,
+                    proxy_header: listener.proxy,
+                },
             ));
             self.live += 1;
             if registered.is_err() {

@@ -2,8 +2,10 @@
 //! machine the program runs on. Normative text: `spec/runtime-file.md`.
 
 mod glob;
+mod htpasswd;
 mod listen;
 mod parse;
+mod site;
 mod units;
 
 use std::fmt;
@@ -12,7 +14,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use glob::Glob;
+pub use htpasswd::Users;
 pub use listen::{HttpsRedirect, Listen, ListenAddr, UNIX_MODE};
+pub(crate) use site::{any_matches, canonical};
+pub use site::{
+    reserved_header, AuthRule, Cors, DenyRule, HeaderRule, Net, Origins, SecurityHeaders, Site,
+    TrustedProxies,
+};
 pub use units::{format_duration, format_size};
 
 /// `send-file`: how std may send a file body.
@@ -106,6 +114,9 @@ pub struct Runtime {
     /// `fallback`: a name under the served root answered with 200 for a GET
     /// or HEAD of a missing name (single-page apps).
     pub fallback: Option<String>,
+    /// A site's rules (`spec/site.md`): the keys `headers`,
+    /// `security-headers`, `cors`, `trusted-proxies`, `auth` and `deny`.
+    pub site: Site,
 }
 
 /// `cache-control`: the `Cache-Control` value for a file `http::dir_handler`
@@ -178,7 +189,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 24] = [
+pub const KEYS: [&str; 30] = [
     "listen",
     "workers",
     "io-threads",
@@ -203,6 +214,12 @@ pub const KEYS: [&str; 24] = [
     "cache-control",
     "not-found",
     "fallback",
+    "security-headers",
+    "trusted-proxies",
+    "cors",
+    "headers",
+    "auth",
+    "deny",
 ];
 
 impl Default for Runtime {
@@ -232,6 +249,7 @@ impl Default for Runtime {
             cache_control: CacheControl::default(),
             not_found: None,
             fallback: None,
+            site: Site::default(),
         }
     }
 }
@@ -376,6 +394,7 @@ impl Runtime {
         line("cache-control", cache_control);
         line("not-found", self.not_found.as_deref().map(string));
         line("fallback", self.fallback.as_deref().map(string));
+        out.push_str(&self.site.to_toml());
         out
     }
 }

@@ -6,10 +6,14 @@ mod config;
 pub(crate) mod stats;
 mod vehicle;
 
+pub(crate) use config::{any_matches, canonical};
+#[cfg(target_os = "linux")]
+pub(crate) use config::available_cores;
 pub use config::{
-    format_duration, format_size, AccessLogFormat, CacheControl, Coding, ConfigError, Finding,
-    Glob, HttpsRedirect, Listen, ListenAddr, LogTarget, Runtime, SendFile, KEYS, RUNTIME_ENV,
-    UNIX_MODE,
+    format_duration, format_size, reserved_header, AccessLogFormat, AuthRule, CacheControl, Coding,
+    ConfigError, Cors, DenyRule, Finding, Glob, HeaderRule, HttpsRedirect, Listen, ListenAddr,
+    LogTarget, Net, Origins, Runtime, SecurityHeaders, SendFile, Site, TrustedProxies, Users, KEYS,
+    RUNTIME_ENV, UNIX_MODE,
 };
 pub use stats::{H2Report, Report, TlsReport};
 pub(crate) use vehicle::Vehicle;

@@ -213,6 +213,17 @@ pub fn handle(
                 let opened = waiting.root().open(&target);
                 progress = waiting.opened(&HostFiles, &req, target, opened, &mut log);
             }
+            // The host has no runtime file, so no `[[auth]]` rule asks for
+            // a check; were one to, no credentials could be checked here.
+            Progress::Verify(check, waiting) => {
+                progress = waiting.verified(
+                    &HostFiles,
+                    &req,
+                    *check,
+                    crate::http::site::Verdict::Invalid,
+                    &mut log,
+                );
+            }
         }
     };
     to_host(decided)

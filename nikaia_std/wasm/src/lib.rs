@@ -16,8 +16,12 @@ mod exports {
     pub fn serve(root: &str, hidden: bool, list: bool) -> Result<(), JsError> {
         let dir =
             Root::dir(root).map_err(|e| JsError::new(&format!("cannot serve {root}: {e}")))?;
+        // GET (and HEAD), and OPTIONS, as the Linux command routes them.
+        let handler = std::sync::Arc::new(dir_handler(dir, hidden, list));
+        let options = handler.clone();
         Server::with_runtime(Runtime::default())
-            .route("/*path", dir_handler(dir, hidden, list))
+            .route("/*path", move |req| handler(req))
+            .method("OPTIONS", "/*path", move |req| options(req))
             .run()
             .map_err(|e| JsError::new(&e.to_string()))
     }

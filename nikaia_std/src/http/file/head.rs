@@ -3,7 +3,7 @@
 //! how its body travels.
 
 use super::resolve::{Ask, Source};
-use super::{Files, Pages, Phase, Plan, Prepared, Target};
+use super::{About, Files, Pages, Phase, Plan, Prepared, Target};
 use crate::fs::Identity;
 use crate::http::conditional::{preconditions, span, Precondition, Span, Validators};
 use crate::http::response::Response;
@@ -51,12 +51,29 @@ pub(super) fn status_only(resp: Response) -> Prepared {
         resp,
         length,
         plan: Plan::None,
+        about: None,
     }
 }
 
 /// Status, headers and body plan for a file (or sidecar) whose identity is
-/// `id`.
+/// `id`, and what the answer is about: that file (named as asked, for a
+/// sidecar), its bytes unless the answer is 412 or 416.
 pub(super) fn build(
+    ask: &Ask<'_, impl Files>,
+    target: &Target,
+    head: Head<'_>,
+    id: Identity,
+    source: Source,
+) -> Prepared {
+    let mut prepared = decide(ask, target, head, id, source);
+    prepared.about = Some(About {
+        name: target.name.clone(),
+        file_body: !matches!(prepared.resp.status, 412 | 416),
+    });
+    prepared
+}
+
+fn decide(
     ask: &Ask<'_, impl Files>,
     target: &Target,
     head: Head<'_>,
@@ -114,6 +131,7 @@ pub(super) fn build(
                 resp,
                 length: 0,
                 plan: Plan::None,
+                about: None,
             };
         }
         Precondition::Failed => return status_only(Response::status_page(412)),
@@ -157,7 +175,12 @@ fn plan(
             },
         }
     };
-    Prepared { resp, length, plan }
+    Prepared {
+        resp,
+        length,
+        plan,
+        about: None,
+    }
 }
 
 /// The type for a name's extension; `application/octet-stream` when unknown.

@@ -143,6 +143,15 @@ pub(crate) trait Files {
     fn runtime(&self) -> Option<&crate::rt::Runtime> {
         None
     }
+    /// Whether the connection is TLS (HSTS, auth on plain listeners).
+    fn tls(&self) -> bool {
+        false
+    }
+    /// Whether these credentials were verified a moment ago (the backend's
+    /// bounded table; `spec/site.md`).
+    fn verified(&self, _check: &crate::http::site::Check) -> bool {
+        false
+    }
 }
 
 /// A name to open under the file's root, and what it is for.
@@ -174,6 +183,15 @@ pub(crate) struct Prepared {
     /// The Content-Length (also for HEAD, which sends no body).
     pub length: u64,
     pub plan: Plan,
+    /// The file the answer is about, for the operator's rules.
+    pub about: Option<About>,
+}
+
+/// The file an answer is about (`spec/site.md`): its name under the root,
+/// and whether the body is its bytes (not a status page or a listing).
+pub(crate) struct About {
+    pub name: PathBuf,
+    pub file_body: bool,
 }
 
 pub(crate) enum Plan {

@@ -175,7 +175,12 @@ impl<F: Files> Ask<'_, F> {
             Err(fs::Error::WouldBlock) => Step::Open(target, Then::default()),
             Err(fs::Error::NotFound) if asked && file.listed_dir(name).is_some() => {
                 let dir = file.listed_dir(name).unwrap_or_default();
-                Step::Ready(status_only(listing(req, file, &dir)))
+                let mut prepared = status_only(listing(req, file, &dir));
+                prepared.about = Some(super::About {
+                    name: dir,
+                    file_body: false,
+                });
+                Step::Ready(prepared)
             }
             // Outside the root: the same 404 as a missing name, never the
             // fallback (a symlink out must not answer with the app).

@@ -17,14 +17,14 @@ const MAX_LOGGED_LINE: usize = 1024;
 pub(super) fn sent(
     out: &mut Vec<u8>,
     format: AccessLogFormat,
-    peer: &Peer,
     sent: &Sent,
     tls: bool,
     now: Instant,
 ) {
     let bytes = |r: &std::ops::Range<usize>| sent.head.get(r.clone()).unwrap_or_default();
     AccessEntry {
-        peer,
+        peer: &sent.client,
+        user: sent.user.as_deref(),
         request: RequestLine::Parsed {
             method: bytes(&sent.method),
             target: bytes(&sent.target),
@@ -50,6 +50,7 @@ pub(super) fn refused(turn: &mut Turn<'_>, peer: &Peer, rbuf: &[u8], reject: Rej
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     AccessEntry {
         peer,
+        user: None,
         request: RequestLine::Refused {
             line: &line[..line.len().min(MAX_LOGGED_LINE)],
             why: reject.why,

@@ -13,6 +13,7 @@ use crate::http::h1::head::write_head;
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
 use crate::http::request::Reject;
+use crate::http::site::{Check, Verdict};
 use crate::http::{Request, Response, Version};
 use crate::linux::out::Sent;
 use crate::linux::send::FileSend;
@@ -249,6 +250,7 @@ impl H1 {
         let started = Instant::now();
         let may_keep = head.keep_alive && !turn.stopping && !turn.rt.keepalive_timeout.is_zero();
         let mut req = head.request(head_bytes, body, link.peer.clone());
+        req.client = link.client.clone();
         let progress = answer::answer(
             &serving(turn, link),
             &turn.shared.router,
@@ -280,7 +282,53 @@ impl H1 {
                     started,
                 }));
             }
+            Progress::Verify(check, waiting) => match link.verify_off_loop(turn, check, 0) {
+                Ok(()) => {
+                    self.state = State::Opening(Box::new(Opening {
+                        req,
+                        waiting,
+                        started,
+                    }))
+                }
+                Err(check) => {
+                    let progress = waiting.verified(
+                        &serving(turn, link),
+                        &req,
+                        *check,
+                        Verdict::Busy,
+                        &mut log_error(turn, link),
+                    );
+                    self.go_on(link, turn, req, progress, started);
+                }
+            },
         }
+    }
+
+    /// The verifier threads checked the credentials an answer waits for.
+    pub(super) fn verified(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        check: Check,
+        verdict: Verdict,
+    ) {
+        let State::Opening(pending) = std::mem::replace(&mut self.state, State::Idle) else {
+            return;
+        };
+        let Opening {
+            req,
+            waiting,
+            started,
+        } = *pending;
+        let progress = waiting.verified(
+            &serving(turn, link),
+            &req,
+            check,
+            verdict,
+            &mut log_error(turn, link),
+        );
+        self.go_on(link, turn, req, progress, started);
+        self.next_begun();
     }
 
     /// The io pool opened the file an answer waits for.
@@ -324,6 +372,7 @@ impl H1 {
             length,
             payload,
             close,
+            user: decided_user,
         } = super::readable(link, turn, req, decided);
         let mut head = Vec::with_capacity(256);
         write_head(&mut head, &resp, length, turn.date, close, req.version);
@@ -353,6 +402,8 @@ impl H1 {
             bytes,
             vehicle,
             started,
+            client: req.client.clone(),
+            user: decided_user,
         });
         link.close_after |= close;
         // From here the client has send-timeout to take each part of it.
@@ -380,7 +431,7 @@ impl H1 {
         link.out.push(body);
         turn.shared.stats.status(reject.status);
         if turn.shared.logs.access.is_on() {
-            access::refused(turn, &link.peer, &self.rbuf, reject);
+            access::refused(turn, &link.client, &self.rbuf, reject);
         }
         self.state = State::Idle;
         self.rbuf.clear();

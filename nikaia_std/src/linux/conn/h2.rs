@@ -16,6 +16,7 @@ use crate::http::h2::conn::{Core, Event, Limits, Refused, Tally};
 use crate::http::h2::frame::{ErrorCode, HEADER_LEN};
 use crate::http::h2::hpack::Encoder;
 use crate::http::response::{each_field, Response};
+use crate::http::site::{Check, Verdict};
 use crate::http::Request;
 use crate::linux::out::{Flushed, Sent, COLD_READ};
 use crate::linux::send::{self, Residency};
@@ -249,6 +250,7 @@ impl H2 {
                 } => {
                     let started = Instant::now();
                     let mut req = Request::new(parsed.fields, parsed.text, body, link.peer.clone());
+                    req.client = link.client.clone();
                     let progress = answer::answer(
                         &serving(turn, link),
                         &turn.shared.router,
@@ -295,15 +297,63 @@ impl H2 {
             Progress::Ready(decided) => self.respond(link, turn, stream, &req, decided, started),
             Progress::Open(target, waiting) => {
                 link.open_on_pool(turn, target, waiting.root().clone(), stream);
-                self.bodies.push(Body {
-                    stream,
-                    source: Source::Opening(Box::new((req, waiting))),
-                    sent: None,
-                    progress: turn.now,
-                    then_reset: false,
-                });
+                self.wait_for_pool(turn, stream, req, waiting);
             }
+            Progress::Verify(check, waiting) => match link.verify_off_loop(turn, check, stream) {
+                Ok(()) => self.wait_for_pool(turn, stream, req, waiting),
+                Err(check) => {
+                    let progress = waiting.verified(
+                        &serving(turn, link),
+                        &req,
+                        *check,
+                        Verdict::Busy,
+                        &mut super::h1::log_error(turn, link),
+                    );
+                    self.go_on(link, turn, stream, req, progress, started);
+                }
+            },
         }
+    }
+
+    /// A stream's answer waits for the io pool or the verifier threads.
+    fn wait_for_pool(&mut self, turn: &Turn<'_>, stream: u32, req: Request, waiting: Waiting) {
+        self.bodies.push(Body {
+            stream,
+            source: Source::Opening(Box::new((req, waiting))),
+            sent: None,
+            progress: turn.now,
+            then_reset: false,
+        });
+    }
+
+    /// The verifier threads checked the credentials a stream's answer
+    /// waits for.
+    pub(super) fn verified(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        stream: u32,
+        check: Check,
+        verdict: Verdict,
+    ) {
+        let Some(i) = self.bodies.iter().position(|b| b.stream == stream) else {
+            return;
+        };
+        let body = self.bodies.swap_remove(i);
+        let Source::Opening(pending) = body.source else {
+            self.bodies.push(body);
+            return;
+        };
+        let (req, waiting) = *pending;
+        let progress = waiting.verified(
+            &serving(turn, link),
+            &req,
+            check,
+            verdict,
+            &mut super::h1::log_error(turn, link),
+        );
+        self.go_on(link, turn, stream, req, progress, Instant::now());
+        self.push_output(link);
     }
 
     /// The io pool opened the file a stream's answer waits for.
@@ -377,6 +427,7 @@ impl H2 {
             resp,
             length,
             payload,
+            user,
             ..
         } = super::readable(link, turn, req, decided);
         let sent = Sent {
@@ -395,6 +446,8 @@ impl H2 {
                 v => v,
             },
             started,
+            client: req.client.clone(),
+            user,
         };
         let source = match payload {
             Payload::None => None,
@@ -452,7 +505,7 @@ impl H2 {
         }
         turn.shared.stats.status(reject.status);
         if turn.shared.logs.access.is_on() {
-            access::refused(turn, &link.peer, b"", reject);
+            access::refused(turn, &link.client, b"", reject);
         }
         if !body.is_empty() {
             self.core.set_ready(stream, true);

@@ -13,11 +13,12 @@ mod h2;
 use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
 use super::shared::{Serving, Shared};
 use super::tls::Session;
-use super::transport::{Input, Transport};
+use super::transport::{Input, ProxyRead, Transport};
 use crate::fs::{self as nfs, Opened, Root};
 use crate::http::answer::{self, Answer, Payload};
 use crate::http::file::Target;
 use crate::http::redirect::ToHttps;
+use crate::http::site::{Check, Verdict};
 use crate::http::Peer;
 use crate::http::{Request, Response};
 use crate::linux::send::guarded_copy;
@@ -65,12 +66,22 @@ pub(crate) enum IoDone {
         stream: u32,
         result: Result<Vec<u8>, Errno>,
     },
+    /// The verifier threads checked a request's credentials.
+    Verified {
+        slot: usize,
+        conn: u64,
+        stream: u32,
+        check: Box<Check>,
+        verdict: Verdict,
+    },
 }
 
 impl IoDone {
     pub(crate) fn target(&self) -> (usize, u64) {
         match self {
-            IoDone::Opened { slot, conn, .. } | IoDone::Read { slot, conn, .. } => (*slot, *conn),
+            IoDone::Opened { slot, conn, .. }
+            | IoDone::Read { slot, conn, .. }
+            | IoDone::Verified { slot, conn, .. } => (*slot, *conn),
         }
     }
 }
@@ -111,6 +122,9 @@ pub(crate) struct Link {
     transport: Transport,
     out: Out,
     peer: Peer,
+    /// Who the connection is for: the peer, or the address a trusted
+    /// proxy's PROXY header gave (`spec/site.md`).
+    client: Peer,
     /// The listener it came on answers with a redirect to HTTPS.
     redirect: Option<ToHttps>,
     deadline: Instant,
@@ -118,6 +132,8 @@ pub(crate) struct Link {
     /// its last response written): the oldest idle one is closed first
     /// when the server is full.
     idle_since: Instant,
+    /// A PROXY protocol header must be read before anything else.
+    proxy_header: bool,
     /// Close once everything queued is written.
     close_after: bool,
     /// Close at once: a file body failed after its head went out.
@@ -125,6 +141,14 @@ pub(crate) struct Link {
     /// The last answer is out and the sending side closed; draining the
     /// client's input until EOF or the deadline.
     lingering: bool,
+}
+
+/// What the listener a connection came on decides for it.
+pub(crate) struct Via {
+    /// Its requests are sent to HTTPS (`spec/listeners.md`).
+    pub redirect: Option<ToHttps>,
+    /// It begins with a PROXY protocol header (`spec/site.md`).
+    pub proxy_header: bool,
 }
 
 pub(crate) struct Conn {
@@ -157,18 +181,24 @@ impl Conn {
         peer: Peer,
         now: Instant,
         rt: &Runtime,
-        redirect: Option<ToHttps>,
+        via: Via,
     ) -> Conn {
+        let Via {
+            redirect,
+            proxy_header,
+        } = via;
         Conn {
             link: Link {
                 id,
                 transport: Transport::new(fd, tls),
                 out: Out::default(),
+                client: peer.clone(),
                 peer,
                 redirect,
                 // The first request's head must arrive within header-timeout.
                 deadline: now + rt.header_timeout,
                 idle_since: now,
+                proxy_header,
                 close_after: false,
                 close_now: false,
                 lingering: false,
@@ -301,6 +331,18 @@ impl Conn {
                     self.link.close_now = true;
                 }
             }
+            (
+                Proto::H2(h),
+                IoDone::Verified {
+                    stream,
+                    check,
+                    verdict,
+                    ..
+                },
+            ) => h.verified(&mut self.link, turn, stream, *check, verdict),
+            (Proto::H1(h), IoDone::Verified { check, verdict, .. }) => {
+                h.verified(&mut self.link, turn, *check, verdict);
+            }
         }
     }
 }
@@ -424,13 +466,12 @@ impl Link {
         let log_on = turn.shared.logs.access.is_on();
         let format = turn.rt.access_log_format;
         let stats = &turn.shared.stats;
-        let peer = &self.peer;
         let tls = self.transport.encrypts();
         let done = |sent: Box<Sent>| {
             stats.record(sent.vehicle, sent.bytes, tls);
             stats.status(sent.status);
             if log_on {
-                access::sent(access, format, peer, &sent, tls, Instant::now());
+                access::sent(access, format, &sent, tls, Instant::now());
             }
         };
         let r = self
@@ -447,6 +488,25 @@ impl Link {
     /// `Err(Wait)` when there is nothing yet; `Err(Close)` at EOF, on an
     /// error, for a TLS client on a plain listener, or a failed session.
     fn read(&mut self, turn: &mut Turn<'_>, buf: &mut bytes::BytesMut) -> Result<Input, Next> {
+        if self.proxy_header {
+            match self.transport.proxy_header() {
+                ProxyRead::Done(source) => {
+                    self.proxy_header = false;
+                    if let crate::http::proxy::Source::Addr(addr) = source {
+                        self.client = Peer::Tcp(addr);
+                    }
+                }
+                ProxyRead::Need => return Err(Next::Wait),
+                ProxyRead::Closed => return Err(Next::Close),
+                ProxyRead::Bad(why) => {
+                    turn.shared.logs.error(format_args!(
+                        "{}: closed: no valid PROXY protocol header ({why})",
+                        self.peer
+                    ));
+                    return Err(Next::Close);
+                }
+            }
+        }
         let input = self.transport.read(buf);
         if let (Some(kind), Some(tls)) = (self.transport.established(), &turn.shared.tls) {
             let counter = match kind {
@@ -520,6 +580,30 @@ impl Link {
             });
         });
         self.deadline = turn.now + turn.rt.send_timeout;
+    }
+
+    /// Checks credentials on the verifier threads; the answer goes on in
+    /// [`Conn::io_done`]. `Err`: too many checks wait (the check comes
+    /// back, to be answered 503).
+    fn verify_off_loop(
+        &mut self,
+        turn: &mut Turn<'_>,
+        check: Box<Check>,
+        stream: u32,
+    ) -> Result<(), Box<Check>> {
+        let mailbox = turn.mailbox.clone();
+        let (slot, conn) = (turn.slot, self.id);
+        turn.shared.auth.submit(check, move |check, verdict| {
+            mailbox.post(IoDone::Verified {
+                slot,
+                conn,
+                stream,
+                check,
+                verdict,
+            });
+        })?;
+        self.deadline = turn.now + turn.rt.send_timeout;
+        Ok(())
     }
 
     fn log_send_error(&self, turn: &Turn<'_>, e: SendError) {

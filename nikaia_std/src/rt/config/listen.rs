@@ -46,6 +46,9 @@ pub struct Listen {
     /// `name`: the `LISTEN_FDNAMES` name that selects this entry under
     /// socket activation.
     pub name: Option<String>,
+    /// `proxy-protocol`: each connection begins with a PROXY protocol
+    /// header, taken only from a trusted proxy (`spec/site.md`).
+    pub proxy_protocol: bool,
 }
 
 /// The mode a Unix listener gets when its entry names none: its owner and
@@ -70,6 +73,7 @@ impl Listen {
             https_redirect: None,
             mode: UNIX_MODE,
             name: None,
+            proxy_protocol: false,
         }
     }
 
@@ -80,6 +84,7 @@ impl Listen {
             && self.https_redirect.is_none()
             && self.mode == UNIX_MODE
             && self.name.is_none()
+            && !self.proxy_protocol
     }
 
     /// The entry as the runtime file writes it.
@@ -103,6 +108,9 @@ impl Listen {
         }
         if let Some(name) = &self.name {
             fields.push(format!("name = {}", string(name)));
+        }
+        if self.proxy_protocol {
+            fields.push("proxy-protocol = true".into());
         }
         format!("{{ {} }}", fields.join(", "))
     }

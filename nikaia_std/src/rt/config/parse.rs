@@ -8,6 +8,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 mod listen;
+mod site;
 
 use super::units::{format_duration, format_size, parse_duration, parse_size};
 use super::units::{DURATION_FORMS, SIZE_FORMS};
@@ -152,10 +153,27 @@ impl Checker<'_> {
                 "cache-control" => put(&mut rt.cache_control, self.cache_control(name, value)),
                 "not-found" => rt.not_found = self.served_name(name, value),
                 "fallback" => rt.fallback = self.served_name(name, value),
+                "headers" => put(&mut rt.site.headers, self.header_rules(name, value)),
+                "security-headers" => {
+                    put(
+                        &mut rt.site.security_headers,
+                        self.security_headers(name, value),
+                    );
+                }
+                "cors" => rt.site.cors = self.cors(name, value),
+                "trusted-proxies" => {
+                    put(
+                        &mut rt.site.trusted_proxies,
+                        self.trusted_proxies(name, value),
+                    );
+                }
+                "auth" => put(&mut rt.site.auth, self.auth_rules(name, value)),
+                "deny" => put(&mut rt.site.deny, self.deny_rules(name, value)),
                 _ => self.unknown_key(key),
             }
         }
         self.tls_pair(&entries);
+        self.proxy_protocol_trust(&entries, &rt);
         rt
     }
 
@@ -186,6 +204,24 @@ impl Checker<'_> {
                 "given without `tls-cert`; give both `tls-cert` and `tls-key`, or neither".into(),
             ),
             _ => {}
+        }
+    }
+
+    /// A listener with `proxy-protocol` needs someone to trust.
+    fn proxy_protocol_trust(
+        &mut self,
+        entries: &[(&Spanned<std::borrow::Cow<'_, str>>, &Value<'_>)],
+        rt: &Runtime,
+    ) {
+        let wants = rt.listen.iter().any(|l| l.proxy_protocol);
+        if !wants || !rt.site.trusted_proxies.is_empty() {
+            return;
+        }
+        if let Some((_, value)) = entries.iter().find(|(k, _)| *k.get_ref() == "listen") {
+            let message = "`proxy-protocol` takes the header only from a trusted proxy, and \
+                           `trusted-proxies` is empty; list the proxies' addresses there"
+                .to_string();
+            self.bad::<()>("listen", value, message);
         }
     }
 

@@ -7,7 +7,7 @@ use toml::de::DeValue;
 
 const WANT: &str = "an address such as \"127.0.0.1:8080\", \"[::1]:8080\" or \
                     \"unix:/run/site.sock\", a table with `address`, or an array of them";
-const ENTRY_KEYS: &str = "`address`, `tls`, `https-redirect`, `mode` and `name`";
+const ENTRY_KEYS: &str = "`address`, `tls`, `https-redirect`, `mode`, `name` and `proxy-protocol`";
 
 impl Checker<'_> {
     /// `pair`: the file sets `tls-cert` and `tls-key` (entries without
@@ -127,6 +127,13 @@ impl Checker<'_> {
                         self.bad::<()>(key, value, message);
                         false
                     }
+                },
+                "proxy-protocol" => match self.boolean(key, value) {
+                    Some(on) => {
+                        entry.proxy_protocol = on;
+                        true
+                    }
+                    None => false,
                 },
                 "mode" => {
                     mode_at = Some(*value);

@@ -1,0 +1,115 @@
+//! The headers the operator's rules put on a directory handler's answer
+//! (`spec/site.md`): the security preset, then the header rules in file
+//! order, then CORS.
+
+use super::Grant;
+use crate::http::request::Request;
+use crate::http::response::Response;
+use crate::rt::{any_matches, Runtime};
+use bytes::Bytes;
+use std::borrow::Cow;
+
+/// What an answer is about, for its rules.
+pub(crate) struct Subject<'a> {
+    /// The request's name under the served directory (normalised).
+    pub name: &'a str,
+    /// The name of the file the answer is about (its bytes, or its 304,
+    /// 412, 416), when there is one.
+    pub sent: Option<&'a str>,
+    /// The body is that file's bytes (not a status page or a listing).
+    pub file_body: bool,
+    /// The connection is TLS.
+    pub tls: bool,
+}
+
+/// Puts the site's headers on `resp`.
+pub(crate) fn dress(
+    rt: &Runtime,
+    req: &Request,
+    grant: &Grant,
+    at: &Subject<'_>,
+    resp: &mut Response,
+) {
+    let site = &rt.site;
+    if let Some(preset) = &site.security_headers {
+        set(resp, "X-Content-Type-Options", "nosniff");
+        set(resp, "Referrer-Policy", "strict-origin-when-cross-origin");
+        if at.tls {
+            let mut hsts = format!("max-age={}", preset.hsts_max_age.as_secs());
+            if preset.hsts_subdomains {
+                hsts.push_str("; includeSubDomains");
+            }
+            set(resp, "Strict-Transport-Security", &hsts);
+        }
+    }
+    if grant.user.is_some() {
+        // A protected answer is the user's: no shared cache keeps it.
+        set(resp, "Cache-Control", "private");
+    }
+    let name = at
+        .sent
+        .unwrap_or(at.name.strip_suffix('/').unwrap_or(at.name));
+    let error = resp.status >= 400;
+    for rule in &site.headers {
+        if (error && !rule.always) || !any_matches(&rule.patterns, name) {
+            continue;
+        }
+        let representation = |n: &str| {
+            n.eq_ignore_ascii_case("content-type") || n.eq_ignore_ascii_case("content-disposition")
+        };
+        for (n, v) in &rule.set {
+            if at.file_body || !representation(n) {
+                set(resp, n, v);
+            }
+        }
+        for (n, v) in &rule.add {
+            if at.file_body || !representation(n) {
+                resp.headers
+                    .push((Cow::Owned(n.clone()), Bytes::copy_from_slice(v.as_bytes())));
+            }
+        }
+        for n in &rule.remove {
+            resp.headers.retain(|(h, _)| !h.eq_ignore_ascii_case(n));
+            if n.eq_ignore_ascii_case("content-type") {
+                resp.default_type = None;
+            }
+        }
+    }
+    if let Some(cors) = &site.cors {
+        super::cors::dress(cors, req, resp);
+    }
+}
+
+/// Replaces every header `name` with one of `value`.
+fn set(resp: &mut Response, name: &str, value: &str) {
+    resp.headers.retain(|(h, _)| !h.eq_ignore_ascii_case(name));
+    resp.headers.push((
+        Cow::Owned(name.to_owned()),
+        Bytes::copy_from_slice(value.as_bytes()),
+    ));
+}
+
+/// Adds `token` to the answer's `Vary`.
+pub(super) fn vary(resp: &mut Response, token: &str) {
+    match resp
+        .headers
+        .iter_mut()
+        .find(|(h, _)| h.eq_ignore_ascii_case("vary"))
+    {
+        Some((_, value)) => {
+            let has = value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()));
+            if !has {
+                let mut joined = value.to_vec();
+                joined.extend_from_slice(b", ");
+                joined.extend_from_slice(token.as_bytes());
+                *value = Bytes::from(joined);
+            }
+        }
+        None => resp.headers.push((
+            Cow::Borrowed("Vary"),
+            Bytes::copy_from_slice(token.as_bytes()),
+        )),
+    }
+}
