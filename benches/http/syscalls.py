@@ -56,6 +56,11 @@ def start(binary, root, work, tls, prefix=(), wait=10):
         f.write(f'listen = "127.0.0.1:{port}"\nworkers = 1\naccess-log = "off"\n')
         if tls:
             f.write(f'tls-cert = "{tls["cert"]}"\ntls-key = "{tls["key"]}"\n')
+        # Keys added for a measurement (a site's rules, say): the text of
+        # the file BENCH_RUNTIME_EXTRA names.
+        if os.environ.get("BENCH_RUNTIME_EXTRA"):
+            with open(os.environ["BENCH_RUNTIME_EXTRA"]) as extra:
+                f.write(extra.read())
     proc = subprocess.Popen([*prefix, binary, "serve", root, "--runtime", rt],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(int(wait / 0.05)):

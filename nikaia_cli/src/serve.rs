@@ -58,6 +58,7 @@ pub fn run(args: ServeArgs) -> u8 {
         }
     };
     adjust(&mut rt);
+    warn_of_served_secrets(&rt, &dir);
     let root = match Root::dir(&dir) {
         Ok(root) => root,
         Err(e) => {
@@ -122,4 +123,32 @@ fn parse_listen(values: &[String]) -> Result<Vec<Listen>, String> {
             }),
         })
         .collect()
+}
+
+/// Warns when a password file an `[[auth]]` rule reads is itself under the
+/// served directory and no `[[deny]]` rule covers it: anyone could fetch the
+/// hashes and guess at them offline (`spec/site.md`).
+fn warn_of_served_secrets(rt: &Runtime, dir: &std::path::Path) {
+    let Ok(served) = std::fs::canonicalize(dir) else {
+        return;
+    };
+    for rule in &rt.site.auth {
+        let Ok(file) = std::fs::canonicalize(&rule.htpasswd) else {
+            continue;
+        };
+        let Ok(name) = file.strip_prefix(&served) else {
+            continue;
+        };
+        let name = name.to_string_lossy();
+        let hidden = name.split('/').any(|c| c.starts_with('.'));
+        let denied = (rt.site.deny.iter()).any(|d| d.patterns.iter().any(|p| p.matches(&name)));
+        if !hidden && !denied {
+            eprintln!(
+                "nikaia serve: warning: the htpasswd file {} is served as /{name}; \
+                 move it out of {} or add a [[deny]] rule for it",
+                rule.htpasswd.display(),
+                dir.display()
+            );
+        }
+    }
 }

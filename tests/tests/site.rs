@@ -42,6 +42,7 @@ fn site() -> Site {
     std::thread::sleep(Duration::from_millis(5));
     write(&root.join("page.css.gz"), b"pretend gzip bytes");
     write(&root.join("docs/report.pdf"), b"%PDF-1.7 pretend");
+    write(&root.join("docs/old.bak"), b"old");
     write(&root.join("404.html"), b"<h1>not here</h1>");
     write(&root.join("staging/index.html"), b"<h1>staging</h1>");
     write(&root.join("staging/secret.txt"), b"the secret");
@@ -400,6 +401,24 @@ fn a_preflight_is_204_with_the_cors_headers_and_no_file() {
     assert_eq!(
         (who.status, who.header("allow")),
         (204, Some("GET, HEAD, OPTIONS"))
+    );
+}
+
+#[test]
+fn any_origin_is_on_every_answer_and_listings_leave_denied_names_out() {
+    let s = site();
+    let text = "[cors]\norigins = \"*\"\n[[deny]]\nmatch = \"*.bak\"\n";
+    let handler = dir_handler(Root::dir(&s.root).unwrap(), false, true);
+    let running = start(Server::with_runtime(runtime(&s, text, None)).route("/*path", handler));
+    // Without an Origin too: a cache may keep this answer for every page.
+    let plain = curl(&url(&running, "/a.txt"), &[]);
+    assert_eq!(plain.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(plain.header("vary"), Some("Accept-Encoding"));
+    let listing = curl(&url(&running, "/docs/"), &[]);
+    let page = String::from_utf8_lossy(&listing.body);
+    assert!(
+        page.contains("report.pdf") && !page.contains("old.bak"),
+        "{page}"
     );
 }
 

@@ -96,9 +96,15 @@ pub(crate) struct Waiting {
 /// handler's rules are then the defaults (none).
 static DEFAULTS: LazyLock<Runtime> = LazyLock::new(Runtime::default);
 
-/// The runtime whose rules apply to `file`, if any do.
+/// The runtime whose site rules apply to `file`, if any do.
 fn rules<'f>(files: &'f impl Files, file: &File) -> Option<&'f Runtime> {
     (file.pages != Pages::Off).then(|| files.runtime().unwrap_or(&DEFAULTS))
+}
+
+/// The same, only when the runtime sets a rule (nothing to dress
+/// otherwise).
+fn set_rules<'f>(files: &'f impl Files, file: &File) -> Option<&'f Runtime> {
+    rules(files, file).filter(|rt| !rt.site.is_empty())
 }
 
 /// Runs the pipeline for `req`. `redirect`: the listener it came on sends
@@ -268,12 +274,12 @@ fn ready(
         about,
     } = prepared;
     note(log, req, &resp);
-    let Some(rt) = rules(files, file) else {
+    let Some(rt) = set_rules(files, file) else {
         return Progress::Ready(finish(req, resp, length, plan, close));
     };
     let sent = about.as_ref().map(|a| a.name.to_string_lossy());
     let sent = sent.as_deref().map(|s| if s == "." { "" } else { s });
-    if sent.is_some_and(|s| !site::may_send(rt, grant, s)) {
+    if sent.is_some_and(|s| !site::may_send(rt, grant, [s])) {
         return Progress::Ready(site_page(
             files,
             req,
@@ -306,7 +312,7 @@ fn site_page(
     mut resp: Response,
     close: bool,
 ) -> Answer {
-    if let Some(rt) = rules(files, file) {
+    if let Some(rt) = set_rules(files, file) {
         let name = file.name.to_string_lossy();
         let subject = Subject {
             name: &name,

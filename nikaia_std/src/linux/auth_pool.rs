@@ -5,8 +5,9 @@
 
 use super::pool::IoPool;
 use super::verify::{verify, Verified};
-use crate::http::site::{Check, Verdict};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::http::site::{Check, Verdict, PER_CLIENT};
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,8 +19,38 @@ const KEPT_FOR: Duration = Duration::from_secs(300);
 
 pub(crate) struct AuthPool {
     threads: IoPool,
-    waiting: Arc<AtomicUsize>,
+    waiting: Arc<Mutex<Waiting>>,
     verified: Arc<Mutex<Verified>>,
+}
+
+/// The checks waiting or running, in all and by client.
+#[derive(Default)]
+struct Waiting {
+    all: usize,
+    by_client: HashMap<Option<IpAddr>, usize>,
+}
+
+impl Waiting {
+    /// Takes a place for a check of `client`, if one is free.
+    fn enter(&mut self, client: Option<IpAddr>) -> bool {
+        let mine = self.by_client.get(&client).copied().unwrap_or(0);
+        if self.all >= MAX_WAITING || mine >= PER_CLIENT {
+            return false;
+        }
+        *self.by_client.entry(client).or_default() += 1;
+        self.all += 1;
+        true
+    }
+
+    fn leave(&mut self, client: Option<IpAddr>) {
+        self.all -= 1;
+        if let Some(mine) = self.by_client.get_mut(&client) {
+            *mine -= 1;
+            if *mine == 0 {
+                self.by_client.remove(&client);
+            }
+        }
+    }
 }
 
 impl AuthPool {
@@ -36,20 +67,21 @@ impl AuthPool {
 
     /// Whether `check`'s credentials were verified a moment ago.
     pub(crate) fn known(&self, check: &Check) -> bool {
-        let mut table = self.verified.lock().unwrap_or_else(|e| e.into_inner());
-        let key = table.key(&check.user, &check.password);
+        let mut table = lock(&self.verified);
+        let key = table.key(check.generation, &check.user, &check.password);
         table.contains(&key, check.generation, Instant::now())
     }
 
     /// Runs `check` on a verifier thread, then `done` there with the
-    /// verdict. `Err`: too many checks wait already (the check comes back).
+    /// verdict. `Err`: too many checks wait already, in all or from this
+    /// client (the check comes back).
     pub(crate) fn submit(
         &self,
         check: Box<Check>,
         done: impl FnOnce(Box<Check>, Verdict) + Send + 'static,
     ) -> Result<(), Box<Check>> {
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        let client = check.client;
+        if !lock(&self.waiting).enter(client) {
             return Err(check);
         }
         let waiting = self.waiting.clone();
@@ -57,11 +89,11 @@ impl AuthPool {
         self.threads.submit(move || {
             let valid = verify(&check.users, &check.user, &check.password);
             if valid {
-                let mut table = verified.lock().unwrap_or_else(|e| e.into_inner());
-                let key = table.key(&check.user, &check.password);
+                let mut table = lock(&verified);
+                let key = table.key(check.generation, &check.user, &check.password);
                 table.insert(key, check.generation, Instant::now());
             }
-            waiting.fetch_sub(1, Ordering::AcqRel);
+            lock(&waiting).leave(client);
             let verdict = if valid {
                 Verdict::Valid
             } else {
@@ -75,5 +107,39 @@ impl AuthPool {
     /// Finishes the checks queued, then stops the threads.
     pub(crate) fn close(&self) {
         self.threads.close();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_has_its_share_and_everyone_the_bound() {
+        let mut w = Waiting::default();
+        let one = Some(IpAddr::from([192, 0, 2, 1]));
+        for _ in 0..PER_CLIENT {
+            assert!(w.enter(one));
+        }
+        assert!(!w.enter(one), "past its share");
+        let mut others = 0;
+        for i in 0..=255u8 {
+            if w.enter(Some(IpAddr::from([198, 51, 100, i]))) {
+                others += 1;
+            }
+        }
+        assert_eq!(others, MAX_WAITING - PER_CLIENT, "past the bound");
+        w.leave(one);
+        assert!(w.enter(one), "a place freed");
+        assert_eq!(w.all, MAX_WAITING);
+        assert_eq!(
+            w.by_client.len(),
+            1 + MAX_WAITING - PER_CLIENT,
+            "no empty entries"
+        );
     }
 }

@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use aws_lc_rs::hmac;
-use aws_lc_rs::rand::SystemRandom;
 
 use crate::rt::Users;
 
@@ -81,12 +80,17 @@ struct Entry {
 
 impl Verified {
     /// An empty table of at most `capacity` entries (0: it holds none), each
-    /// counting for `ttl`. Its HMAC key comes from the system's random
-    /// generator; a machine that cannot give one cannot serve TLS either,
-    /// so that failure panics.
+    /// counting for `ttl`. Its HMAC key comes from the kernel's random
+    /// generator (`/dev/urandom`); a machine that cannot give one cannot
+    /// serve TLS either, so that failure panics.
     pub(crate) fn new(capacity: usize, ttl: Duration) -> Verified {
-        let hmac = hmac::Key::generate(hmac::HMAC_SHA256, &SystemRandom::new())
+        // From the kernel's generator: aws-lc's own would first seed itself
+        // from CPU jitter, some 0.4 G instructions at every start.
+        let mut secret = [0u8; 32];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut secret))
             .expect("the system's random generator gives an HMAC key");
+        let hmac = hmac::Key::new(hmac::HMAC_SHA256, &secret);
         Verified {
             hmac,
             capacity,
@@ -97,11 +101,14 @@ impl Verified {
         }
     }
 
-    /// The table's key for `user` and `password`: HMAC-SHA256 over the user,
-    /// a NUL and the password. Unambiguous for every user `credentials`
-    /// gives (none holds a NUL).
-    pub(crate) fn key(&self, user: &str, password: &[u8]) -> [u8; 32] {
+    /// The table's key for `user` and `password` checked against the users
+    /// of `generation`: HMAC-SHA256 over the generation, the user, a NUL and
+    /// the password. Unambiguous for every user `credentials` gives (none
+    /// holds a NUL); two rules with different files keep their entries
+    /// apart.
+    pub(crate) fn key(&self, generation: u64, user: &str, password: &[u8]) -> [u8; 32] {
         let mut context = hmac::Context::with_key(&self.hmac);
+        context.update(&generation.to_le_bytes());
         context.update(user.as_bytes());
         context.update(&[0]);
         context.update(password);
@@ -111,8 +118,9 @@ impl Verified {
     }
 
     /// Whether `key` was verified for the users table `generation` within
-    /// `ttl` of `now`. A reload gives a new generation: entries of an older
-    /// one do not count, and are dropped with expired ones.
+    /// `ttl` of `now`. Another users file (or the same one changed) is
+    /// another generation: entries of another do not count, and are dropped
+    /// with expired ones.
     pub(crate) fn contains(&mut self, key: &[u8; 32], generation: u64, now: Instant) -> bool {
         let Some(entry) = self.entries.get(key) else {
             return false;
@@ -121,7 +129,7 @@ impl Verified {
         if fresh && entry.generation == generation {
             return true;
         }
-        if !fresh || entry.generation < generation {
+        if !fresh || entry.generation != generation {
             let number = entry.number;
             self.entries.remove(key);
             self.order.remove(&number);
@@ -261,15 +269,17 @@ mod tests {
     #[test]
     fn keys() {
         let table = Verified::new(4, Duration::from_secs(60));
-        let key = table.key("alice", b"correct horse");
-        assert_eq!(key, table.key("alice", b"correct horse"));
-        assert_ne!(key, table.key("alice", b"correct horsE"));
-        assert_ne!(key, table.key("alicE", b"correct horse"));
-        assert_ne!(table.key("ab", b"c"), table.key("a", b"bc"));
-        assert_ne!(table.key("a", b""), table.key("a", b"\0"));
+        let key = table.key(1, "alice", b"correct horse");
+        assert_eq!(key, table.key(1, "alice", b"correct horse"));
+        assert_ne!(key, table.key(1, "alice", b"correct horsE"));
+        assert_ne!(key, table.key(1, "alicE", b"correct horse"));
+        assert_ne!(table.key(1, "ab", b"c"), table.key(1, "a", b"bc"));
+        assert_ne!(table.key(1, "a", b""), table.key(1, "a", b"\0"));
+        // Another users file is another key.
+        assert_ne!(key, table.key(2, "alice", b"correct horse"));
         // Another table draws another key.
         let other = Verified::new(4, Duration::from_secs(60));
-        assert_ne!(key, other.key("alice", b"correct horse"));
+        assert_ne!(key, other.key(1, "alice", b"correct horse"));
     }
 
     #[test]

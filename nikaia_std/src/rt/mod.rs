@@ -6,9 +6,9 @@ mod config;
 pub(crate) mod stats;
 mod vehicle;
 
-pub(crate) use config::{any_matches, canonical};
 #[cfg(target_os = "linux")]
 pub(crate) use config::available_cores;
+pub(crate) use config::{any_matches, canonical};
 pub use config::{
     format_duration, format_size, reserved_header, AccessLogFormat, AuthRule, CacheControl, Coding,
     ConfigError, Cors, DenyRule, Finding, Glob, HeaderRule, HttpsRedirect, Listen, ListenAddr,

@@ -56,8 +56,9 @@ pub(super) fn status_only(resp: Response) -> Prepared {
 }
 
 /// Status, headers and body plan for a file (or sidecar) whose identity is
-/// `id`, and what the answer is about: that file (named as asked, for a
-/// sidecar), its bytes unless the answer is 412 or 416.
+/// `id`, and, where the site's rules will read it, what the answer is
+/// about: that file (named as asked, for a sidecar), its bytes unless the
+/// answer is 412 or 416.
 pub(super) fn build(
     ask: &Ask<'_, impl Files>,
     target: &Target,
@@ -66,10 +67,15 @@ pub(super) fn build(
     source: Source,
 ) -> Prepared {
     let mut prepared = decide(ask, target, head, id, source);
-    prepared.about = Some(About {
-        name: target.name.clone(),
-        file_body: !matches!(prepared.resp.status, 412 | 416),
-    });
+    // Only the site's rules read it (`http::site`).
+    let rules =
+        ask.file.pages != Pages::Off && ask.files.runtime().is_some_and(|rt| !rt.site.is_empty());
+    if rules {
+        prepared.about = Some(About {
+            name: target.name.clone(),
+            file_body: !matches!(prepared.resp.status, 412 | 416),
+        });
+    }
     prepared
 }
 

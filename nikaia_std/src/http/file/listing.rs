@@ -12,7 +12,14 @@ use std::path::Path;
 /// An HTML page listing the directory `dir` under the file's root. Names are
 /// escaped for HTML and percent-encoded in links; the listing reads the
 /// directory on the worker (a rare request, and the one exception to D9).
-pub(super) fn listing(req: &Request, file: &File, dir: &Path) -> Response {
+/// A name a `[[deny]]` rule of `rt` matches is left out, so the listing
+/// does not tell it exists (`spec/site.md`).
+pub(super) fn listing(
+    req: &Request,
+    file: &File,
+    dir: &Path,
+    rt: Option<&crate::rt::Runtime>,
+) -> Response {
     let entries = match file.root.list(dir) {
         Ok(e) => e,
         Err(fs::Error::Io(e)) => {
@@ -29,6 +36,20 @@ pub(super) fn listing(req: &Request, file: &File, dir: &Path) -> Response {
         let name = e.name.to_string_lossy();
         if name.starts_with('.') && !show_hidden {
             continue;
+        }
+        if let Some(rt) = rt.filter(|rt| !rt.site.deny.is_empty()) {
+            let full = match dir.to_string_lossy() {
+                d if d == "." || d.is_empty() => name.to_string(),
+                d => format!("{}/{name}", d.trim_end_matches('/')),
+            };
+            if rt
+                .site
+                .deny
+                .iter()
+                .any(|r| crate::rt::any_matches(&r.patterns, &full))
+            {
+                continue;
+            }
         }
         let slash = if e.is_dir { "/" } else { "" };
         page.push_str(&format!(

@@ -175,7 +175,8 @@ impl<F: Files> Ask<'_, F> {
             Err(fs::Error::WouldBlock) => Step::Open(target, Then::default()),
             Err(fs::Error::NotFound) if asked && file.listed_dir(name).is_some() => {
                 let dir = file.listed_dir(name).unwrap_or_default();
-                let mut prepared = status_only(listing(req, file, &dir));
+                let rt = self.files.runtime().filter(|_| file.pages != Pages::Off);
+                let mut prepared = status_only(listing(req, file, &dir, rt));
                 prepared.about = Some(super::About {
                     name: dir,
                     file_body: false,

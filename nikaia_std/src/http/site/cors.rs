@@ -70,8 +70,9 @@ fn allow_origin(cors: &Cors, origin: &str, resp: &mut Response) {
 }
 
 /// The CORS headers of an answer (a preflight has its own already):
-/// `Vary: Origin` under a list of origins, whatever the origin; for an
-/// allowed origin, the allow and expose headers.
+/// `Vary: Origin` under a list of origins, whatever the origin, and the
+/// allow and expose headers for an allowed one; with `*`, those on every
+/// answer.
 pub(super) fn dress(cors: &Cors, req: &Request, resp: &mut Response) {
     if matches!(cors.origins, Origins::List(_)) {
         super::dress::vary(resp, "Origin");
@@ -79,8 +80,15 @@ pub(super) fn dress(cors: &Cors, req: &Request, resp: &mut Response) {
     if is_preflight(req) {
         return;
     }
-    let Some(origin) = allowed(cors, req) else {
-        return;
+    // `*` goes on every answer, asked for or not: were it only on answers
+    // to a request with `Origin`, a shared cache could keep one without it
+    // and hand that to every page (and `*` never goes with credentials).
+    let origin = match &cors.origins {
+        Origins::Any => "*",
+        Origins::List(_) => match allowed(cors, req) {
+            Some(origin) => origin,
+            None => return,
+        },
     };
     allow_origin(cors, origin, resp);
     if !cors.expose.is_empty() {

@@ -32,19 +32,24 @@ pub(crate) fn dress(
 ) {
     let site = &rt.site;
     if let Some(preset) = &site.security_headers {
-        set(resp, "X-Content-Type-Options", "nosniff");
-        set(resp, "Referrer-Policy", "strict-origin-when-cross-origin");
+        set(
+            resp,
+            "X-Content-Type-Options",
+            Bytes::from_static(b"nosniff"),
+        );
+        let policy = Bytes::from_static(b"strict-origin-when-cross-origin");
+        set(resp, "Referrer-Policy", policy);
         if at.tls {
             let mut hsts = format!("max-age={}", preset.hsts_max_age.as_secs());
             if preset.hsts_subdomains {
                 hsts.push_str("; includeSubDomains");
             }
-            set(resp, "Strict-Transport-Security", &hsts);
+            set(resp, "Strict-Transport-Security", Bytes::from(hsts));
         }
     }
     if grant.user.is_some() {
         // A protected answer is the user's: no shared cache keeps it.
-        set(resp, "Cache-Control", "private");
+        set(resp, "Cache-Control", Bytes::from_static(b"private"));
     }
     let name = at
         .sent
@@ -57,18 +62,21 @@ pub(crate) fn dress(
         let representation = |n: &str| {
             n.eq_ignore_ascii_case("content-type") || n.eq_ignore_ascii_case("content-disposition")
         };
-        for (n, v) in &rule.set {
+        for &(n, ref v) in &rule.set {
             if at.file_body || !representation(n) {
-                set(resp, n, v);
+                set(resp, n, v.clone());
             }
         }
-        for (n, v) in &rule.add {
+        for &(n, ref v) in &rule.add {
             if at.file_body || !representation(n) {
-                resp.headers
-                    .push((Cow::Owned(n.clone()), Bytes::copy_from_slice(v.as_bytes())));
+                resp.headers.push((Cow::Borrowed(n), v.clone()));
             }
         }
-        for n in &rule.remove {
+        for n in rule
+            .remove
+            .iter()
+            .filter(|n| at.file_body || !representation(n))
+        {
             resp.headers.retain(|(h, _)| !h.eq_ignore_ascii_case(n));
             if n.eq_ignore_ascii_case("content-type") {
                 resp.default_type = None;
@@ -81,16 +89,13 @@ pub(crate) fn dress(
 }
 
 /// Replaces every header `name` with one of `value`.
-fn set(resp: &mut Response, name: &str, value: &str) {
+fn set(resp: &mut Response, name: &'static str, value: Bytes) {
     resp.headers.retain(|(h, _)| !h.eq_ignore_ascii_case(name));
-    resp.headers.push((
-        Cow::Owned(name.to_owned()),
-        Bytes::copy_from_slice(value.as_bytes()),
-    ));
+    resp.headers.push((Cow::Borrowed(name), value));
 }
 
 /// Adds `token` to the answer's `Vary`.
-pub(super) fn vary(resp: &mut Response, token: &str) {
+pub(super) fn vary(resp: &mut Response, token: &'static str) {
     match resp
         .headers
         .iter_mut()
@@ -107,9 +112,8 @@ pub(super) fn vary(resp: &mut Response, token: &str) {
                 *value = Bytes::from(joined);
             }
         }
-        None => resp.headers.push((
-            Cow::Borrowed("Vary"),
-            Bytes::copy_from_slice(token.as_bytes()),
-        )),
+        None => resp
+            .headers
+            .push((Cow::Borrowed("Vary"), Bytes::from_static(token.as_bytes()))),
     }
 }

@@ -12,7 +12,7 @@ pub(crate) mod path;
 
 use super::request::Request;
 use super::response::Response;
-use crate::rt::{any_matches, AuthRule, Runtime, Users};
+use crate::rt::{any_matches, Runtime, Users};
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -35,8 +35,11 @@ pub(crate) enum Gate {
 pub(crate) struct Grant {
     /// The user whose credentials were verified (for the access log).
     pub user: Option<String>,
-    /// The `[[auth]]` rule they were verified for.
-    pub rule: Option<usize>,
+    /// The users they were verified against (`AuthRule::generation`: the
+    /// htpasswd file's path and contents). Compared with the rule that
+    /// protects the file sent, under whichever runtime is current then, so
+    /// a reload while the check ran cannot let other credentials through.
+    pub users: Option<u64>,
 }
 
 /// Credentials to verify against one rule's users: bcrypt, off the loop.
@@ -45,9 +48,13 @@ pub(crate) struct Check {
     pub generation: u64,
     pub user: String,
     pub password: Vec<u8>,
-    rule: usize,
+    /// Who asked: at most [`PER_CLIENT`] of a client's checks wait at once.
+    pub client: Option<std::net::IpAddr>,
     realm: String,
 }
+
+/// Checks one client may have waiting at once; past it, 503 (`spec/site.md`).
+pub(crate) const PER_CLIENT: usize = 8;
 
 /// What checking credentials found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +71,7 @@ impl Check {
         match verdict {
             Verdict::Valid => Ok(Grant {
                 user: Some(self.user),
-                rule: Some(self.rule),
+                users: Some(self.generation),
             }),
             Verdict::Invalid => Err(unauthorized(&self.realm)),
             Verdict::Busy => {
@@ -93,7 +100,7 @@ pub(crate) fn gate(
     if site.deny.is_empty() && site.auth.is_empty() && req.method() != "OPTIONS" {
         return Gate::Pass(Grant::default());
     }
-    let names = path::candidates(name, index);
+    let names = path::Candidates::of(name, index);
     let matches = |patterns: &[crate::rt::Glob]| names.iter().any(|n| any_matches(patterns, n));
     if let Some(rule) = site.deny.iter().find(|r| matches(&r.patterns)) {
         return match rule.status {
@@ -107,12 +114,7 @@ pub(crate) fn gate(
             _ => allow(),
         });
     }
-    let Some((i, rule)) = site
-        .auth
-        .iter()
-        .enumerate()
-        .find(|(_, r)| matches(&r.patterns))
-    else {
+    let Some(rule) = site.auth.iter().find(|r| matches(&r.patterns)) else {
         return Gate::Pass(Grant::default());
     };
     if !tls && !rule.plain_http {
@@ -124,7 +126,14 @@ pub(crate) fn gate(
     else {
         return Gate::Answer(unauthorized(&rule.realm));
     };
-    let check = check(i, rule, user, password);
+    let check = Check {
+        users: rule.users.clone(),
+        generation: rule.generation,
+        user,
+        password,
+        client: req.client().ip(),
+        realm: rule.realm.clone(),
+    };
     if verified(&check) {
         return match check.decide(Verdict::Valid) {
             Ok(grant) => Gate::Pass(grant),
@@ -134,34 +143,25 @@ pub(crate) fn gate(
     Gate::Verify(check)
 }
 
-fn check(rule_index: usize, rule: &AuthRule, user: String, password: Vec<u8>) -> Check {
-    Check {
-        users: rule.users.clone(),
-        generation: rule.generation,
-        user,
-        password,
-        rule: rule_index,
-        realm: rule.realm.clone(),
-    }
-}
-
-/// Whether the file `sent` may go out to a request let through with
-/// `grant`: not denied, and not protected by a rule the request was not
-/// verified for (a `fallback` or `not-found` page may be protected where
-/// the name asked for was not).
-pub(crate) fn may_send(rt: &Runtime, grant: &Grant, sent: &str) -> bool {
+/// Whether the file sent may go out to a request let through with
+/// `grant`, by each of its `names` (the name it was opened by, and the
+/// name it has under the root once symbolic links are followed): none
+/// denied, and none protected by users the request was not verified
+/// against (a `fallback` or `not-found` page may be protected where the
+/// name asked for was not; a link may name a protected file).
+pub(crate) fn may_send<'n>(
+    rt: &Runtime,
+    grant: &Grant,
+    names: impl IntoIterator<Item = &'n str>,
+) -> bool {
     let site = &rt.site;
-    if site.deny.iter().any(|r| any_matches(&r.patterns, sent)) {
-        return false;
-    }
-    match site
-        .auth
-        .iter()
-        .position(|r| any_matches(&r.patterns, sent))
-    {
-        None => true,
-        Some(i) => grant.rule == Some(i),
-    }
+    names.into_iter().all(|name| {
+        !site.deny.iter().any(|r| any_matches(&r.patterns, name))
+            && match site.auth.iter().find(|r| any_matches(&r.patterns, name)) {
+                None => true,
+                Some(rule) => grant.users == Some(rule.generation),
+            }
+    })
 }
 
 /// 204 with the directory handler's methods.
@@ -177,4 +177,41 @@ fn unauthorized(realm: &str) -> Response {
     let challenge = format!("Basic realm=\"{realm}\", charset=\"UTF-8\"");
     r.push_header("WWW-Authenticate", Bytes::from(challenge));
     r
+}
+
+// The runtime reads its htpasswd files from a directory (Linux tests).
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn runtime(text: &str, dir: &Path) -> Runtime {
+        Runtime::parse(text, &dir.join("runtime.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_grant_is_for_a_users_file_whatever_the_rules_became() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = "alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\n";
+        std::fs::write(dir.path().join("a.htpasswd"), alice).unwrap();
+        std::fs::write(dir.path().join("none.htpasswd"), "").unwrap();
+        let old = runtime(
+            "[[auth]]\nmatch = \"**\"\nhtpasswd = \"a.htpasswd\"\n",
+            dir.path(),
+        );
+        // A reload while the check ran: secret/ now reads another file.
+        let new = runtime(
+            "[[auth]]\nmatch = \"secret/**\"\nhtpasswd = \"none.htpasswd\"\n\
+             [[auth]]\nmatch = \"**\"\nhtpasswd = \"a.htpasswd\"\n",
+            dir.path(),
+        );
+        let grant = Grant {
+            user: Some("alice".into()),
+            users: Some(old.site.auth[0].generation),
+        };
+        assert!(may_send(&old, &grant, ["secret/plan.txt"]));
+        assert!(!may_send(&new, &grant, ["secret/plan.txt"]));
+        assert!(may_send(&new, &grant, ["public.txt"]));
+        assert!(!may_send(&new, &Grant::default(), ["public.txt"]));
+    }
 }

@@ -24,21 +24,43 @@ pub(crate) fn normalise(tail: &str) -> Option<String> {
 /// The names a deny or auth rule is matched against for a request of
 /// `name`: the name without its trailing `/`, the index inside a
 /// directory, and the name without a coding's extension (a sidecar asked
-/// for by name).
-pub(crate) fn candidates<'a>(name: &'a str, index: Option<&str>) -> Vec<std::borrow::Cow<'a, str>> {
-    use std::borrow::Cow;
-    let bare = name.strip_suffix('/').unwrap_or(name);
-    let mut out = vec![Cow::Borrowed(bare)];
-    if let Some(index) = index.filter(|_| name.is_empty() || name.ends_with('/')) {
-        out.push(Cow::Owned(format!("{name}{index}")));
-    }
-    for ext in [".br", ".zst", ".gz"] {
-        if let Some(original) = bare.strip_suffix(ext).filter(|o| !o.is_empty()) {
+/// for by name). Three at most, held without an allocation but for the
+/// index's.
+pub(crate) struct Candidates<'a> {
+    names: [Cow<'a, str>; 3],
+    len: usize,
+}
+
+impl<'a> Candidates<'a> {
+    pub(crate) fn of(name: &'a str, index: Option<&str>) -> Candidates<'a> {
+        let bare = name.strip_suffix('/').unwrap_or(name);
+        let mut out = Candidates {
+            names: [Cow::Borrowed(bare), Cow::Borrowed(""), Cow::Borrowed("")],
+            len: 1,
+        };
+        if let Some(index) = index.filter(|_| name.is_empty() || name.ends_with('/')) {
+            out.push(Cow::Owned(format!("{name}{index}")));
+        }
+        let original = [".br", ".zst", ".gz"]
+            .iter()
+            .find_map(|ext| bare.strip_suffix(ext).filter(|o| !o.is_empty()));
+        if let Some(original) = original {
             out.push(Cow::Borrowed(original));
         }
+        out
     }
-    out
+
+    fn push(&mut self, name: Cow<'a, str>) {
+        self.names[self.len] = name;
+        self.len += 1;
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        self.names[..self.len].iter().map(|n| &**n)
+    }
 }
+
+use std::borrow::Cow;
 
 #[cfg(test)]
 mod tests {
@@ -67,9 +89,9 @@ mod tests {
     #[test]
     fn rules_see_the_index_and_the_sidecars_original() {
         let names = |n, i| {
-            candidates(n, i)
-                .into_iter()
-                .map(|c| c.into_owned())
+            Candidates::of(n, i)
+                .iter()
+                .map(str::to_owned)
                 .collect::<Vec<_>>()
         };
         assert_eq!(

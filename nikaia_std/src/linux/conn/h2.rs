@@ -55,7 +55,7 @@ struct Body {
 
 enum Source {
     /// The file is being opened on the io pool.
-    Opening(Box<(Request, Waiting)>),
+    Opening(Box<(Request, Waiting, Instant)>),
     /// Bytes in memory (kept, a row's, a status page), sent as slices.
     Memory(Bytes),
     File(FileBody),
@@ -297,10 +297,10 @@ impl H2 {
             Progress::Ready(decided) => self.respond(link, turn, stream, &req, decided, started),
             Progress::Open(target, waiting) => {
                 link.open_on_pool(turn, target, waiting.root().clone(), stream);
-                self.wait_for_pool(turn, stream, req, waiting);
+                self.wait_for_pool(turn, stream, req, waiting, started);
             }
             Progress::Verify(check, waiting) => match link.verify_off_loop(turn, check, stream) {
-                Ok(()) => self.wait_for_pool(turn, stream, req, waiting),
+                Ok(()) => self.wait_for_pool(turn, stream, req, waiting, started),
                 Err(check) => {
                     let progress = waiting.verified(
                         &serving(turn, link),
@@ -316,10 +316,17 @@ impl H2 {
     }
 
     /// A stream's answer waits for the io pool or the verifier threads.
-    fn wait_for_pool(&mut self, turn: &Turn<'_>, stream: u32, req: Request, waiting: Waiting) {
+    fn wait_for_pool(
+        &mut self,
+        turn: &Turn<'_>,
+        stream: u32,
+        req: Request,
+        waiting: Waiting,
+        started: Instant,
+    ) {
         self.bodies.push(Body {
             stream,
-            source: Source::Opening(Box::new((req, waiting))),
+            source: Source::Opening(Box::new((req, waiting, started))),
             sent: None,
             progress: turn.now,
             then_reset: false,
@@ -344,7 +351,7 @@ impl H2 {
             self.bodies.push(body);
             return;
         };
-        let (req, waiting) = *pending;
+        let (req, waiting, started) = *pending;
         let progress = waiting.verified(
             &serving(turn, link),
             &req,
@@ -352,7 +359,7 @@ impl H2 {
             verdict,
             &mut super::h1::log_error(turn, link),
         );
-        self.go_on(link, turn, stream, req, progress, Instant::now());
+        self.go_on(link, turn, stream, req, progress, started);
         self.push_output(link);
     }
 
@@ -373,7 +380,7 @@ impl H2 {
             self.bodies.push(body);
             return;
         };
-        let (req, waiting) = *pending;
+        let (req, waiting, started) = *pending;
         let progress = waiting.opened(
             &serving(turn, link),
             &req,
@@ -381,7 +388,7 @@ impl H2 {
             result,
             &mut super::h1::log_error(turn, link),
         );
-        self.go_on(link, turn, stream, req, progress, Instant::now());
+        self.go_on(link, turn, stream, req, progress, started);
         self.push_output(link);
     }
 

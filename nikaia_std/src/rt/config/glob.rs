@@ -76,18 +76,16 @@ impl Glob {
     }
 
     /// Whether `name` (a name under the served root, `/`-separated, without
-    /// a leading `/`) matches.
+    /// a leading `/`) matches. Allocates nothing: it runs on every answer a
+    /// rule may apply to.
     pub fn matches(&self, name: &str) -> bool {
-        let components: Vec<&str> = name
-            .split('/')
-            .filter(|c| !c.is_empty() && *c != ".")
-            .collect();
+        let components = || name.split('/').filter(|c| !c.is_empty() && *c != ".");
         if self.whole {
-            parts_match(&self.parts, &components)
+            parts_match(&self.parts, components())
         } else {
-            components
-                .last()
-                .is_some_and(|last| parts_match(&self.parts, &[last]))
+            components()
+                .next_back()
+                .is_some_and(|last| parts_match(&self.parts, std::iter::once(last)))
         }
     }
 }
@@ -160,44 +158,51 @@ fn tokens(text: &str, component: &str) -> Result<Vec<Token>, String> {
     Ok(out)
 }
 
-fn parts_match(parts: &[Part], names: &[&str]) -> bool {
+fn parts_match<'n>(parts: &[Part], mut names: impl Iterator<Item = &'n str> + Clone) -> bool {
     match parts.split_first() {
-        None => names.is_empty(),
-        Some((Part::Any, rest)) => (0..=names.len()).any(|skip| parts_match(rest, &names[skip..])),
-        Some((Part::One(tokens), rest)) => match names.split_first() {
-            Some((name, others)) => {
-                let chars: Vec<char> = name.chars().collect();
-                tokens_match(tokens, &chars) && parts_match(rest, others)
+        None => names.next().is_none(),
+        Some((Part::Any, rest)) => loop {
+            if parts_match(rest, names.clone()) {
+                return true;
             }
+            if names.next().is_none() {
+                return false;
+            }
+        },
+        Some((Part::One(tokens), rest)) => match names.next() {
+            Some(name) => tokens_match(tokens, name) && parts_match(rest, names),
             None => false,
         },
     }
 }
 
 /// Iterative wildcard matching with one backtrack point per `*`: linear in
-/// practice, at worst pattern × name, never exponential.
-fn tokens_match(tokens: &[Token], name: &[char]) -> bool {
+/// practice, at worst pattern × name, never exponential. Positions in
+/// `name` are byte offsets at character boundaries.
+fn tokens_match(tokens: &[Token], name: &str) -> bool {
     let (mut t, mut n) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
+    while let Some(c) = name[n..].chars().next() {
         match tokens.get(t) {
             Some(Token::Star) => {
                 star = Some((t, n));
                 t += 1;
                 continue;
             }
-            Some(token) if one_matches(token, name[n]) => {
+            Some(token) if one_matches(token, c) => {
                 t += 1;
-                n += 1;
+                n += c.len_utf8();
                 continue;
             }
             _ => {}
         }
         match star {
             Some((st, sn)) => {
+                // The star takes one more character.
+                let next = sn + name[sn..].chars().next().map_or(1, char::len_utf8);
                 t = st + 1;
-                n = sn + 1;
-                star = Some((st, sn + 1));
+                n = next;
+                star = Some((st, next));
             }
             None => return false,
         }

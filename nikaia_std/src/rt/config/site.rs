@@ -4,6 +4,8 @@
 
 use super::Glob;
 use super::Users;
+use bytes::Bytes;
+use std::collections::HashSet;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,15 +42,33 @@ pub(crate) fn any_matches(patterns: &[Glob], name: &str) -> bool {
     patterns.iter().any(|p| p.matches(name))
 }
 
-/// One `[[headers]]` rule.
+/// A header name a rule puts on answers, kept for the life of the process
+/// so an answer takes it without a copy. Each distinct name is kept once,
+/// however often the runtime file is read: the operator writes a handful.
+pub(crate) fn intern(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Option<HashSet<&'static str>>> = std::sync::Mutex::new(None);
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = names.get_or_insert_with(HashSet::new);
+    match names.get(name) {
+        Some(kept) => kept,
+        None => {
+            let kept: &'static str = Box::leak(name.to_owned().into_boxed_str());
+            names.insert(kept);
+            kept
+        }
+    }
+}
+
+/// One `[[headers]]` rule. Names and values are as the runtime file has
+/// them (checked: tokens, printable ASCII), ready to go on an answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeaderRule {
     /// `match`: the names it applies to.
     pub patterns: Vec<Glob>,
     /// `set`: replace any header of the name.
-    pub set: Vec<(String, String)>,
+    pub set: Vec<(&'static str, Bytes)>,
     /// `add`: append beside what is there.
-    pub add: Vec<(String, String)>,
+    pub add: Vec<(&'static str, Bytes)>,
     /// `remove`: take off.
     pub remove: Vec<String>,
     /// `always`: on 4xx and 5xx answers too.
@@ -226,10 +246,10 @@ impl Site {
         };
         let strings = |v: &[String]| list(&mut v.iter().map(|s| string(s)));
         let globs = |v: &[Glob]| list(&mut v.iter().map(|g| string(g.as_str())));
-        let table = |v: &[(String, String)]| {
+        let table = |v: &[(&str, Bytes)]| {
             let fields: Vec<_> = v
                 .iter()
-                .map(|(k, v)| format!("{} = {}", string(k), string(v)))
+                .map(|(k, v)| format!("{} = {}", string(k), string(&String::from_utf8_lossy(v))))
                 .collect();
             format!("{{ {} }}", fields.join(", "))
         };

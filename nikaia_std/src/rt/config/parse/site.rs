@@ -3,7 +3,7 @@
 
 use super::{a, Checker, Value};
 use crate::rt::config::site::{
-    reserved_header, AuthRule, Cors, DenyRule, HeaderRule, Net, Origins, SecurityHeaders,
+    intern, reserved_header, AuthRule, Cors, DenyRule, HeaderRule, Net, Origins, SecurityHeaders,
     TrustedProxies,
 };
 use crate::rt::{Glob, Users};
@@ -99,7 +99,7 @@ impl Checker<'_> {
         key: &str,
         field: &str,
         value: &Value<'_>,
-    ) -> Option<Vec<(String, String)>> {
+    ) -> Option<Vec<(&'static str, bytes::Bytes)>> {
         let DeValue::Table(table) = value.get_ref() else {
             let found = a(value.get_ref());
             let message = format!(
@@ -108,7 +108,7 @@ impl Checker<'_> {
             );
             return self.bad(key, value, message);
         };
-        let mut out: Vec<(String, String)> = Vec::new();
+        let mut out: Vec<(&'static str, bytes::Bytes)> = Vec::new();
         let mut ok = true;
         for (name, v) in fields(table) {
             let text: &str = name.get_ref();
@@ -135,7 +135,7 @@ impl Checker<'_> {
                 ),
             };
             match header {
-                Some(value) => out.push((text.to_owned(), value)),
+                Some(value) => out.push((intern(text), bytes::Bytes::from(value))),
                 None => ok = false,
             }
         }
@@ -514,6 +514,17 @@ impl Checker<'_> {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         (&path, &text).hash(&mut hasher);
         match Users::parse(&text) {
+            Ok(users) if users.cost() > MAX_COST => {
+                let message = format!(
+                    "`htpasswd`: {} has entries of bcrypt cost {}; above {MAX_COST} one check \
+                     takes seconds of CPU, so a few guesses at unknown users (checked at the \
+                     file's highest cost) would hold every verifier thread; write them with \
+                     `htpasswd -B -C 12` or less",
+                    path.display(),
+                    users.cost()
+                );
+                self.bad(key, value, message)
+            }
             Ok(users) => Some((path, users, hasher.finish())),
             Err(problems) => {
                 for (line, column, message) in problems {
@@ -572,6 +583,10 @@ impl Checker<'_> {
         ok.then_some(rules)
     }
 }
+
+/// The highest bcrypt cost an htpasswd entry may have: 2^14 rounds, about
+/// 1.6 s of one core here (`spec/site.md`).
+const MAX_COST: u32 = 14;
 
 /// Why `s` is not an origin as a browser sends it, if it is not.
 fn origin_problem(s: &str) -> Option<&'static str> {
