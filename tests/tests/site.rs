@@ -817,3 +817,46 @@ fn empty_segments_merge_and_dot_segments_are_404() {
         assert_eq!(seen.status, 404, "{path}");
     }
 }
+
+#[test]
+fn a_reload_reads_the_htpasswd_file_again() {
+    let s = site();
+    let file = s.tmp.path().join("runtime.toml");
+    let text =
+        "[[auth]]\nmatch = \"staging/**\"\nhtpasswd = \"users.htpasswd\"\nplain-http = true\n";
+    let rt = runtime(&s, text, None);
+    let handler = dir_handler(Root::dir(&s.root).unwrap(), false, false);
+    let running = start(
+        Server::with_runtime(rt)
+            .route("/*path", handler)
+            .reload_from(&file, |rt| {
+                rt.listen = vec![SocketAddr::from(([127, 0, 0, 1], 0)).into()];
+                rt.access_log = LogTarget::Off;
+            }),
+    );
+    let secret = url(&running, "/staging/secret.txt");
+    assert_eq!(curl(&secret, &["-u", "alice:open sesame"]).status, 200);
+    assert_eq!(curl(&secret, &["-u", "carol:carol"]).status, 401);
+    // alice leaves, carol comes (`htpasswd -nbB -C 5 carol carol`).
+    std::fs::write(
+        s.tmp.path().join("users.htpasswd"),
+        "carol:$2y$05$nijZb76cjvljrEqb0fqX2eK7hh.RojIOCy7L5YmQaS40gXpwi9T9K\n",
+    )
+    .unwrap();
+    running.reload().expect("the reload is taken");
+    assert_eq!(curl(&secret, &["-u", "carol:carol"]).status, 200);
+    // Verified a moment ago, but for the old file: checked again, refused.
+    assert_eq!(curl(&secret, &["-u", "alice:open sesame"]).status, 401);
+    // A file with a scheme that is not bcrypt refuses the reload whole.
+    std::fs::write(
+        s.tmp.path().join("users.htpasswd"),
+        "carol:$apr1$0EcTl.Ch$gIRHd1QnuVCXCuARl2v6P0\n",
+    )
+    .unwrap();
+    let problems = running.reload().expect_err("refused");
+    assert!(
+        problems.iter().any(|p| p.contains("htpasswd -B")),
+        "{problems:?}"
+    );
+    assert_eq!(curl(&secret, &["-u", "carol:carol"]).status, 200);
+}

@@ -3,13 +3,23 @@
 
 /// The name under the served directory for a route's tail (already
 /// percent-decoded once): empty segments merged, a trailing `/` kept;
-/// `None` when a segment is `.` or `..`.
-pub(crate) fn normalise(tail: &str) -> Option<String> {
+/// `None` when a segment is `.` or `..`. A tail that is already a name (the
+/// usual case) is borrowed, not copied.
+pub(crate) fn normalise(tail: &str) -> Option<Cow<'_, str>> {
+    if tail
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return None;
+    }
+    // Only a leading `/` or a `//` makes an empty segment to merge: one at
+    // the end is the trailing `/`, which stays.
+    let merged = tail.starts_with('/') || tail.contains("//");
+    if !merged {
+        return Some(Cow::Borrowed(tail));
+    }
     let mut name = String::with_capacity(tail.len());
     for segment in tail.split('/').filter(|s| !s.is_empty()) {
-        if segment == "." || segment == ".." {
-            return None;
-        }
         if !name.is_empty() {
             name.push('/');
         }
@@ -18,7 +28,7 @@ pub(crate) fn normalise(tail: &str) -> Option<String> {
     if tail.ends_with('/') && !name.is_empty() {
         name.push('/');
     }
-    Some(name)
+    Some(Cow::Owned(name))
 }
 
 /// The names a deny or auth rule is matched against for a request of
@@ -80,6 +90,12 @@ mod tests {
             ("a..b/.c", "a..b/.c"),
         ] {
             assert_eq!(normalise(tail).as_deref(), Some(name), "{tail:?}");
+            let borrowed = matches!(normalise(tail), Some(Cow::Borrowed(_)));
+            assert_eq!(
+                borrowed,
+                tail == name,
+                "{tail:?} is copied only when it changes"
+            );
         }
         for tail in ["..", "a/../b", "./a", "a/.", "a/./b", "a/..", "//../x"] {
             assert_eq!(normalise(tail), None, "{tail:?}");

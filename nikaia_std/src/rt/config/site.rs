@@ -231,7 +231,12 @@ pub struct Site {
 impl Site {
     /// Whether no rule is set (the directory handler answers as before).
     pub fn is_empty(&self) -> bool {
-        *self == Site::default()
+        self.headers.is_empty()
+            && self.security_headers.is_none()
+            && self.cors.is_none()
+            && self.trusted_proxies.is_empty()
+            && self.auth.is_empty()
+            && self.deny.is_empty()
     }
 }
 
