@@ -59,7 +59,7 @@ impl AuthPool {
     pub(crate) fn new() -> std::io::Result<AuthPool> {
         let threads = crate::rt::available_cores().clamp(1, 4);
         Ok(AuthPool {
-            threads: IoPool::named("nikaia-auth", threads)?,
+            threads: IoPool::with_start("nikaia-auth", threads, yield_to_workers)?,
             waiting: Arc::default(),
             verified: Arc::new(Mutex::new(Verified::new(KEPT, KEPT_FOR))),
         })
@@ -109,6 +109,16 @@ impl AuthPool {
         self.threads.close();
     }
 }
+
+/// Lowers the calling thread's priority (nice 10; on Linux the nice value
+/// is a thread's): when checks and requests want the same cores, the
+/// workers get them, and a flood of wrong passwords waits on itself.
+fn yield_to_workers() {
+    let _ = rustix::process::setpriority_process(None, NICE);
+}
+
+/// The verifier threads' nice value.
+const NICE: i32 = 10;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

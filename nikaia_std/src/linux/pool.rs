@@ -28,6 +28,11 @@ impl IoPool {
 
     /// A pool whose threads are called `NAME-0`, `NAME-1`, …
     pub(crate) fn named(name: &str, threads: usize) -> std::io::Result<IoPool> {
+        IoPool::with_start(name, threads, || {})
+    }
+
+    /// The same, each thread running `start` first.
+    pub(crate) fn with_start(name: &str, threads: usize, start: fn()) -> std::io::Result<IoPool> {
         let queue: Arc<(Mutex<Queue>, Condvar)> = Arc::default();
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads.max(1) {
@@ -35,7 +40,10 @@ impl IoPool {
             handles.push(
                 std::thread::Builder::new()
                     .name(format!("{name}-{i}"))
-                    .spawn(move || run(&q))?,
+                    .spawn(move || {
+                        start();
+                        run(&q)
+                    })?,
             );
         }
         Ok(IoPool {
