@@ -5,7 +5,9 @@ Starts `nikaia serve` (one worker, access log off) with an `[[auth]]` rule
 on `staging/**` (bcrypt at --cost), then loads a public 4 KiB file with
 `wrk --latency` for --seconds, alone and then while --flooders connections
 send wrong passwords for a protected name as fast as they are answered.
-Alternates the two --rounds times and prints, for each, the public
+Then the same flood for a missing public name (no check at all), as a
+control: the flooding client shares the machine, so some slowdown is the
+load itself. Alternates the three --rounds times and prints, for each, the public
 requests/s and latency percentiles (medians over the rounds, with their
 range), and what the flood got (401, 503).
 
@@ -47,10 +49,12 @@ def start(binary, root, runtime, port):
     raise SystemExit("the server did not start")
 
 
-def flood(port, stop, counts, lock, n):
-    """One connection sending wrong passwords until `stop` is set."""
+def flood(port, stop, counts, lock, n, control):
+    """One connection sending wrong passwords until `stop` is set; with
+    `control`, the same requests for a missing public name (no check)."""
     auth = base64.b64encode(f"alice:wrong-{n}".encode()).decode()
-    request = (f"GET /staging/secret.txt HTTP/1.1\r\nHost: t\r\n"
+    path = "/missing.txt" if control else "/staging/secret.txt"
+    request = (f"GET {path} HTTP/1.1\r\nHost: t\r\n"
                f"Authorization: Basic {auth}\r\n\r\n").encode()
     while not stop.is_set():
         try:
@@ -119,23 +123,28 @@ def main():
         f.write(f'listen = "127.0.0.1:{port}"\nworkers = 1\naccess-log = "off"\n'
                 f'[[auth]]\nmatch = "staging/**"\nhtpasswd = "{users}"\nplain-http = true\n')
     proc = start(args.binary, root, runtime, port)
-    results = {"alone": [], "during a flood": []}
+    results = {"alone": [], "during a flood of wrong passwords": [],
+               "during as many requests for a missing name": []}
     floods = []
     try:
         wrk(port, 2)  # warm: the kept table, the page cache
         for _ in range(args.rounds):
             results["alone"].append(wrk(port, args.seconds))
-            stop, lock, counts = threading.Event(), threading.Lock(), {}
-            threads = [threading.Thread(target=flood, args=(port, stop, counts, lock, n), daemon=True)
-                       for n in range(args.flooders)]
-            for t in threads:
-                t.start()
-            time.sleep(1)
-            results["during a flood"].append(wrk(port, args.seconds))
-            stop.set()
-            for t in threads:
-                t.join(timeout=60)
-            floods.append(counts)
+            for name, control in (("during a flood of wrong passwords", False),
+                                  ("during as many requests for a missing name", True)):
+                stop, lock, counts = threading.Event(), threading.Lock(), {}
+                threads = [threading.Thread(target=flood, daemon=True,
+                                            args=(port, stop, counts, lock, n, control))
+                           for n in range(args.flooders)]
+                for t in threads:
+                    t.start()
+                time.sleep(1)
+                results[name].append(wrk(port, args.seconds))
+                stop.set()
+                for t in threads:
+                    t.join(timeout=60)
+                if not control:
+                    floods.append(counts)
     finally:
         proc.terminate()
         proc.wait()
@@ -153,6 +162,8 @@ def main():
         for k, v in c.items():
             total[k] = total.get(k, 0) + v
     secs = args.rounds * (args.seconds + 1)
+    print("\nThe control floods the same connections with requests that need no check;"
+          " the difference between the two flooded rows is what the checks cost the site.")
     print(f"\nThe flood's answers over about {secs} s: " +
           ", ".join(f"{k}: {v}" for k, v in sorted(total.items())))
 
