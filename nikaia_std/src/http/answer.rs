@@ -138,9 +138,8 @@ pub(crate) fn answer(
             let grant = match rules(files, &f).filter(|_| f.pages == Pages::On) {
                 None => Grant::default(),
                 Some(rt) => {
-                    let name = f.name.to_string_lossy();
                     let index = f.index.as_deref();
-                    match site::gate(rt, req, &name, index, files.tls(), |c| files.verified(c)) {
+                    match site::gate(rt, req, &f.name, index, files.tls(), |c| files.verified(c)) {
                         Gate::Pass(grant) => grant,
                         Gate::Hide => {
                             f.pages = Pages::Refused;

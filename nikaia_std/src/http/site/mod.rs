@@ -91,7 +91,7 @@ impl Check {
 pub(crate) fn gate(
     rt: &Runtime,
     req: &Request,
-    name: &str,
+    name: &std::path::Path,
     index: Option<&str>,
     tls: bool,
     verified: impl FnOnce(&Check) -> bool,
@@ -100,7 +100,8 @@ pub(crate) fn gate(
     if site.deny.is_empty() && site.auth.is_empty() && req.method() != "OPTIONS" {
         return Gate::Pass(Grant::default());
     }
-    let names = path::Candidates::of(name, index);
+    let name = name.to_string_lossy();
+    let names = path::Candidates::of(&name, index);
     let matches = |patterns: &[crate::rt::Glob]| names.iter().any(|n| any_matches(patterns, n));
     if let Some(rule) = site.deny.iter().find(|r| matches(&r.patterns)) {
         return match rule.status {

@@ -6,15 +6,13 @@
 /// `None` when a segment is `.` or `..`. A tail that is already a name (the
 /// usual case) is borrowed, not copied.
 pub(crate) fn normalise(tail: &str) -> Option<Cow<'_, str>> {
-    if tail
-        .split('/')
-        .any(|segment| segment == "." || segment == "..")
-    {
+    let bytes = tail.as_bytes();
+    if bytes.split(|&b| b == b'/').any(|s| s == b"." || s == b"..") {
         return None;
     }
     // Only a leading `/` or a `//` makes an empty segment to merge: one at
     // the end is the trailing `/`, which stays.
-    let merged = tail.starts_with('/') || tail.contains("//");
+    let merged = bytes.first() == Some(&b'/') || bytes.windows(2).any(|w| w == b"//");
     if !merged {
         return Some(Cow::Borrowed(tail));
     }
