@@ -165,10 +165,7 @@ impl Response {
 }
 
 fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    crate::text::token::is_token(name)
 }
 
 const TEXT: &str = "text/plain; charset=utf-8";

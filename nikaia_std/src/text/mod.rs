@@ -1,6 +1,8 @@
 //! Small text helpers every part of the crate shares, once each, with no
-//! target or transport in them: percent-coding, HTML escaping, civil dates.
+//! target or transport in them: percent-coding, HTML escaping, civil dates,
+//! RFC 9110 tokens.
 
 pub(crate) mod date;
 pub(crate) mod html;
 pub(crate) mod percent;
+pub(crate) mod token;

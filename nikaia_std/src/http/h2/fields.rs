@@ -283,7 +283,7 @@ pub(crate) fn urgency(value: &[u8]) -> u8 {
 /// A byte a field name may hold (§8.2.1: no controls, space, uppercase,
 /// DEL or non-ASCII; and the token characters of RFC 9110 §5.6.2).
 fn valid_name_byte(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b)
+    !b.is_ascii_uppercase() && crate::text::token::tchar(b)
 }
 
 /// §8.2.1: no NUL, CR or LF; no leading or trailing space or tab.

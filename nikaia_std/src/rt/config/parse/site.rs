@@ -7,6 +7,7 @@ use crate::rt::config::site::{
     TrustedProxies,
 };
 use crate::rt::{Glob, Users};
+use crate::text::token::is_token;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,11 +76,7 @@ impl Checker<'_> {
 
     /// A header name a rule may touch: a token, not reserved.
     fn rule_header_name(&mut self, key: &str, at: usize, name: &str) -> bool {
-        let token = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-        let why = if !token {
+        let why = if !is_token(name) {
             format!("\"{name}\" is not a header name (letters, digits and !#$%&'*+-.^_`|~)")
         } else if reserved_header(name) {
             format!(
@@ -326,11 +323,7 @@ impl Checker<'_> {
                 "headers" | "expose" => {
                     let want = "an array of header names such as [\"Range\"]";
                     let list = self.strings(key, name, v, want, |c, item, s| {
-                        let token = !s.is_empty()
-                            && s.bytes().all(|b| {
-                                b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-                            });
-                        if token {
+                        if is_token(s) {
                             Some(s.to_ascii_lowercase())
                         } else {
                             c.bad(key, item, format!("`{name}`: \"{s}\" is not a header name"))
