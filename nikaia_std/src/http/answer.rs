@@ -82,6 +82,14 @@ pub(crate) enum Progress {
     Verify(Box<Check>, Waiting),
 }
 
+/// What the backend did off its loop for a [`Waiting`] answer.
+pub(crate) enum Done {
+    /// The open [`Progress::Open`] asked for.
+    Opened(Target, Result<Opened, fs::Error>),
+    /// The check [`Progress::Verify`] asked for.
+    Verified(Box<Check>, Verdict),
+}
+
 /// A request whose file is being opened, or whose credentials checked:
 /// what the pipeline carries across.
 pub(crate) struct Waiting {
@@ -203,6 +211,20 @@ impl Waiting {
     /// its loop (the open may wait for the disk).
     pub(crate) fn root(&self) -> &Root {
         &self.file.root
+    }
+
+    /// Goes on with what the backend did off its loop.
+    pub(crate) fn resume(
+        self,
+        files: &impl Files,
+        req: &Request,
+        done: Done,
+        log: &mut impl FnMut(&Request, &str),
+    ) -> Progress {
+        match done {
+            Done::Opened(target, result) => self.opened(files, req, target, result, log),
+            Done::Verified(check, verdict) => self.verified(files, req, *check, verdict, log),
+        }
     }
 
     /// Goes on once the [`Progress::Verify`] check is done.

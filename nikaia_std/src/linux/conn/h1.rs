@@ -5,15 +5,13 @@
 //! answer is, `http::answer`.
 
 use super::{access, serving, Link, Next, Turn};
-use crate::fs::{self as nfs, Opened};
-use crate::http::answer::{self, Answer, Payload, Progress, Waiting};
-use crate::http::file::Target;
+use crate::http::answer::{self, Answer, Done, Payload, Progress, Waiting};
 use crate::http::h1::chunked::Chunked;
 use crate::http::h1::head::write_head;
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
 use crate::http::request::Reject;
-use crate::http::site::{Check, Verdict};
+use crate::http::site::Verdict;
 use crate::http::{Request, Response, Version};
 use crate::linux::out::Sent;
 use crate::linux::send::FileSend;
@@ -304,14 +302,9 @@ impl H1 {
         }
     }
 
-    /// The verifier threads checked the credentials an answer waits for.
-    pub(super) fn verified(
-        &mut self,
-        link: &mut Link,
-        turn: &mut Turn<'_>,
-        check: Check,
-        verdict: Verdict,
-    ) {
+    /// The io pool opened the file, or the verifier threads checked the
+    /// credentials, an answer waits for.
+    pub(super) fn resumed(&mut self, link: &mut Link, turn: &mut Turn<'_>, done: Done) {
         let State::Opening(pending) = std::mem::replace(&mut self.state, State::Idle) else {
             return;
         };
@@ -320,40 +313,7 @@ impl H1 {
             waiting,
             started,
         } = *pending;
-        let progress = waiting.verified(
-            &serving(turn, link),
-            &req,
-            check,
-            verdict,
-            &mut log_error(turn, link),
-        );
-        self.go_on(link, turn, req, progress, started);
-        self.next_begun();
-    }
-
-    /// The io pool opened the file an answer waits for.
-    pub(super) fn opened(
-        &mut self,
-        link: &mut Link,
-        turn: &mut Turn<'_>,
-        name: Target,
-        result: Result<Opened, nfs::Error>,
-    ) {
-        let State::Opening(pending) = std::mem::replace(&mut self.state, State::Idle) else {
-            return;
-        };
-        let Opening {
-            req,
-            waiting,
-            started,
-        } = *pending;
-        let progress = waiting.opened(
-            &serving(turn, link),
-            &req,
-            name,
-            result,
-            &mut log_error(turn, link),
-        );
+        let progress = waiting.resume(&serving(turn, link), &req, done, &mut log_error(turn, link));
         self.go_on(link, turn, req, progress, started);
         self.next_begun();
     }

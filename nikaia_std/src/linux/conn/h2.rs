@@ -9,14 +9,13 @@
 //! Normative text: `spec/http2.md`.
 
 use super::{access, serving, Link, Next, Turn};
-use crate::fs::{self as nfs, OpenFile, Opened};
-use crate::http::answer::{self, Answer, Payload, Progress, Waiting};
-use crate::http::file::Target;
+use crate::fs::OpenFile;
+use crate::http::answer::{self, Answer, Done, Payload, Progress, Waiting};
 use crate::http::h2::conn::{Core, Event, Limits, Refused, Tally};
 use crate::http::h2::frame::{ErrorCode, HEADER_LEN};
 use crate::http::h2::hpack::Encoder;
 use crate::http::response::{each_field, Response};
-use crate::http::site::{Check, Verdict};
+use crate::http::site::Verdict;
 use crate::http::Request;
 use crate::linux::out::{Flushed, Sent, COLD_READ};
 use crate::linux::send::{self, Residency};
@@ -333,15 +332,14 @@ impl H2 {
         });
     }
 
-    /// The verifier threads checked the credentials a stream's answer
-    /// waits for.
-    pub(super) fn verified(
+    /// The io pool opened the file, or the verifier threads checked the
+    /// credentials, a stream's answer waits for.
+    pub(super) fn resumed(
         &mut self,
         link: &mut Link,
         turn: &mut Turn<'_>,
         stream: u32,
-        check: Check,
-        verdict: Verdict,
+        done: Done,
     ) {
         let Some(i) = self.bodies.iter().position(|b| b.stream == stream) else {
             return;
@@ -352,40 +350,10 @@ impl H2 {
             return;
         };
         let (req, waiting, started) = *pending;
-        let progress = waiting.verified(
+        let progress = waiting.resume(
             &serving(turn, link),
             &req,
-            check,
-            verdict,
-            &mut super::h1::log_error(turn, link),
-        );
-        self.go_on(link, turn, stream, req, progress, started);
-        self.push_output(link);
-    }
-
-    /// The io pool opened the file a stream's answer waits for.
-    pub(super) fn opened(
-        &mut self,
-        link: &mut Link,
-        turn: &mut Turn<'_>,
-        stream: u32,
-        name: Target,
-        result: Result<Opened, nfs::Error>,
-    ) {
-        let Some(i) = self.bodies.iter().position(|b| b.stream == stream) else {
-            return;
-        };
-        let body = self.bodies.swap_remove(i);
-        let Source::Opening(pending) = body.source else {
-            self.bodies.push(body);
-            return;
-        };
-        let (req, waiting, started) = *pending;
-        let progress = waiting.opened(
-            &serving(turn, link),
-            &req,
-            name,
-            result,
+            done,
             &mut super::h1::log_error(turn, link),
         );
         self.go_on(link, turn, stream, req, progress, started);

@@ -15,7 +15,7 @@ use super::shared::{Serving, Shared};
 use super::tls::Session;
 use super::transport::{Input, ProxyRead, Transport};
 use crate::fs::{self as nfs, Opened, Root};
-use crate::http::answer::{self, Answer, Payload};
+use crate::http::answer::{self, Answer, Done, Payload};
 use crate::http::file::Target;
 use crate::http::redirect::ToHttps;
 use crate::http::site::{Check, Verdict};
@@ -305,44 +305,38 @@ impl Conn {
         }
     }
 
-    /// A result from the io pool for this connection.
+    /// A result from the io pool (or the verifier threads) for this
+    /// connection.
     pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
-        match (&mut self.proto, done) {
-            (
-                Proto::H2(h),
-                IoDone::Opened {
-                    stream,
-                    name,
-                    result,
-                    ..
-                },
-            ) => {
-                h.opened(&mut self.link, turn, stream, name, result);
-            }
-            (Proto::H2(h), IoDone::Read { stream, result, .. }) => {
-                h.read_done(&mut self.link, turn, stream, result);
-            }
-            (Proto::H1(h), IoDone::Opened { name, result, .. }) => {
-                h.opened(&mut self.link, turn, name, result);
-            }
-            (Proto::H1(_), IoDone::Read { result, .. }) => {
-                if let Err(e) = self.link.out.fill(result) {
-                    self.link.log_send_error(turn, e);
-                    self.link.close_now = true;
+        let (stream, resumed) = match done {
+            IoDone::Opened {
+                stream,
+                name,
+                result,
+                ..
+            } => (stream, Done::Opened(name, result)),
+            IoDone::Verified {
+                stream,
+                check,
+                verdict,
+                ..
+            } => (stream, Done::Verified(check, verdict)),
+            IoDone::Read { stream, result, .. } => {
+                match &mut self.proto {
+                    Proto::H2(h) => h.read_done(&mut self.link, turn, stream, result),
+                    Proto::H1(_) => {
+                        if let Err(e) = self.link.out.fill(result) {
+                            self.link.log_send_error(turn, e);
+                            self.link.close_now = true;
+                        }
+                    }
                 }
+                return;
             }
-            (
-                Proto::H2(h),
-                IoDone::Verified {
-                    stream,
-                    check,
-                    verdict,
-                    ..
-                },
-            ) => h.verified(&mut self.link, turn, stream, *check, verdict),
-            (Proto::H1(h), IoDone::Verified { check, verdict, .. }) => {
-                h.verified(&mut self.link, turn, *check, verdict);
-            }
+        };
+        match &mut self.proto {
+            Proto::H2(h) => h.resumed(&mut self.link, turn, stream, resumed),
+            Proto::H1(h) => h.resumed(&mut self.link, turn, resumed),
         }
     }
 }
