@@ -177,6 +177,29 @@ impl Checker<'_> {
         ok.then_some(out)
     }
 
+    /// Each table of an array of tables (`[[key]]`) made into a rule by
+    /// `rule`, which reports a table's problems and gives `None` for it; the
+    /// rules in file order, or `None` when any table had a problem.
+    fn each_rule<'i, T>(
+        &mut self,
+        key: &str,
+        value: &Value<'i>,
+        mut rule: impl for<'t> FnMut(&mut Self, &'t Value<'i>, Fields<'t, 'i>) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let mut rules = Vec::new();
+        let mut ok = true;
+        for item in self.tables(key, value)? {
+            let DeValue::Table(table) = item.get_ref() else {
+                continue;
+            };
+            match rule(self, item, fields(table)) {
+                Some(r) => rules.push(r),
+                None => ok = false,
+            }
+        }
+        ok.then_some(rules)
+    }
+
     fn unknown_field(&mut self, key: &str, at: usize, field: &str, known: &str) -> bool {
         let message = format!("unknown field `{field}`; the fields are {known}");
         self.error(at, Some(key), message);
@@ -186,12 +209,7 @@ impl Checker<'_> {
     /// `[[headers]]`.
     pub(super) fn header_rules(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<HeaderRule>> {
         const KNOWN: &str = "`match`, `set`, `add`, `remove` and `always`";
-        let mut rules = Vec::new();
-        let mut ok = true;
-        for item in self.tables(key, value)? {
-            let DeValue::Table(table) = item.get_ref() else {
-                continue;
-            };
+        self.each_rule(key, value, |this, item, fields| {
             let mut rule = HeaderRule {
                 patterns: Vec::new(),
                 set: Vec::new(),
@@ -201,49 +219,47 @@ impl Checker<'_> {
             };
             let mut good = true;
             let mut matched = false;
-            for (field, v) in fields(table) {
+            for (field, v) in fields {
                 let name: &str = field.get_ref();
                 good &= match name {
                     "match" => {
                         matched = true;
-                        self.patterns(key, v).map(|p| rule.patterns = p).is_some()
+                        this.patterns(key, v).map(|p| rule.patterns = p).is_some()
                     }
-                    "set" => self
+                    "set" => this
                         .header_table(key, name, v)
                         .map(|s| rule.set = s)
                         .is_some(),
-                    "add" => self
+                    "add" => this
                         .header_table(key, name, v)
                         .map(|s| rule.add = s)
                         .is_some(),
                     "remove" => {
                         let want = "an array of header names such as [\"X-Powered-By\"]";
-                        self.strings(key, name, v, want, |c, item, s| {
+                        this.strings(key, name, v, want, |c, item, s| {
                             c.rule_header_name(key, item.span().start, s)
                                 .then(|| s.to_owned())
                         })
                         .map(|r| rule.remove = r)
                         .is_some()
                     }
-                    "always" => self.boolean(key, v).map(|b| rule.always = b).is_some(),
-                    other => self.unknown_field(key, field.span().start, other, KNOWN),
+                    "always" => this.boolean(key, v).map(|b| rule.always = b).is_some(),
+                    other => this.unknown_field(key, field.span().start, other, KNOWN),
                 };
             }
             if !matched {
-                self.bad::<()>(key, item, "a header rule needs `match`".into());
+                this.bad::<()>(key, item, "a header rule needs `match`".into());
                 good = false;
             } else if good && rule.set.is_empty() && rule.add.is_empty() && rule.remove.is_empty() {
-                self.bad::<()>(
+                this.bad::<()>(
                     key,
                     item,
                     "a header rule needs `set`, `add` or `remove`".into(),
                 );
                 good = false;
             }
-            ok &= good;
-            rules.push(rule);
-        }
-        ok.then_some(rules)
+            good.then_some(rule)
+        })
     }
 
     /// `security-headers`: `true`, `false`, or a table of its settings.
@@ -427,38 +443,33 @@ impl Checker<'_> {
     /// `[[auth]]`.
     pub(super) fn auth_rules(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<AuthRule>> {
         const KNOWN: &str = "`match`, `htpasswd`, `realm` and `plain-http`";
-        let mut rules = Vec::new();
-        let mut ok = true;
-        for item in self.tables(key, value)? {
-            let DeValue::Table(table) = item.get_ref() else {
-                continue;
-            };
+        self.each_rule(key, value, |this, item, fields| {
             let mut patterns = None;
             let mut file = None;
             let mut realm = "restricted".to_string();
             let mut plain_http = false;
             let mut good = true;
-            for (field, v) in fields(table) {
+            for (field, v) in fields {
                 let name: &str = field.get_ref();
                 good &= match name {
                     "match" => {
-                        patterns = self.patterns(key, v);
+                        patterns = this.patterns(key, v);
                         patterns.is_some()
                     }
                     "htpasswd" => {
-                        file = self.path(key, v).and_then(|p| self.htpasswd(key, v, p));
+                        file = this.path(key, v).and_then(|p| this.htpasswd(key, v, p));
                         file.is_some()
                     }
-                    "realm" => match self.string(key, v, "a realm such as \"staging\"") {
+                    "realm" => match this.string(key, v, "a realm such as \"staging\"") {
                         Some(r) if !r.is_empty() && r.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\') => {
                             realm = r.to_owned();
                             true
                         }
-                        Some(r) => self.bad(key, v, format!("`realm`: \"{r}\" must be printable ASCII without `\"` or `\\`, not empty")).unwrap_or(false),
+                        Some(r) => this.bad(key, v, format!("`realm`: \"{r}\" must be printable ASCII without `\"` or `\\`, not empty")).unwrap_or(false),
                         None => false,
                     },
-                    "plain-http" => self.boolean(key, v).map(|b| plain_http = b).is_some(),
-                    other => self.unknown_field(key, field.span().start, other, KNOWN),
+                    "plain-http" => this.boolean(key, v).map(|b| plain_http = b).is_some(),
+                    other => this.unknown_field(key, field.span().start, other, KNOWN),
                 };
             }
             let missing = match (&patterns, &file) {
@@ -467,24 +478,22 @@ impl Checker<'_> {
                 _ => None,
             };
             if let Some(field) = missing {
-                self.bad::<()>(key, item, format!("an auth rule needs {field}"));
+                this.bad::<()>(key, item, format!("an auth rule needs {field}"));
                 good = false;
             }
-            ok &= good;
-            if let (true, Some(patterns), Some((htpasswd, users, generation))) =
-                (good, patterns, file)
-            {
-                rules.push(AuthRule {
-                    patterns,
-                    htpasswd,
-                    generation,
-                    users: Arc::new(users),
-                    realm,
-                    plain_http,
-                });
-            }
-        }
-        ok.then_some(rules)
+            let (true, Some(patterns), Some((htpasswd, users, generation))) = (good, patterns, file)
+            else {
+                return None;
+            };
+            Some(AuthRule {
+                patterns,
+                htpasswd,
+                generation,
+                users: Arc::new(users),
+                realm,
+                plain_http,
+            })
+        })
     }
 
     /// Reads and checks an htpasswd file; its problems are reported at
@@ -537,43 +546,36 @@ impl Checker<'_> {
     /// `[[deny]]`.
     pub(super) fn deny_rules(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<DenyRule>> {
         const KNOWN: &str = "`match` and `status`";
-        let mut rules = Vec::new();
-        let mut ok = true;
-        for item in self.tables(key, value)? {
-            let DeValue::Table(table) = item.get_ref() else {
-                continue;
-            };
+        self.each_rule(key, value, |this, item, fields| {
             let mut rule = DenyRule {
                 patterns: Vec::new(),
                 status: 404,
             };
             let mut good = true;
             let mut matched = false;
-            for (field, v) in fields(table) {
+            for (field, v) in fields {
                 let name: &str = field.get_ref();
                 good &= match name {
                     "match" => {
                         matched = true;
-                        self.patterns(key, v).map(|p| rule.patterns = p).is_some()
+                        this.patterns(key, v).map(|p| rule.patterns = p).is_some()
                     }
-                    "status" => match self.integer(key, v, 403..=404) {
+                    "status" => match this.integer(key, v, 403..=404) {
                         Some(status) => {
                             rule.status = status as u16;
                             true
                         }
                         None => false,
                     },
-                    other => self.unknown_field(key, field.span().start, other, KNOWN),
+                    other => this.unknown_field(key, field.span().start, other, KNOWN),
                 };
             }
             if !matched && good {
-                self.bad::<()>(key, item, "a deny rule needs `match`".into());
+                this.bad::<()>(key, item, "a deny rule needs `match`".into());
                 good = false;
             }
-            ok &= good;
-            rules.push(rule);
-        }
-        ok.then_some(rules)
+            good.then_some(rule)
+        })
     }
 }
 
