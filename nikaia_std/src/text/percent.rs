@@ -48,9 +48,11 @@ pub(crate) fn hex(c: u8) -> Option<u8> {
 /// Kept rather than `percent_encoding::utf8_percent_encode`, which would
 /// need an `AsciiSet` per `keep` list and a dependency for ten lines that
 /// run only for a directory listing's links and a slash redirect.
-pub(crate) fn percent_encode(s: &str, keep: &[u8]) -> String {
+/// Takes bytes, so a name that is not UTF-8 is linked byte-exact.
+pub(crate) fn percent_encode(s: impl AsRef<[u8]>, keep: &[u8]) -> String {
+    let s = s.as_ref();
     let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
+    for &b in s {
         if b.is_ascii_alphanumeric() || keep.contains(&b) {
             out.push(b as char);
         } else {

@@ -54,7 +54,7 @@ pub(super) fn listing(
         let slash = if e.is_dir { "/" } else { "" };
         page.push_str(&format!(
             "<li><a href=\"./{}{slash}\">{}{slash}</a></li>\n",
-            percent_encode(&name, b"-._~/"),
+            percent_encode(name.as_bytes(), b"-._~/"),
             html_escape(&name)
         ));
     }
