@@ -9,7 +9,7 @@
 
 use nikaia_std::rt::Coding;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -199,32 +199,9 @@ fn write(
     result
 }
 
-/// The whole of `input`, encoded with `coding` at its highest level (the
-/// work is done once, the bytes are sent many times).
-fn encode(coding: Coding, mut input: fs::File, mut out: fs::File) -> io::Result<fs::File> {
-    match coding {
-        Coding::Br => {
-            // Not `CompressorWriter`, whose end drops write errors.
-            let params = brotli::enc::BrotliEncoderParams {
-                quality: 11,
-                lgwin: 22,
-                ..Default::default()
-            };
-            let mut buffered = io::BufWriter::new(&mut out);
-            brotli::BrotliCompress(&mut input, &mut buffered, &params)?;
-            buffered.flush()?;
-            drop(buffered);
-            Ok(out)
-        }
-        Coding::Zstd => {
-            let mut w = zstd::Encoder::new(out, 19)?;
-            io::copy(&mut input, &mut w)?;
-            w.finish()
-        }
-        Coding::Gzip => {
-            let mut w = flate2::write::GzEncoder::new(out, flate2::Compression::best());
-            io::copy(&mut input, &mut w)?;
-            w.finish()
-        }
-    }
+/// The whole of `input`, encoded with `coding` at its level (std's one
+/// compressor, shared with the kept variants).
+fn encode(coding: Coding, input: fs::File, mut out: fs::File) -> io::Result<fs::File> {
+    nikaia_std::encode::encode(coding, input, &mut out)?;
+    Ok(out)
 }

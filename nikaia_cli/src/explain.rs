@@ -84,6 +84,15 @@ fn fetch(socket: &Path) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// A hit rate as a person reads it; `-` before any lookup.
+fn rate(hits: u64, misses: u64) -> String {
+    if hits + misses == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.1}%", 100.0 * hits as f64 / (hits + misses) as f64)
+    }
+}
+
 fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
@@ -95,17 +104,26 @@ pub fn render(socket: &Path, r: &Value) -> String {
     out += &vehicles(&r["vehicles"]);
     let c = &r["cache"];
     let (hits, misses) = (n(&c["hits"]), n(&c["misses"]));
-    let rate = if hits + misses == 0 {
-        "-".to_owned()
-    } else {
-        format!("{:.1}%", 100.0 * hits as f64 / (hits + misses) as f64)
-    };
+    let kept_rate = rate(hits, misses);
     out += &format!(
-        "\nkept table    {} entries, {} held\n              hits {hits}, misses {misses}, hit rate {rate}, evictions {}, invalidations {}\n",
+        "\nkept table    {} entries, {} held\n              hits {hits}, misses {misses}, hit rate {kept_rate}, evictions {}, invalidations {}\n",
         n(&c["entries"]),
         size(n(&c["bytes"])),
         n(&c["evictions"]),
         n(&c["invalidations"]),
+    );
+    let z = &r["compressed"];
+    let (hits, misses) = (n(&z["hits"]), n(&z["misses"]));
+    out += &format!(
+        "compressed    {} variants, {} held\n              hits {hits}, misses {misses}, hit rate {}, made {}, no gain {}, evictions {}, invalidations {}, not queued {}\n",
+        n(&z["entries"]),
+        size(n(&z["bytes"])),
+        rate(hits, misses),
+        n(&z["made"]),
+        n(&z["no_gain"]),
+        n(&z["evictions"]),
+        n(&z["invalidations"]),
+        n(&z["dropped"]),
     );
     out += &format!(
         "io pool       {} opens, {} cold reads\ncut short     {} file bodies (truncated or unreadable mid-transfer)\nmade room     {} idle connections closed at max-connections\ntimed out     {} answers closed after send-timeout without progress\n",
@@ -235,6 +253,38 @@ pub fn prometheus(r: &Value) -> String {
         "nikaia_kept_bytes",
         "Bytes of files the kept table holds.",
         n(&c["bytes"]),
+    );
+    let z = &r["compressed"];
+    for (key, help) in [
+        ("hits", "Answers sent from a kept compressed variant."),
+        ("misses", "Lookups of a compressed variant not kept."),
+        ("made", "Compressed variants made."),
+        (
+            "no_gain",
+            "Compressions that did not make the file smaller.",
+        ),
+        ("evictions", "Compressed variants dropped for room."),
+        (
+            "invalidations",
+            "Compressed variants dropped because the file changed.",
+        ),
+        ("dropped", "Compressions not queued: the queue was full."),
+    ] {
+        p.counter(
+            &format!("nikaia_compressed_{key}_total"),
+            help,
+            vec![(vec![], n(&z[key]))],
+        );
+    }
+    p.gauge(
+        "nikaia_compressed_entries",
+        "Compressed variants kept.",
+        n(&z["entries"]),
+    );
+    p.gauge(
+        "nikaia_compressed_bytes",
+        "Bytes of compressed variants kept.",
+        n(&z["bytes"]),
     );
     p.gauge(
         "nikaia_connections",

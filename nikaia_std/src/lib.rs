@@ -20,6 +20,8 @@
 // access log's view of a request, mapped bodies) is compiled but idle.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
+#[cfg(target_os = "linux")]
+pub mod encode;
 pub mod fs;
 pub mod html;
 pub mod http;

@@ -96,6 +96,8 @@ send-file-max-chunk = "512KiB"
 static-cache = 0
 static-cache-bytes = "1GiB"
 precompressed = ["gzip", "br"]
+compress = false
+compress-cache-bytes = "8MiB"
 header-timeout = "250ms"
 keepalive-timeout = "0s"
 send-timeout = "2m"
@@ -123,6 +125,8 @@ tls-key = "tls/key.pem"
             static_cache: 0,
             static_cache_bytes: 1 << 30,
             precompressed: vec![Coding::Gzip, Coding::Br],
+            compress: false,
+            compress_cache_bytes: 8 << 20,
             header_timeout: Duration::from_millis(250),
             keepalive_timeout: Duration::ZERO,
             send_timeout: Duration::from_secs(120),

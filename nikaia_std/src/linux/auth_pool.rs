@@ -3,7 +3,7 @@
 //! the table of credentials verified a moment ago, which the workers
 //! consult so a logged-in client does not pay bcrypt per request.
 
-use super::pool::IoPool;
+use super::pool::{at_lowest_priority, IoPool};
 use super::verify::{verify, Verified};
 use crate::http::site::{Check, Verdict, PER_CLIENT};
 use std::collections::HashMap;
@@ -59,7 +59,7 @@ impl AuthPool {
     pub(crate) fn new() -> std::io::Result<AuthPool> {
         let threads = crate::rt::available_cores().clamp(1, 4);
         Ok(AuthPool {
-            threads: IoPool::with_start("nikaia-auth", threads, yield_to_workers)?,
+            threads: IoPool::with_start("nikaia-auth", threads, at_lowest_priority)?,
             waiting: Arc::default(),
             verified: Arc::new(Mutex::new(Verified::new(KEPT, KEPT_FOR))),
         })
@@ -109,17 +109,6 @@ impl AuthPool {
         self.threads.close();
     }
 }
-
-/// Lowers the calling thread's priority to nice 19, the lowest (on Linux
-/// the nice value is a thread's): when checks and requests want the same
-/// cores, the workers get them, and a flood of wrong passwords waits on
-/// itself. An idle core still runs a check at full speed.
-fn yield_to_workers() {
-    let _ = rustix::process::setpriority_process(None, NICE);
-}
-
-/// The verifier threads' nice value.
-const NICE: i32 = 19;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

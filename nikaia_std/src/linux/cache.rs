@@ -356,7 +356,9 @@ fn copy_opened(opened: &Opened) -> Option<Bytes> {
     (fs::identity_of(&after) == opened.id).then(|| Bytes::from(data))
 }
 
-fn recently_changed(id: &Identity) -> bool {
+/// Whether the file changed less than [`TICK_NS`] ago: then neither the
+/// kept table nor the kept variants take it yet.
+pub(crate) fn recently_changed(id: &Identity) -> bool {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);

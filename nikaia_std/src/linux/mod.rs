@@ -6,7 +6,7 @@
 //! that reads and writes a socket plainly or through rustls
 //! (`transport.rs`, `tls/`), a connection with its protocol unit (`conn/`:
 //! `h1.rs` today), the send queue (`out.rs`), the vehicles (`send.rs`), the
-//! kept table (`cache.rs`), the io pool (`pool.rs`), the counters
+//! kept table (`cache.rs`), the kept compressed variants (`variants.rs`), the io pool (`pool.rs`), the counters
 //! (`stats.rs`), the stats socket and the log sinks.
 //!
 //! What an answer is, is decided in `http/`; this side calls its pipeline
@@ -36,6 +36,7 @@ pub(crate) mod tls;
 mod transport;
 mod unix_path;
 mod upgrade;
+mod variants;
 mod verify;
 mod worker;
 

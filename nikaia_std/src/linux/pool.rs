@@ -16,6 +16,15 @@ struct Queue {
     closed: bool,
 }
 
+/// Lowers the calling thread's priority to nice 19, the lowest (on Linux
+/// the nice value is a thread's): for the verifier and compressor threads,
+/// so when their work and requests want the same cores, the workers get
+/// them, and a flood waits on itself. An idle core still runs them at full
+/// speed.
+pub(crate) fn at_lowest_priority() {
+    let _ = rustix::process::setpriority_process(None, 19);
+}
+
 pub(crate) struct IoPool {
     queue: Arc<(Mutex<Queue>, Condvar)>,
     threads: Mutex<Vec<JoinHandle<()>>>,

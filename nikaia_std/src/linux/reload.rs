@@ -135,6 +135,9 @@ pub(crate) fn reload(
     shared
         .cache
         .resize(new.static_cache, new.static_cache_bytes);
+    shared
+        .variants
+        .configure(new.compress, new.compress_cache_bytes);
     let budget = connection_budget(shared, new.max_connections, workers);
     shared
         .max_connections

@@ -334,6 +334,7 @@ impl Running {
         }
         self.control.shared.pool.close();
         self.control.shared.auth.close();
+        self.control.shared.variants.close();
         drop(
             self.control
                 .stats

@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     pub(crate) listeners: Mutex<Vec<Arc<Listener>>>,
     pub(crate) logs: Logs,
     pub(crate) cache: Cache<Meta>,
+    /// The kept compressed variants and their compressor thread.
+    pub(crate) variants: super::variants::Variants,
     pub(crate) stats: Stats,
     pub(crate) pool: IoPool,
     /// The verifier threads and the table of verified credentials.
@@ -106,6 +108,21 @@ impl Files for Serving<'_> {
     fn precompressed(&self) -> &[crate::rt::Coding] {
         &self.rt.precompressed
     }
+
+    fn compresses(&self) -> bool {
+        self.shared.variants.on()
+    }
+
+    fn compressed(
+        &self,
+        root: &crate::fs::Root,
+        name: &std::path::Path,
+        id: &crate::fs::Identity,
+        coding: crate::rt::Coding,
+        queue: bool,
+    ) -> Option<(bytes::Bytes, crate::http::conditional::Validators)> {
+        self.shared.variants.get(root, name, id, coding, queue)
+    }
 }
 
 impl Shared {
@@ -128,6 +145,7 @@ impl Shared {
             router,
             tls,
             cache: Cache::new(rt.static_cache, rt.static_cache_bytes, keep),
+            variants: super::variants::Variants::new(rt.compress, rt.compress_cache_bytes)?,
             stats: Stats::default(),
             pool: IoPool::new(rt.io_threads)?,
             auth: super::auth_pool::AuthPool::new()?,
@@ -184,6 +202,7 @@ impl Shared {
             cache_misses: c.misses.load(Relaxed),
             cache_evictions: c.evictions.load(Relaxed),
             cache_invalidations: c.invalidations.load(Relaxed),
+            compressed: self.variants.report(),
             cold_reads: self.stats.cold_reads.load(Relaxed),
             pool_opens: self.stats.pool_opens.load(Relaxed),
             truncated: self.stats.truncated.load(Relaxed),

@@ -65,6 +65,18 @@ impl Coding {
             Coding::Gzip => "gz",
         }
     }
+
+    /// The level std compresses at, for `nikaia compress` and for the kept
+    /// variants alike: the highest each coding has (brotli quality 11,
+    /// zstd 19, gzip 9), since the work is done once per file and the bytes
+    /// are sent many times.
+    pub fn level(self) -> u32 {
+        match self {
+            Coding::Br => 11,
+            Coding::Zstd => 19,
+            Coding::Gzip => 9,
+        }
+    }
 }
 
 /// The effective runtime configuration (the file's values, defaults filled in).
@@ -86,6 +98,11 @@ pub struct Runtime {
     /// The sidecar codings served, in the server's order of preference;
     /// empty: sidecars are never looked for.
     pub precompressed: Vec<Coding>,
+    /// `compress`: a compressible file without a sidecar is compressed once,
+    /// off the workers, and the result kept (`spec/files.md`).
+    pub compress: bool,
+    /// `compress-cache-bytes`: the bound on the compressed variants kept.
+    pub compress_cache_bytes: u64,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
     pub send_timeout: Duration,
@@ -189,7 +206,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 30] = [
+pub const KEYS: [&str; 32] = [
     "listen",
     "workers",
     "io-threads",
@@ -198,6 +215,8 @@ pub const KEYS: [&str; 30] = [
     "static-cache",
     "static-cache-bytes",
     "precompressed",
+    "compress",
+    "compress-cache-bytes",
     "header-timeout",
     "keepalive-timeout",
     "send-timeout",
@@ -233,6 +252,8 @@ impl Default for Runtime {
             static_cache: 1024,
             static_cache_bytes: 64 << 20,
             precompressed: Coding::ALL.to_vec(),
+            compress: true,
+            compress_cache_bytes: 32 << 20,
             header_timeout: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(30),
@@ -358,6 +379,11 @@ impl Runtime {
             .map(|c| string(c.token()))
             .collect();
         line("precompressed", Some(format!("[{}]", codings.join(", "))));
+        line("compress", Some(self.compress.to_string()));
+        line(
+            "compress-cache-bytes",
+            Some(size(self.compress_cache_bytes)),
+        );
         line("header-timeout", Some(duration(self.header_timeout)));
         line("keepalive-timeout", Some(duration(self.keepalive_timeout)));
         line("send-timeout", Some(duration(self.send_timeout)));

@@ -15,5 +15,5 @@ pub use config::{
     LogTarget, Net, Origins, Runtime, SecurityHeaders, SendFile, Site, TrustedProxies, Users, KEYS,
     RUNTIME_ENV, UNIX_MODE,
 };
-pub use stats::{H2Report, Report, TlsReport};
+pub use stats::{CompressedReport, H2Report, Report, TlsReport};
 pub(crate) use vehicle::Vehicle;

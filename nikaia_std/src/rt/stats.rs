@@ -17,6 +17,8 @@ pub struct Report {
     pub cache_misses: u64,
     pub cache_evictions: u64,
     pub cache_invalidations: u64,
+    /// The kept compressed variants (`spec/files.md`).
+    pub compressed: CompressedReport,
     /// Sends whose pages were read on the io pool (cold page cache).
     pub cold_reads: u64,
     /// Opens finished on the io pool.
@@ -41,6 +43,28 @@ pub struct Report {
     pub tls: Option<TlsReport>,
     /// What HTTP/2 connections did (h2 and h2c).
     pub h2: H2Report,
+}
+
+/// What the table of kept compressed variants holds and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompressedReport {
+    pub entries: u64,
+    /// Bytes of compressed variants held.
+    pub bytes: u64,
+    /// Answers sent from a kept variant.
+    pub hits: u64,
+    /// Lookups of a variant that was not kept (the identity, or a lesser
+    /// coding, answered).
+    pub misses: u64,
+    /// Variants made by the compressor.
+    pub made: u64,
+    /// Compressions that did not make the file smaller (noted, not kept).
+    pub no_gain: u64,
+    pub evictions: u64,
+    /// Variants dropped because their file changed.
+    pub invalidations: u64,
+    /// Compressions not queued because the queue was full.
+    pub dropped: u64,
 }
 
 /// What HTTP/2 connections did (`spec/http2.md`, "What an operator sees").
@@ -94,6 +118,11 @@ impl Report {
             self.cache_misses,
             self.cache_evictions,
             self.cache_invalidations
+        ));
+        let z = &self.compressed;
+        s.push_str(&format!(
+            ",\"compressed\":{{\"entries\":{},\"bytes\":{},\"hits\":{},\"misses\":{},\"made\":{},\"no_gain\":{},\"evictions\":{},\"invalidations\":{},\"dropped\":{}}}",
+            z.entries, z.bytes, z.hits, z.misses, z.made, z.no_gain, z.evictions, z.invalidations, z.dropped
         ));
         s.push_str(&format!(
             ",\"cold_reads\":{},\"pool_opens\":{},\"pool_queued\":{},\"truncated\":{},\"idle_closed\":{},\"send_timeouts\":{},\"connections\":{}",

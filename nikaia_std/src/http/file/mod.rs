@@ -9,6 +9,7 @@
 //! `head` decides a found file's status, headers and body plan; `listing`
 //! answers for a directory without an index.
 
+mod compress;
 mod head;
 mod listing;
 mod resolve;
@@ -138,6 +139,24 @@ pub(crate) trait Files {
     fn vehicle(&self, len: u64) -> Vehicle;
     /// The sidecar codings served (`precompressed`), in the server's order.
     fn precompressed(&self) -> &[Coding];
+    /// Whether this backend keeps compressed variants (`compress`).
+    fn compresses(&self) -> bool {
+        false
+    }
+    /// The kept variant of the file `id` (`name` under `root`) compressed
+    /// with `coding`, if one is kept and made from exactly that identity.
+    /// None otherwise; then, when `queue`, the backend makes it off its
+    /// workers for a later request.
+    fn compressed(
+        &self,
+        _root: &Root,
+        _name: &Path,
+        _id: &Identity,
+        _coding: Coding,
+        _queue: bool,
+    ) -> Option<(Bytes, crate::http::conditional::Validators)> {
+        None
+    }
     /// The runtime whose `cache-control`, `not-found` and `fallback` apply
     /// to `dir_handler`'s files; none where there is no runtime file.
     fn runtime(&self) -> Option<&crate::rt::Runtime> {

@@ -3,6 +3,7 @@
 //! that may only use the kernel's caches; a directory's index, its listing,
 //! and the runtime's `fallback` and `not-found` pages for a missing name.
 
+use super::compress;
 use super::head::{build, status_only, Head, Meta};
 use super::listing::{listing, redirect_to_slash};
 use super::{File, Files, Pages, Phase, Prepared, Step, Target, Then};
@@ -33,8 +34,9 @@ pub(super) struct Original {
     /// Whether the answer carries `Vary: Accept-Encoding`.
     vary: bool,
     /// The codings still to try, best first; the one being opened is
-    /// `trying`.
+    /// `trying`. `wanted` is all of them, for the kept variants.
     left: Wanted,
+    wanted: Wanted,
     trying: Option<Coding>,
 }
 
@@ -215,6 +217,7 @@ impl<F: Files> Ask<'_, F> {
             source,
             vary: negotiate,
             left,
+            wanted: left,
             trying: None,
         };
         self.next_sidecar(original)
@@ -259,8 +262,25 @@ impl<F: Files> Ask<'_, F> {
             meta,
             source,
             vary,
+            wanted,
             ..
         } = original;
+        let variant =
+            compress::kept_variant(self, root, &target.name, &id, meta.content_type, wanted);
+        if let Some((coding, bytes, validators)) = variant {
+            let head = Head {
+                validators: &validators,
+                content_type: meta.content_type,
+                coding: Some(coding),
+                vary: true,
+            };
+            // Lengths and ranges count the encoded bytes.
+            let id = Identity {
+                size: bytes.len() as u64,
+                ..id
+            };
+            return Step::Ready(build(self, &target, head, id, Source::Kept(bytes)));
+        }
         let head = Head {
             validators: &meta.validators,
             content_type: meta.content_type,

@@ -117,6 +117,11 @@ impl Checker<'_> {
                     put(&mut rt.static_cache_bytes, bytes);
                 }
                 "precompressed" => put(&mut rt.precompressed, self.codings(name, value)),
+                "compress" => put(&mut rt.compress, self.boolean(name, value)),
+                "compress-cache-bytes" => {
+                    let bytes = self.size(name, value, STATIC_CACHE_BYTES, "32MiB");
+                    put(&mut rt.compress_cache_bytes, bytes);
+                }
                 "header-timeout" => {
                     let timeout = self.duration(name, value, millis(1)..=HOUR);
                     put(&mut rt.header_timeout, timeout);
