@@ -20,7 +20,10 @@
 // access log's view of a request, mapped bodies) is compiled but idle.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
+/// The compressors, for `nikaia compress`; not part of the language's
+/// surface (programs never choose how a file is coded).
 #[cfg(target_os = "linux")]
+#[doc(hidden)]
 pub mod encode;
 pub mod fs;
 pub mod html;
