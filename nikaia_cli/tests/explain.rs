@@ -163,6 +163,61 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
 }
 
 #[test]
+fn the_compressed_table_is_shown_with_its_hit_rate_and_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(site.join("app.js"), "console.log('hello');\n".repeat(400)).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let (mut child, addr, sock, _) = serve_with_stats(dir.path(), &site);
+    let gzip = "Accept-Encoding: gzip\r\n";
+    // The first answer is the file; then, once made, the variant.
+    let (_, head, _) = common::request(&addr, "GET", "/app.js", gzip);
+    assert!(!head.contains("Content-Encoding"), "{head}");
+    let mut coded = 0;
+    for _ in 0..500 {
+        let (_, head, _) = common::request(&addr, "GET", "/app.js", gzip);
+        if head.contains("Content-Encoding: gzip") {
+            coded += 1;
+            if coded == 3 {
+                break;
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    assert_eq!(coded, 3, "the variant was never made");
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let z = &report["compressed"];
+    assert_eq!(z["entries"], 1, "{report}");
+    assert_eq!(z["made"], 1, "{report}");
+    assert_eq!(z["hits"], 3, "{report}");
+    let misses = z["misses"].as_u64().unwrap();
+    assert!(misses >= 1, "{report}");
+    let bytes = z["bytes"].as_u64().unwrap();
+    assert!(bytes > 0 && bytes < 9200 / 4, "{report}");
+    let text = explain(&["--socket", sock.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    let rate = format!("{:.1}%", 300.0 / (3 + misses) as f64);
+    assert!(text.contains("compressed    1 variants"), "{text}");
+    assert!(
+        text.contains(&format!("hits 3, misses {misses}, hit rate {rate}, made 1")),
+        "{text}"
+    );
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
+    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(prometheus_sample(&prom, "nikaia_compressed_hits", &[]), 3.0);
+    assert_eq!(
+        prometheus_sample(&prom, "nikaia_compressed_entries", &[]),
+        1.0
+    );
+    assert_eq!(prom["nikaia_compressed_bytes"]["type"], "gauge");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
 fn no_server_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("nobody.sock");
