@@ -202,6 +202,7 @@ fn write(
 /// The whole of `input`, encoded with `coding` at its level (std's one
 /// compressor, shared with the kept variants).
 fn encode(coding: Coding, input: fs::File, mut out: fs::File) -> io::Result<fs::File> {
-    nikaia_std::encode::encode(coding, input, &mut out)?;
+    let len = input.metadata()?.len();
+    nikaia_std::encode::encode(coding, len, input, &mut out)?;
     Ok(out)
 }

@@ -5,7 +5,7 @@
 
 use super::cache::recently_changed;
 use super::pool::{at_lowest_priority, IoPool};
-use crate::encode::{encode_bytes, GENERATION};
+use crate::encode::{encode_bytes, method, GENERATION};
 use crate::fs::{self, Identity, Root};
 use crate::http::conditional::Validators;
 use crate::rt::Coding;
@@ -209,7 +209,8 @@ impl Job {
             None
         } else {
             self.inner.counters.made.fetch_add(1, Relaxed);
-            let validators = Validators::compressed(&self.id, self.coding, GENERATION);
+            let method = format!("{}-{GENERATION}", method(self.coding, self.id.size));
+            let validators = Validators::compressed(&self.id, &method);
             Some((Bytes::from(made), validators))
         };
         let size = made.as_ref().map_or(0, |(b, _)| b.len() as u64);

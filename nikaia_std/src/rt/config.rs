@@ -65,18 +65,6 @@ impl Coding {
             Coding::Gzip => "gz",
         }
     }
-
-    /// The level std compresses at, for `nikaia compress` and for the kept
-    /// variants alike: the highest each coding has (brotli quality 11,
-    /// zstd 19, gzip 9), since the work is done once per file and the bytes
-    /// are sent many times.
-    pub fn level(self) -> u32 {
-        match self {
-            Coding::Br => 11,
-            Coding::Zstd => 19,
-            Coding::Gzip => 9,
-        }
-    }
 }
 
 /// The effective runtime configuration (the file's values, defaults filled in).

@@ -19,7 +19,7 @@ pub(crate) const FLOOR: u64 = 256;
 
 /// Larger files are sent as they are: brotli at quality 11 makes about
 /// 1 MiB/s on this machine's cores, so one file holds the compressor for
-/// seconds, and the variant would hold that much memory.
+/// seconds, and its variants would hold that much memory.
 pub(crate) const CEILING: u64 = 4 << 20;
 
 /// Whether a file of this type and size is one std compresses.
@@ -76,19 +76,13 @@ pub(super) fn kept_variant(
 }
 
 impl Validators {
-    /// The validators of the variant of file `id` compressed with
-    /// `coding` by std: the file's Last-Modified, and an ETag naming the
-    /// file's identity, the coding, its level and the compressors'
-    /// generation, so it names exactly these bytes.
-    pub(crate) fn compressed(id: &Identity, coding: Coding, generation: &str) -> Validators {
+    /// The validators of the variant of file `id` that std made by
+    /// `method` (the coding, its settings and the compressors' generation,
+    /// as `br-11-n1`): the file's Last-Modified, and an ETag naming the
+    /// file's identity and the method, so it names exactly these bytes.
+    pub(crate) fn compressed(id: &Identity, method: &str) -> Validators {
         let mut v = Validators::of(id);
-        v.etag = Bytes::from(format!(
-            "\"{:x}-{:x}-{}-{}-{generation}\"",
-            id.mtime_ns,
-            id.size,
-            coding.token(),
-            coding.level()
-        ));
+        v.etag = Bytes::from(format!("\"{:x}-{:x}-{method}\"", id.mtime_ns, id.size));
         v
     }
 }
@@ -139,9 +133,9 @@ mod tests {
             mtime_ns: 0xabc,
             ctime_ns: 0,
         };
-        let gz = Validators::compressed(&id, Coding::Gzip, "n1");
-        assert_eq!(gz.etag(), "\"abc-4000-gzip-9-n1\"");
-        let br = Validators::compressed(&id, Coding::Br, "n1");
+        let gz = Validators::compressed(&id, "gzip-zopfli-n1");
+        assert_eq!(gz.etag(), "\"abc-4000-gzip-zopfli-n1\"");
+        let br = Validators::compressed(&id, "br-11-n1");
         assert_ne!(br.etag, gz.etag);
         assert_ne!(gz.etag, Validators::coded(&id, Coding::Gzip).etag);
         assert_ne!(gz.etag, Validators::of(&id).etag);
