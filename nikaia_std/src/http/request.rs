@@ -82,8 +82,47 @@ pub(crate) struct Text {
     pub version: Version,
     pub headers: Vec<(Range<usize>, Range<usize>)>,
     /// The target's path, percent-decoded once.
-    pub path: String,
+    pub path: DecodedPath,
     pub query: Option<Range<usize>>,
+}
+
+/// A request's path, percent-decoded once: its exact bytes, and the text a
+/// handler reads (`spec/http.md`). A path that is UTF-8, nearly every one,
+/// is held once; one that is not holds its bytes and a lossy copy, each
+/// sequence that is not UTF-8 there as U+FFFD.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DecodedPath {
+    Text(String),
+    Bytes { exact: Vec<u8>, lossy: String },
+}
+
+impl DecodedPath {
+    pub(crate) fn new(bytes: Vec<u8>) -> DecodedPath {
+        match String::from_utf8(bytes) {
+            Ok(text) => DecodedPath::Text(text),
+            Err(e) => {
+                let exact = e.into_bytes();
+                let lossy = String::from_utf8_lossy(&exact).into_owned();
+                DecodedPath::Bytes { exact, lossy }
+            }
+        }
+    }
+
+    /// The path as text: lossy where the bytes are not UTF-8.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            DecodedPath::Text(t) => t,
+            DecodedPath::Bytes { lossy, .. } => lossy,
+        }
+    }
+
+    /// The exact bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            DecodedPath::Text(t) => t.as_bytes(),
+            DecodedPath::Bytes { exact, .. } => exact,
+        }
+    }
 }
 
 /// One request: its text ([`Text`] and the fields it points into), the
@@ -96,9 +135,12 @@ pub struct Request {
     pub(crate) target: Range<usize>,
     pub(crate) version: Version,
     pub(crate) headers: Vec<(Range<usize>, Range<usize>)>,
-    pub(crate) path: String,
+    pub(crate) path: DecodedPath,
     pub(crate) query: Option<Range<usize>>,
-    pub(crate) param: Option<String>,
+    /// Where the route's wildcard value starts in the path. The same in its
+    /// bytes and its text: the route's prefix is UTF-8 and matched the bytes
+    /// before it, so the lossy text has those bytes unchanged.
+    pub(crate) param: Option<usize>,
     pub(crate) body: Bytes,
     pub(crate) peer: Peer,
     pub(crate) client: Peer,
@@ -142,9 +184,17 @@ impl Request {
         self.text(&self.target)
     }
 
-    /// The path, percent-decoded exactly once, without the query.
+    /// The path, percent-decoded exactly once, without the query. Where the
+    /// decoded bytes are not UTF-8, each sequence that is not is U+FFFD:
+    /// [`path_bytes`](Request::path_bytes) has them exactly.
     pub fn path(&self) -> &str {
-        &self.path
+        self.path.as_str()
+    }
+
+    /// The path's bytes, percent-decoded exactly once, without the query:
+    /// a name that is not UTF-8 (`caf%E9.txt`, Latin-1) exactly as sent.
+    pub fn path_bytes(&self) -> &[u8] {
+        self.path.as_bytes()
     }
 
     /// The query string after `?`, still encoded.
@@ -153,8 +203,17 @@ impl Request {
     }
 
     /// The value the route's tail wildcard (`/files/*name`) matched, decoded.
+    /// Lossy as [`path`](Request::path) is: a name that is not UTF-8 has
+    /// U+FFFD in it here, so a file opened by it is another name (usually
+    /// missing, 404); [`param_bytes`](Request::param_bytes) has it exactly.
     pub fn param(&self) -> Option<&str> {
-        self.param.as_deref()
+        self.param.and_then(|i| self.path.as_str().get(i..))
+    }
+
+    /// The value the route's tail wildcard matched, decoded, as its exact
+    /// bytes: the name to open for a file whose name is not UTF-8.
+    pub fn param_bytes(&self) -> Option<&[u8]> {
+        self.param.and_then(|i| self.path.as_bytes().get(i..))
     }
 
     pub fn version(&self) -> Version {
