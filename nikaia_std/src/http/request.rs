@@ -88,12 +88,20 @@ pub(crate) struct Text {
 
 /// A request's path, percent-decoded once: its exact bytes, and the text a
 /// handler reads (`spec/http.md`). A path that is UTF-8, nearly every one,
-/// is held once; one that is not holds its bytes and a lossy copy, each
-/// sequence that is not UTF-8 there as U+FFFD.
+/// is held once, in a `String`; one that is not holds its bytes and a lossy
+/// copy (each sequence that is not UTF-8 there as U+FFFD), boxed, so the
+/// path is no larger than a `String` in every request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum DecodedPath {
     Text(String),
-    Bytes { exact: Vec<u8>, lossy: String },
+    Bytes(Box<Lossy>),
+}
+
+/// A decoded path that is not UTF-8: its bytes, and its lossy text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Lossy {
+    exact: Vec<u8>,
+    text: String,
 }
 
 impl DecodedPath {
@@ -102,8 +110,8 @@ impl DecodedPath {
             Ok(text) => DecodedPath::Text(text),
             Err(e) => {
                 let exact = e.into_bytes();
-                let lossy = String::from_utf8_lossy(&exact).into_owned();
-                DecodedPath::Bytes { exact, lossy }
+                let text = String::from_utf8_lossy(&exact).into_owned();
+                DecodedPath::Bytes(Box::new(Lossy { exact, text }))
             }
         }
     }
@@ -112,7 +120,7 @@ impl DecodedPath {
     pub(crate) fn as_str(&self) -> &str {
         match self {
             DecodedPath::Text(t) => t,
-            DecodedPath::Bytes { lossy, .. } => lossy,
+            DecodedPath::Bytes(l) => &l.text,
         }
     }
 
@@ -120,7 +128,7 @@ impl DecodedPath {
     pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
             DecodedPath::Text(t) => t.as_bytes(),
-            DecodedPath::Bytes { exact, .. } => exact,
+            DecodedPath::Bytes(l) => &l.exact,
         }
     }
 }
@@ -283,4 +291,28 @@ pub(crate) struct Reject {
 
 pub(crate) fn reject(status: u16, why: &'static str) -> Reject {
     Reject { status, why }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decoded_path_is_no_larger_than_a_string() {
+        assert_eq!(
+            std::mem::size_of::<DecodedPath>(),
+            std::mem::size_of::<String>()
+        );
+        let utf8 = DecodedPath::new(b"/caf\xc3\xa9".to_vec());
+        assert!(matches!(utf8, DecodedPath::Text(_)));
+        assert_eq!(
+            (utf8.as_str(), utf8.as_bytes()),
+            ("/café", "/café".as_bytes())
+        );
+        let latin1 = DecodedPath::new(b"/caf\xe9".to_vec());
+        assert_eq!(
+            (latin1.as_str(), latin1.as_bytes()),
+            ("/caf\u{FFFD}", &b"/caf\xe9"[..])
+        );
+    }
 }
