@@ -29,8 +29,10 @@ fn visible_bytes(name: &[u8]) -> bool {
 /// listing of a directory without one when `list`), dot-names answered 404
 /// unless `hidden`.
 ///
-/// The name is normalised first: empty segments merged (`//a.txt` is
-/// `a.txt`), and a `.` or `..` segment answered 404 like a hidden name.
+/// The name is the tail's exact bytes, UTF-8 or not (`caf%E9.txt` opens
+/// the Latin-1 name), normalised first: empty segments merged (`//a.txt`
+/// is `a.txt`), and a `.` or `..` segment answered 404 like a hidden name.
+/// Where the target cannot name such bytes (wasm32), it is 404 too.
 ///
 /// The server's runtime adds what the operator set (`spec/runtime-file.md`,
 /// `spec/site.md`): `cache-control` on file answers (a `Cache-Control` the
