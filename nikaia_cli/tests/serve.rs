@@ -111,6 +111,31 @@ fn list_shows_a_directory_without_an_index() {
 }
 
 #[test]
+fn a_name_that_is_not_utf8_is_served_byte_exact() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = serve(&[]);
+    let name = |b: &[u8]| s._dir.path().join(std::ffi::OsStr::from_bytes(b));
+    std::fs::write(name(b"caf\xe9.txt"), "Latin-1").unwrap();
+    std::fs::create_dir(name(b"d\xff")).unwrap();
+    std::fs::write(name(b"d\xff/index.html"), "<h1>d</h1>").unwrap();
+    let out = Command::new("curl")
+        .args(["-sS", "-w", " %{http_code}"])
+        .arg(format!("http://{}/caf%E9.txt", s.addr))
+        .output()
+        .expect("curl runs");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Latin-1 200",
+        "{out:?}"
+    );
+    let (status, head, _) = get(&s.addr, "/d%FF");
+    assert_eq!((status, location(&head)), (301, Some("/d%FF/")));
+    assert_eq!(get(&s.addr, "/d%FF/").2, b"<h1>d</h1>");
+    assert_eq!(get(&s.addr, "/caf%C3%A9.txt").0, 404);
+    assert_eq!(get(&s.addr, "/caf%00.txt").0, 400);
+}
+
+#[test]
 fn a_redirect_never_leaves_the_host() {
     let s = serve(&[]);
     for target in ["//docs", "///docs", "/%2fdocs", "/docs%2f..%2fdocs"] {

@@ -67,6 +67,14 @@ fn the_wasm_host_answers_as_the_linux_build() {
     std::fs::write(site.join("big.bin"), &big).unwrap();
     std::fs::write(site.join(".env"), "HIDDEN=1").unwrap();
     std::os::unix::fs::symlink("../secret.txt", site.join("out.txt")).unwrap();
+    // A name that is not UTF-8 (Latin-1 `café.txt`), and the name its lossy
+    // text gives (U+FFFD for the byte): Node names files by JS strings.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+        std::fs::write(site.join(latin1), "LATIN-1").unwrap();
+        std::fs::write(site.join("caf\u{FFFD}.txt"), "LOSSY").unwrap();
+    }
 
     let mut linux = Command::new(env!("CARGO_BIN_EXE_nikaia"));
     linux
@@ -123,4 +131,25 @@ fn the_wasm_host_answers_as_the_linux_build() {
         assert!(!String::from_utf8_lossy(&on_wasm.2).contains("SECRET"));
     }
     assert_eq!(curl(&wasm_addr, "/big.bin", &[]).2, big);
+
+    // spec/targets.md: a name that is not UTF-8 is served on Linux; the
+    // wasm32 host cannot name it, so it is a 404 there, and never the file
+    // its lossy text names.
+    assert!(curl(&linux_addr, "/caf%E9.txt", &[]).0.contains("200"));
+    assert_eq!(curl(&linux_addr, "/caf%E9.txt", &[]).2, b"LATIN-1");
+    let on_wasm = curl(&wasm_addr, "/caf%E9.txt", &[]);
+    assert!(on_wasm.0.contains("404"), "{}", on_wasm.0);
+    assert!(!String::from_utf8_lossy(&on_wasm.2).contains("LOSSY"));
+    for target in ["/%FF", "/d%FF/", "/caf%C3%A9.txt"] {
+        let on_wasm = curl(&wasm_addr, target, &[]);
+        assert!(on_wasm.0.contains("404"), "{target}: {}", on_wasm.0);
+        assert_eq!(on_wasm, curl(&linux_addr, target, &[]), "{target}");
+    }
+    for target in ["/caf%00.txt", "/%zz"] {
+        assert_eq!(
+            curl(&wasm_addr, target, &[]),
+            curl(&linux_addr, target, &[]),
+            "{target}"
+        );
+    }
 }

@@ -152,6 +152,11 @@ fn every_row_and_file_answer_under_node() {
     assert!(b == (0..200_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>());
     assert_eq!(get("/f/sub", &[]).0, 301);
     assert_eq!(get("/f/missing", &[]).0, 404);
+    // A name that is not UTF-8 is decoded, not refused: no file on the
+    // host can have it, so it is missing (spec/targets.md).
+    assert_eq!(get("/f/caf%E9.txt", &[]).0, 404);
+    assert_eq!(get("/f/%FF/", &[]).0, 404);
+    assert_eq!(get("/f/%00", &[]).0, 400);
     // Outside the root, through a symlink or `..`, and a loop: 404.
     for name in [
         "/f/out",

@@ -11,6 +11,7 @@ use nikaia_tests::{start, test_runtime, TestPki, TlsClient};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -205,6 +206,12 @@ fn site() -> Site {
         &root.join("app.js"),
         &b"console.log(\"hello\");\n".repeat(1000),
     );
+    // Names that are not UTF-8 (Latin-1 `café.txt`, a directory `d\xff/`).
+    let bytes = |b: &[u8]| root.join(std::ffi::OsStr::from_bytes(b));
+    write(&bytes(b"caf\xe9.txt"), b"a Latin-1 name");
+    write(&bytes(b"d\xff/index.html"), b"<h1>d</h1>");
+    write(&bytes(b"d\xff/x\xfe.txt"), b"inside");
+    write(&bytes(b"x\xff.secret"), b"denied");
     write(&tmp.path().join("secret.txt"), b"outside");
     std::os::unix::fs::symlink("../secret.txt", root.join("out")).unwrap();
     // Sidecars, written after their file (a sidecar older than its file is
@@ -294,6 +301,10 @@ set = { Content-Disposition = "attachment" }
 
 [[deny]]
 match = "*.bin"
+status = 403
+
+[[deny]]
+match = "*.secret"
 status = 403
 
 [[auth]]
@@ -558,6 +569,27 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
         case("416", 0, "/big.bin", &["-H", "Range: bytes=999999-"], 416),
         case("HEAD of a file", 0, "/big.bin", &["-I"], 200),
         case("POST to a file", 0, "/big.bin", &["-d", "x"], 405),
+        case("dir: a name not UTF-8", 0, "/caf%E9.txt", &[], 200),
+        case("dir: its UTF-8 spelling", 0, "/caf%C3%A9.txt", &[], 404),
+        case("dir: a directory not UTF-8", 0, "/d%FF/", &[], 200),
+        case("dir: a file in it", 0, "/d%FF/x%FE.txt", &[], 200),
+        case("dir: its slash redirect", 0, "/d%FF?x=1", &[], 301),
+        case("dir: an encoded NUL", 0, "/caf%00.txt", &[], 400),
+        case("dir: a bad escape", 0, "/d%FF/%zz", &[], 400),
+        case(
+            "dir: an encoded dot-dot",
+            0,
+            "/d%FF/%2E%2E/caf%E9.txt",
+            &[],
+            404,
+        ),
+        case(
+            "http::File by the lossy param",
+            0,
+            "/file/caf%E9.txt",
+            &[],
+            404,
+        ),
         case("directory index", 0, "/docs/", &[], 200),
         case("the top index", 0, "/", &[], 200),
         case("directory without slash: 301", 0, "/docs?x=1", &[], 301),
@@ -703,6 +735,13 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
         case("site: the slash redirect", 2, "/sub", &[], 301),
         case("site: denied", 2, "/big.bin", &[], 403),
         case("site: denied HEAD", 2, "/big.bin", &["-I"], 403),
+        case(
+            "site: denied, a name not UTF-8",
+            2,
+            "/x%FF.secret",
+            &[],
+            403,
+        ),
         case(
             "site: a CORS preflight",
             2,
@@ -875,7 +914,7 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
         failures.join("\n")
     );
     for want in [
-        200, 201, 204, 206, 301, 304, 401, 403, 404, 405, 412, 416, 500,
+        200, 201, 204, 206, 301, 304, 400, 401, 403, 404, 405, 412, 416, 500,
     ] {
         assert!(statuses.contains(&want), "{want} not in {statuses:?}");
     }

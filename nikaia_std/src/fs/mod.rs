@@ -78,6 +78,22 @@ fn read_at(file: &OpenFile, buf: &mut [u8], offset: u64) -> std::io::Result<usiz
     file.read_at(buf, offset)
 }
 
+/// The name a request's decoded bytes give, as a path this target can
+/// open: any bytes on Unix, where a name is bytes; elsewhere (wasm32, whose
+/// host names files by JS strings) only UTF-8, `None` for other bytes,
+/// which no file there can have (`spec/targets.md`).
+#[cfg(unix)]
+pub(crate) fn name_from_bytes(name: &[u8]) -> Option<&std::path::Path> {
+    use std::os::unix::ffi::OsStrExt;
+    Some(std::path::Path::new(std::ffi::OsStr::from_bytes(name)))
+}
+
+/// The name a request's decoded bytes give: UTF-8 only on this target.
+#[cfg(not(unix))]
+pub(crate) fn name_from_bytes(name: &[u8]) -> Option<&std::path::Path> {
+    std::str::from_utf8(name).ok().map(std::path::Path::new)
+}
+
 #[doc(hidden)]
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, DirEntry, Root};

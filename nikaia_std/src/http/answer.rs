@@ -402,7 +402,7 @@ fn note(log: &mut impl FnMut(&Request, &str), req: &Request, resp: &Response) {
 /// handler (a panic is a logged 500), 405 with `Allow` for a known path and
 /// another method (204 with `Allow` for `OPTIONS`), 404 otherwise. `param` is filled in for the handler.
 fn route(router: &Router, req: &mut Request) -> Response {
-    match router.find(req.method(), &req.path) {
+    match router.find(req.method(), req.path.as_bytes()) {
         Found::Handler(handler, param) => {
             req.param = param;
             catch_unwind(AssertUnwindSafe(|| handler(req))).unwrap_or_else(|_| {
@@ -419,7 +419,7 @@ fn route(router: &Router, req: &mut Request) -> Response {
         }
         Found::WrongMethod(allow) => Response::status_page(405).header("Allow", allow),
         // The server as a whole: every route's methods are its own.
-        Found::Nothing if req.method() == "OPTIONS" && req.path == "*" => Response::new(204),
+        Found::Nothing if req.method() == "OPTIONS" && req.path() == "*" => Response::new(204),
         Found::Nothing => Response::status_page(404),
     }
 }
@@ -494,6 +494,12 @@ mod tests {
         route(&mut r, "/files/*name", |req| {
             crate::http::File::new(req.param().unwrap_or(""), &Root::anywhere()).into_response()
         });
+        route(&mut r, "/echo/*name", |req| {
+            let mut body = req.param_bytes().unwrap_or_default().to_vec();
+            body.push(b'|');
+            body.extend_from_slice(req.param().unwrap_or_default().as_bytes());
+            Bytes::from(body).into_response()
+        });
         r
     }
 
@@ -547,6 +553,19 @@ mod tests {
         assert_eq!(a.resp.status(), 500);
         assert!(!String::from_utf8_lossy(memory(&a)).contains("fire"));
         assert_eq!(logged, ["handler failed: the disk is on fire"]);
+    }
+
+    #[test]
+    fn the_wildcard_is_exact_in_bytes_and_lossy_in_text() {
+        let (a, _) = ask("GET /echo/d%FF/caf%E9.txt HTTP/1.1", true);
+        let want = [
+            &b"d\xff/caf\xe9.txt|"[..],
+            "d\u{FFFD}/caf\u{FFFD}.txt".as_bytes(),
+        ]
+        .concat();
+        assert_eq!(memory(&a), want);
+        let (a, _) = ask("GET /echo/caf%C3%A9 HTTP/1.1", true);
+        assert_eq!(memory(&a), "café|café".as_bytes());
     }
 
     #[test]

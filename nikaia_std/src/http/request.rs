@@ -82,8 +82,55 @@ pub(crate) struct Text {
     pub version: Version,
     pub headers: Vec<(Range<usize>, Range<usize>)>,
     /// The target's path, percent-decoded once.
-    pub path: String,
+    pub path: DecodedPath,
     pub query: Option<Range<usize>>,
+}
+
+/// A request's path, percent-decoded once: its exact bytes, and the text a
+/// handler reads (`spec/http.md`). A path that is UTF-8, nearly every one,
+/// is held once, in a `String`; one that is not holds its bytes and a lossy
+/// copy (each sequence that is not UTF-8 there as U+FFFD), boxed, so the
+/// path is no larger than a `String` in every request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DecodedPath {
+    Text(String),
+    Bytes(Box<Lossy>),
+}
+
+/// A decoded path that is not UTF-8: its bytes, and its lossy text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Lossy {
+    exact: Vec<u8>,
+    text: String,
+}
+
+impl DecodedPath {
+    pub(crate) fn new(bytes: Vec<u8>) -> DecodedPath {
+        match String::from_utf8(bytes) {
+            Ok(text) => DecodedPath::Text(text),
+            Err(e) => {
+                let exact = e.into_bytes();
+                let text = String::from_utf8_lossy(&exact).into_owned();
+                DecodedPath::Bytes(Box::new(Lossy { exact, text }))
+            }
+        }
+    }
+
+    /// The path as text: lossy where the bytes are not UTF-8.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            DecodedPath::Text(t) => t,
+            DecodedPath::Bytes(l) => &l.text,
+        }
+    }
+
+    /// The exact bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            DecodedPath::Text(t) => t.as_bytes(),
+            DecodedPath::Bytes(l) => &l.exact,
+        }
+    }
 }
 
 /// One request: its text ([`Text`] and the fields it points into), the
@@ -96,9 +143,12 @@ pub struct Request {
     pub(crate) target: Range<usize>,
     pub(crate) version: Version,
     pub(crate) headers: Vec<(Range<usize>, Range<usize>)>,
-    pub(crate) path: String,
+    pub(crate) path: DecodedPath,
     pub(crate) query: Option<Range<usize>>,
-    pub(crate) param: Option<String>,
+    /// Where the route's wildcard value starts in the path. The same in its
+    /// bytes and its text: the route's prefix is UTF-8 and matched the bytes
+    /// before it, so the lossy text has those bytes unchanged.
+    pub(crate) param: Option<usize>,
     pub(crate) body: Bytes,
     pub(crate) peer: Peer,
     pub(crate) client: Peer,
@@ -142,9 +192,17 @@ impl Request {
         self.text(&self.target)
     }
 
-    /// The path, percent-decoded exactly once, without the query.
+    /// The path, percent-decoded exactly once, without the query. Where the
+    /// decoded bytes are not UTF-8, each sequence that is not is U+FFFD:
+    /// [`path_bytes`](Request::path_bytes) has them exactly.
     pub fn path(&self) -> &str {
-        &self.path
+        self.path.as_str()
+    }
+
+    /// The path's bytes, percent-decoded exactly once, without the query:
+    /// a name that is not UTF-8 (`caf%E9.txt`, Latin-1) exactly as sent.
+    pub fn path_bytes(&self) -> &[u8] {
+        self.path.as_bytes()
     }
 
     /// The query string after `?`, still encoded.
@@ -153,8 +211,17 @@ impl Request {
     }
 
     /// The value the route's tail wildcard (`/files/*name`) matched, decoded.
+    /// Lossy as [`path`](Request::path) is: a name that is not UTF-8 has
+    /// U+FFFD in it here, so a file opened by it is another name (usually
+    /// missing, 404); [`param_bytes`](Request::param_bytes) has it exactly.
     pub fn param(&self) -> Option<&str> {
-        self.param.as_deref()
+        self.param.and_then(|i| self.path.as_str().get(i..))
+    }
+
+    /// The value the route's tail wildcard matched, decoded, as its exact
+    /// bytes: the name to open for a file whose name is not UTF-8.
+    pub fn param_bytes(&self) -> Option<&[u8]> {
+        self.param.and_then(|i| self.path.as_bytes().get(i..))
     }
 
     pub fn version(&self) -> Version {
@@ -224,4 +291,28 @@ pub(crate) struct Reject {
 
 pub(crate) fn reject(status: u16, why: &'static str) -> Reject {
     Reject { status, why }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decoded_path_is_no_larger_than_a_string() {
+        assert_eq!(
+            std::mem::size_of::<DecodedPath>(),
+            std::mem::size_of::<String>()
+        );
+        let utf8 = DecodedPath::new(b"/caf\xc3\xa9".to_vec());
+        assert!(matches!(utf8, DecodedPath::Text(_)));
+        assert_eq!(
+            (utf8.as_str(), utf8.as_bytes()),
+            ("/café", "/café".as_bytes())
+        );
+        let latin1 = DecodedPath::new(b"/caf\xe9".to_vec());
+        assert_eq!(
+            (latin1.as_str(), latin1.as_bytes()),
+            ("/caf\u{FFFD}", &b"/caf\xe9"[..])
+        );
+    }
 }

@@ -19,7 +19,8 @@ struct Route {
 
 /// What a path and method found.
 pub(crate) enum Found<'a> {
-    Handler(&'a Handler, Option<String>),
+    /// The handler, and where the wildcard's value starts in the path.
+    Handler(&'a Handler, Option<usize>),
     /// The path exists but not for this method: the `Allow` value.
     WrongMethod(String),
     Nothing,
@@ -62,13 +63,13 @@ impl Router {
         });
     }
 
-    pub(crate) fn find(&self, method: &str, path: &str) -> Found<'_> {
+    /// The route for the decoded `path`'s bytes: its literal parts are
+    /// UTF-8, so comparing them with the bytes is exact.
+    pub(crate) fn find(&self, method: &str, path: &[u8]) -> Found<'_> {
         for route in &self.routes {
             let param = match &route.pattern {
-                Pattern::Exact(p) if p == path => None,
-                Pattern::Tail(prefix) if path.starts_with(prefix.as_str()) => {
-                    Some(path[prefix.len()..].to_owned())
-                }
+                Pattern::Exact(p) if p.as_bytes() == path => None,
+                Pattern::Tail(prefix) if path.starts_with(prefix.as_bytes()) => Some(prefix.len()),
                 _ => continue,
             };
             let lookup = |m: &str| route.handlers.iter().find(|(hm, _)| hm == m);
@@ -107,28 +108,45 @@ mod tests {
         r.add("GET", "/files/*name", h());
         r.add("GET", "/files/index", h());
         assert!(matches!(
-            r.find("GET", "/files/index"),
+            r.find("GET", b"/files/index"),
             Found::Handler(_, None)
         ));
-        match r.find("GET", "/files/a/b") {
-            Found::Handler(_, Some(p)) => assert_eq!(p, "a/b"),
+        match r.find("GET", b"/files/a/b") {
+            Found::Handler(_, Some(p)) => assert_eq!(p, "/files/".len()),
             _ => panic!(),
         }
-        match r.find("GET", "/x") {
-            Found::Handler(_, Some(p)) => assert_eq!(p, "x"),
+        match r.find("GET", b"/x") {
+            Found::Handler(_, Some(p)) => assert_eq!(p, 1),
             _ => panic!(),
         }
+    }
+
+    #[test]
+    fn literals_match_the_bytes_of_a_path_that_is_not_utf8() {
+        let mut r = Router::default();
+        r.add("GET", "/files/*name", h());
+        r.add("GET", "/caf\u{e9}", h());
+        match r.find("GET", b"/files/caf\xe9.txt") {
+            Found::Handler(_, Some(p)) => assert_eq!(p, "/files/".len()),
+            _ => panic!(),
+        }
+        // The route's é is UTF-8; Latin-1's is another name.
+        assert!(matches!(r.find("GET", b"/caf\xe9"), Found::Nothing));
+        assert!(matches!(
+            r.find("GET", "/caf\u{e9}".as_bytes()),
+            Found::Handler(_, None)
+        ));
     }
 
     #[test]
     fn head_uses_get_and_wrong_method_lists_allow() {
         let mut r = Router::default();
         r.add("GET", "/a", h());
-        assert!(matches!(r.find("HEAD", "/a"), Found::Handler(..)));
-        match r.find("POST", "/a") {
+        assert!(matches!(r.find("HEAD", b"/a"), Found::Handler(..)));
+        match r.find("POST", b"/a") {
             Found::WrongMethod(allow) => assert_eq!(allow, "GET, HEAD"),
             _ => panic!(),
         }
-        assert!(matches!(r.find("GET", "/b"), Found::Nothing));
+        assert!(matches!(r.find("GET", b"/b"), Found::Nothing));
     }
 }

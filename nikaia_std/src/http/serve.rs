@@ -7,15 +7,21 @@ use super::file::{File, Pages};
 use super::request::Request;
 use super::response::Response;
 use super::site::path::normalise;
-use crate::fs::Root;
+use crate::fs::{self, Root};
+use std::path::Path;
 
 /// Whether a decoded request name may be served when dot-names are hidden:
 /// no component may start with `.`, except a first component `.well-known`
 /// (RFC 8615).
 pub fn visible(name: &str) -> bool {
-    name.split('/')
+    visible_bytes(name.as_bytes())
+}
+
+/// [`visible`] for a name's bytes (which need not be UTF-8).
+fn visible_bytes(name: &[u8]) -> bool {
+    name.split(|&b| b == b'/')
         .enumerate()
-        .all(|(i, c)| !c.starts_with('.') || (i == 0 && c == ".well-known"))
+        .all(|(i, c)| !c.starts_with(b".") || (i == 0 && c == b".well-known"))
 }
 
 /// The handler of `nikaia serve`, for a route ending in `/*path`: the file
@@ -23,8 +29,10 @@ pub fn visible(name: &str) -> bool {
 /// listing of a directory without one when `list`), dot-names answered 404
 /// unless `hidden`.
 ///
-/// The name is normalised first: empty segments merged (`//a.txt` is
-/// `a.txt`), and a `.` or `..` segment answered 404 like a hidden name.
+/// The name is the tail's exact bytes, UTF-8 or not (`caf%E9.txt` opens
+/// the Latin-1 name), normalised first: empty segments merged (`//a.txt`
+/// is `a.txt`), and a `.` or `..` segment answered 404 like a hidden name.
+/// Where the target cannot name such bytes (wasm32), it is 404 too.
 ///
 /// The server's runtime adds what the operator set (`spec/runtime-file.md`,
 /// `spec/site.md`): `cache-control` on file answers (a `Cache-Control` the
@@ -39,11 +47,15 @@ pub fn dir_handler(
     list: bool,
 ) -> impl Fn(&Request) -> Response + Send + Sync + 'static {
     move |req| {
-        let tail = req.param().unwrap_or("");
+        // The exact bytes: a name that is not UTF-8 is served as it is.
+        let tail = req.param_bytes().unwrap_or(b"");
         let normal = normalise(tail);
-        let name = normal.as_deref().unwrap_or(tail);
-        let mut file = File::new(name, &root).index("index.html");
-        if normal.is_none() || (!hidden && !visible(name)) {
+        let bytes = normal.as_deref().unwrap_or(tail);
+        // `None` where the target cannot name these bytes (wasm32: not
+        // UTF-8): refused like a dot-name, never a lossy name opened instead.
+        let name = fs::name_from_bytes(bytes);
+        let mut file = File::new(name.unwrap_or(Path::new("")), &root).index("index.html");
+        if normal.is_none() || name.is_none() || (!hidden && !visible_bytes(bytes)) {
             // Never opened: the answer is the runtime's `not-found` page or
             // the plain 404, as for a missing name.
             file.pages = Pages::Refused;
@@ -57,10 +69,14 @@ pub fn dir_handler(
 
 #[cfg(test)]
 mod tests {
-    use super::visible;
+    use super::{visible, visible_bytes};
 
     #[test]
     fn hidden_names() {
+        assert!(visible_bytes(b"caf\xe9.txt"));
+        assert!(visible_bytes(b"d\xff/x"));
+        assert!(!visible_bytes(b"d\xff/.x\xff"));
+        assert!(!visible_bytes(b".\xff"));
         for ok in ["", "a", "a/b.txt", ".well-known/acme", "a/b.c/", "a..b"] {
             assert!(visible(ok), "{ok}");
         }

@@ -149,7 +149,7 @@ pub fn decode_and_route(data: &[u8]) {
     let Some(path) = percent_decode(text) else {
         return;
     };
-    assert!(!path.contains('\0'), "a decoded NUL");
+    assert!(!path.contains(&0), "a decoded NUL");
     let mut router = crate::http::router::Router::default();
     router.add(
         "GET",
@@ -157,8 +157,11 @@ pub fn decode_and_route(data: &[u8]) {
         Box::new(|_| crate::http::Response::new(200)),
     );
     router.add("GET", "/", Box::new(|_| crate::http::Response::new(200)));
-    if let crate::http::router::Found::Handler(_, Some(param)) = router.find("GET", &path) {
-        assert!(path.ends_with(&param) && path.starts_with("/f/"));
+    if let crate::http::router::Found::Handler(_, Some(start)) = router.find("GET", &path) {
+        assert!(path.starts_with(b"/f/") && start == b"/f/".len());
+        // The wildcard's value starts at the same place in the lossy text.
+        let text = crate::http::request::DecodedPath::new(path);
+        assert!(text.as_str().starts_with("/f/"));
     }
 }
 

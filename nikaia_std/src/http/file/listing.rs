@@ -63,10 +63,12 @@ pub(super) fn listing(
 }
 
 /// 301 to the request's path with a slash added. The Location is built from
-/// the decoded path, re-encoded, with its leading slashes collapsed to one,
-/// so `//evil.example` can never become a redirect to another host.
+/// the decoded path's exact bytes (a name that is not UTF-8 too), re-encoded,
+/// with its leading slashes collapsed to one, so `//evil.example` can never
+/// become a redirect to another host.
 pub(super) fn redirect_to_slash(req: &Request) -> Response {
-    let path = req.path().trim_start_matches('/');
+    let bytes = req.path_bytes();
+    let path = &bytes[bytes.iter().take_while(|&&b| b == b'/').count()..];
     let mut location = format!("/{}/", percent_encode(path, b"-._~/!$&'()*+,;=:@"));
     if let Some(q) = req.query() {
         location.push('?');

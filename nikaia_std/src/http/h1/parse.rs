@@ -1,7 +1,7 @@
 //! Request heads: parsing (httparse on a bounded buffer) and the framing
 //! checks of RFC 9112 that keep a connection in sync (no smuggling).
 
-use crate::http::request::{reject, Peer, Reject, Request, Text, Version};
+use crate::http::request::{reject, DecodedPath, Peer, Reject, Request, Text, Version};
 use crate::http::target::{split_target, valid_host};
 use crate::text::percent::percent_decode;
 use bytes::Bytes;
@@ -155,6 +155,7 @@ pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, R
 
     let (path_raw, query) = split_target(method_str, target_str)?;
     let path = percent_decode(path_raw).ok_or(reject(400, "bad percent-encoding in path"))?;
+    let path = DecodedPath::new(path);
     let query = query.map(|q| range_of(q.as_bytes()));
     let keep_alive = match version {
         Version::Http11 => !conn_close,
@@ -211,7 +212,7 @@ mod tests {
         let h = parse("GET /a%20b?x=1 HTTP/1.1\r\nHost: h\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!(h.text.path, "/a b");
+        assert_eq!(h.text.path.as_str(), "/a b");
         assert_eq!(h.framing, Framing::None);
         assert!(h.keep_alive);
     }
@@ -234,7 +235,6 @@ mod tests {
         assert_eq!(status("GET nopath HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
         assert_eq!(status("GET /%zz HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
         assert_eq!(status("GET /%00 HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
-        assert_eq!(status("GET /%c0%ae HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
         assert_eq!(
             status("GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n"),
             501
@@ -259,10 +259,28 @@ mod tests {
     }
 
     #[test]
+    fn a_path_that_is_not_utf8_keeps_its_bytes() {
+        for (target, bytes, text) in [
+            ("/caf%E9.txt", &b"/caf\xe9.txt"[..], "/caf\u{FFFD}.txt"),
+            // An overlong `.` is two bytes that name no dot segment.
+            ("/%c0%ae", b"/\xc0\xae", "/\u{FFFD}\u{FFFD}"),
+            ("/caf%C3%A9.txt", "/café.txt".as_bytes(), "/café.txt"),
+        ] {
+            let head = format!("GET {target} HTTP/1.1\r\nHost: h\r\n\r\n");
+            let h = parse(&head).unwrap().unwrap();
+            assert_eq!(h.text.path.as_bytes(), bytes, "{target}");
+            assert_eq!(h.text.path.as_str(), text, "{target}");
+        }
+        let req = test_request("GET /f/d%FF/x?q HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(req.path_bytes(), b"/f/d\xff/x");
+        assert_eq!(req.path(), "/f/d\u{FFFD}/x");
+    }
+
+    #[test]
     fn absolute_form_targets_give_their_path() {
         let h = parse("GET http://h/x?y HTTP/1.1\r\nHost: h\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!(h.text.path, "/x");
+        assert_eq!(h.text.path.as_str(), "/x");
     }
 }

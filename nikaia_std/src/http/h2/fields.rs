@@ -3,7 +3,7 @@
 //! the pseudo-header fields become the method and target, `:authority`
 //! becomes `Host` when the client sent none, cookie crumbs are joined.
 
-use crate::http::request::{reject, Reject, Text, Version};
+use crate::http::request::{reject, DecodedPath, Reject, Text, Version};
 use crate::http::target::{split_target, valid_host};
 use crate::text::percent::percent_decode;
 use bytes::Bytes;
@@ -231,6 +231,7 @@ impl Fields {
             let (raw, query) = split_target(method_s, target).map_err(Refusal::Answer)?;
             let decoded = percent_decode(raw)
                 .ok_or(Refusal::Answer(reject(400, "bad percent-encoding in path")))?;
+            let decoded = DecodedPath::new(decoded);
             let base = self.buf[path.clone()].as_ptr() as usize;
             let query = query.map(|q| {
                 let start = path.start + (q.as_ptr() as usize - base);
@@ -337,7 +338,7 @@ mod tests {
         let p = parse(&GET).unwrap();
         assert_eq!(&p.fields[p.text.method.clone()], b"GET");
         assert_eq!(&p.fields[p.text.target.clone()], b"/a%20b?x=1");
-        assert_eq!(p.text.path, "/a b");
+        assert_eq!(p.text.path.as_str(), "/a b");
         assert_eq!(&p.fields[p.text.query.clone().unwrap()], b"x=1");
         assert_eq!(header(&p, "host"), Some(&b"example.com"[..]));
         assert_eq!(p.urgency, 3);

@@ -186,7 +186,7 @@ fn a_get_is_a_request_and_its_answer_is_headers_then_data() {
     else {
         panic!("{events:?}");
     };
-    assert_eq!(parsed.text.path, "/a");
+    assert_eq!(parsed.text.path.as_str(), "/a");
     assert_eq!(p.answer(1, 5), 5);
     let out = p.frames();
     assert_eq!(out[0].kind, kind::HEADERS);

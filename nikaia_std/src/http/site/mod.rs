@@ -191,6 +191,35 @@ mod tests {
     }
 
     #[test]
+    fn a_deny_rule_matches_a_name_that_is_not_utf8() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let rt = runtime(
+            "[[deny]]\nmatch = \"*.secret\"\n\n[[deny]]\nmatch = \"d?/**\"\nstatus = 403\n",
+            dir.path(),
+        );
+        let req =
+            crate::http::h1::parse::test_request("GET /x%FF.secret HTTP/1.1\r\nHost: h\r\n\r\n");
+        let gate = |name: &[u8]| {
+            gate(
+                &rt,
+                &req,
+                Path::new(std::ffi::OsStr::from_bytes(name)),
+                Some("index.html"),
+                false,
+                |_| false,
+            )
+        };
+        assert!(matches!(gate(b"x\xff.secret"), Gate::Hide));
+        assert!(matches!(gate(b"\xe9/x\xff.secret.gz"), Gate::Hide));
+        match gate(b"d\xff/") {
+            Gate::Answer(r) => assert_eq!(r.status(), 403),
+            _ => panic!("d\\xff/ is denied with 403"),
+        }
+        assert!(matches!(gate(b"x\xff.txt"), Gate::Pass(_)));
+    }
+
+    #[test]
     fn a_grant_is_for_a_users_file_whatever_the_rules_became() {
         let dir = tempfile::tempdir().unwrap();
         let alice = "alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\n";

@@ -2,29 +2,29 @@
 //! name for every rule"): what every rule matches and what is opened.
 
 /// The name under the served directory for a route's tail (already
-/// percent-decoded once): empty segments merged, a trailing `/` kept;
-/// `None` when a segment is `.` or `..`. A tail that is already a name (the
-/// usual case) is borrowed, not copied.
-pub(crate) fn normalise(tail: &str) -> Option<Cow<'_, str>> {
-    let bytes = tail.as_bytes();
-    if bytes.split(|&b| b == b'/').any(|s| s == b"." || s == b"..") {
+/// percent-decoded once, as bytes: a name need not be UTF-8): empty
+/// segments merged, a trailing `/` kept; `None` when a segment is `.` or
+/// `..`. A tail that is already a name (the usual case) is borrowed, not
+/// copied.
+pub(crate) fn normalise(tail: &[u8]) -> Option<Cow<'_, [u8]>> {
+    if tail.split(|&b| b == b'/').any(|s| s == b"." || s == b"..") {
         return None;
     }
     // Only a leading `/` or a `//` makes an empty segment to merge: one at
     // the end is the trailing `/`, which stays.
-    let merged = bytes.first() == Some(&b'/') || bytes.windows(2).any(|w| w == b"//");
+    let merged = tail.first() == Some(&b'/') || tail.windows(2).any(|w| w == b"//");
     if !merged {
         return Some(Cow::Borrowed(tail));
     }
-    let mut name = String::with_capacity(tail.len());
-    for segment in tail.split('/').filter(|s| !s.is_empty()) {
+    let mut name = Vec::with_capacity(tail.len());
+    for segment in tail.split(|&b| b == b'/').filter(|s| !s.is_empty()) {
         if !name.is_empty() {
-            name.push('/');
+            name.push(b'/');
         }
-        name.push_str(segment);
+        name.extend_from_slice(segment);
     }
-    if tail.ends_with('/') && !name.is_empty() {
-        name.push('/');
+    if tail.ends_with(b"/") && !name.is_empty() {
+        name.push(b'/');
     }
     Some(Cow::Owned(name))
 }
@@ -87,6 +87,7 @@ mod tests {
             ("/", ""),
             ("a..b/.c", "a..b/.c"),
         ] {
+            let (tail, name) = (tail.as_bytes(), name.as_bytes());
             assert_eq!(normalise(tail).as_deref(), Some(name), "{tail:?}");
             let borrowed = matches!(normalise(tail), Some(Cow::Borrowed(_)));
             assert_eq!(
@@ -96,6 +97,22 @@ mod tests {
             );
         }
         for tail in ["..", "a/../b", "./a", "a/.", "a/./b", "a/..", "//../x"] {
+            assert_eq!(normalise(tail.as_bytes()), None, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_keep_their_bytes() {
+        for (tail, name) in [
+            (&b"caf\xe9.txt"[..], &b"caf\xe9.txt"[..]),
+            (b"d\xff/", b"d\xff/"),
+            (b"//d\xff//x\x80", b"d\xff/x\x80"),
+            (b"\xc0\xaf/", b"\xc0\xaf/"),
+            (b"..\xff/.\xfe", b"..\xff/.\xfe"),
+        ] {
+            assert_eq!(normalise(tail).as_deref(), Some(name), "{tail:?}");
+        }
+        for tail in [&b"d\xff/../x"[..], b"\xff/.", b"./\xe9"] {
             assert_eq!(normalise(tail), None, "{tail:?}");
         }
     }
