@@ -458,12 +458,7 @@ fn a_not_found_page_for_missing_hidden_and_outside_names() {
 fn the_fallback_answers_missing_names_but_never_hidden_or_outside_ones() {
     let runtime = format!("fallback = \"index.html\"\nnot-found = \"404.html\"\n{CACHE_RULES}");
     let s = serve_with_runtime(&runtime);
-    for target in [
-        "/some/app/route",
-        "/settings",
-        "/missing.js",
-        "/docs/nothing/",
-    ] {
+    for target in ["/some/app/route", "/settings", "/docs/nothing/"] {
         let (status, head, body) = get(&s.addr, target);
         assert_eq!((status, &body[..]), (200, &b"<h1>app</h1>"[..]), "{target}");
         assert_eq!(
@@ -472,6 +467,47 @@ fn the_fallback_answers_missing_names_but_never_hidden_or_outside_ones() {
         );
         // The rule of the file sent: index.html's.
         assert_eq!(header(&head, "Cache-Control"), Some("no-cache"), "{target}");
+        // No extension: Accept did not decide.
+        assert_eq!(header(&head, "Vary"), Some("Accept-Encoding"), "{target}");
+    }
+    // A missing asset stays missing (the stale-asset bug: an old page asking
+    // for last week's `app.3f2a.js` must not get HTML with 200), whatever a
+    // script, a stylesheet or an image accepts.
+    for (target, accept) in [
+        ("/assets/app.3f2a.js", "*/*"),
+        ("/missing.js", "*/*"),
+        ("/style.css", "text/css,*/*;q=0.1"),
+        ("/logo.png", "image/avif,image/webp,*/*;q=0.8"),
+        ("/font.woff2", ""),
+    ] {
+        let accept = if accept.is_empty() {
+            String::new()
+        } else {
+            format!("Accept: {accept}\r\n")
+        };
+        let (status, head, body) = request(&s.addr, "GET", target, &accept);
+        assert_eq!(
+            (status, &body[..]),
+            (404, &b"<h1>not here</h1>"[..]),
+            "{target}"
+        );
+        assert_eq!(
+            header(&head, "Vary"),
+            Some("Accept-Encoding, Accept"),
+            "{target}"
+        );
+    }
+    // A navigation whose last segment looks like an extension: a browser
+    // names text/html.
+    let browser = "Accept: text/html,application/xhtml+xml,*/*;q=0.8\r\n";
+    for target in ["/v1.2", "/users/jane.doe"] {
+        let (status, head, body) = request(&s.addr, "GET", target, browser);
+        assert_eq!((status, &body[..]), (200, &b"<h1>app</h1>"[..]), "{target}");
+        assert_eq!(
+            header(&head, "Vary"),
+            Some("Accept-Encoding, Accept"),
+            "{target}"
+        );
     }
     // Names that exist are themselves; a directory still gets its slash.
     assert_eq!(get(&s.addr, "/docs/").2, b"<h1>docs</h1>");
@@ -485,6 +521,13 @@ fn the_fallback_answers_missing_names_but_never_hidden_or_outside_ones() {
             "{target}"
         );
         assert_eq!(header(&head, "Cache-Control"), None, "{target}");
+    }
+    // `fallback-for = "all"`: every missing name gets the app.
+    let all = serve_with_runtime(&format!("fallback-for = \"all\"\n{runtime}"));
+    for target in ["/missing.js", "/logo.png", "/settings"] {
+        let (status, head, body) = get(&all.addr, target);
+        assert_eq!((status, &body[..]), (200, &b"<h1>app</h1>"[..]), "{target}");
+        assert_eq!(header(&head, "Vary"), Some("Accept-Encoding"), "{target}");
     }
     // Without the fallback file: the not-found page.
     std::fs::remove_file(s._dir.path().join("site/index.html")).unwrap();

@@ -98,6 +98,7 @@ static-cache-bytes = "1GiB"
 precompressed = ["gzip", "br"]
 compress = false
 compress-cache-bytes = "8MiB"
+fallback-for = "all"
 header-timeout = "250ms"
 keepalive-timeout = "0s"
 send-timeout = "2m"
@@ -143,6 +144,7 @@ tls-key = "tls/key.pem"
             cache_control: CacheControl::default(),
             not_found: None,
             fallback: None,
+            fallback_for: nikaia_std::rt::FallbackFor::All,
             site: Default::default(),
         }
     );

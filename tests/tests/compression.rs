@@ -256,6 +256,9 @@ fn range_304_and_head_work_on_a_variant() {
     assert_eq!(r.status, 206);
 }
 
+/// A way to change a file: it returns the file's new bytes.
+type Change<'a> = dyn Fn(&Path, u64) -> Vec<u8> + 'a;
+
 /// After each change every answer stands for the new bytes: the identity
 /// until the new variant is made, then the new variant; never the old one.
 #[test]
@@ -269,7 +272,7 @@ fn a_changed_file_is_never_answered_with_old_compressed_bytes() {
         let server = serve(dir.path(), runtime());
         let url = format!("/{name}");
         let mut seed = 10;
-        let changes: [&dyn Fn(&Path, u64) -> Vec<u8>; 4] = [
+        let changes: [&Change<'_>; 4] = [
             // In place, same length, same inode.
             &|p, seed| {
                 let new = text(len, seed);

@@ -686,6 +686,20 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
             206,
         ),
         case("fallback keeps hidden 404", 1, "/.env", &[], 404),
+        case(
+            "fallback: a missing asset stays 404",
+            1,
+            "/assets/app.3f2a.js",
+            &["-H", "Accept: */*"],
+            404,
+        ),
+        case(
+            "fallback: a navigation with a dot",
+            1,
+            "/v1.2",
+            &["-H", "Accept: text/html,*/*;q=0.8"],
+            200,
+        ),
         case("fallback server: a file", 1, "/small.txt", &[], 200),
         case(
             "fallback server: a directory without index",

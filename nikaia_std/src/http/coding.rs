@@ -58,10 +58,10 @@ impl Wanted {
     }
 }
 
-/// One element of `Accept-Encoding`: its coding and its weight in
+/// One element of `Accept-Encoding` (or of `Accept`): its token and its weight in
 /// thousandths (1000 when no `q` is given; 0 when `q` does not parse, so a
 /// coding is never sent on a weight the server could not read).
-fn element(item: &str) -> Option<(&str, u16)> {
+pub(super) fn element(item: &str) -> Option<(&str, u16)> {
     let mut parts = item.split(';');
     let token = parts.next()?.trim();
     if token.is_empty() {

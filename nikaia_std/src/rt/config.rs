@@ -34,6 +34,17 @@ pub enum SendFile {
     AtLeast(u64),
 }
 
+/// Which missing names `fallback` answers (`fallback-for`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FallbackFor {
+    /// A navigation: a last segment without an extension, or `Accept`
+    /// naming `text/html` (`spec/files.md`).
+    #[default]
+    Navigations,
+    /// Every missing name (a missing asset then gets the app too).
+    All,
+}
+
 /// A content coding a precompressed sidecar may hold (`precompressed`):
 /// `NAME.br`, `NAME.zst` or `NAME.gz` beside `NAME` (`spec/files.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -119,6 +130,8 @@ pub struct Runtime {
     /// `fallback`: a name under the served root answered with 200 for a GET
     /// or HEAD of a missing name (single-page apps).
     pub fallback: Option<String>,
+    /// `fallback-for`: which missing names the `fallback` answers.
+    pub fallback_for: FallbackFor,
     /// A site's rules (`spec/site.md`): the keys `headers`,
     /// `security-headers`, `cors`, `trusted-proxies`, `auth` and `deny`.
     pub site: Site,
@@ -194,7 +207,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 32] = [
+pub const KEYS: [&str; 33] = [
     "listen",
     "workers",
     "io-threads",
@@ -221,6 +234,7 @@ pub const KEYS: [&str; 32] = [
     "cache-control",
     "not-found",
     "fallback",
+    "fallback-for",
     "security-headers",
     "trusted-proxies",
     "cors",
@@ -258,6 +272,7 @@ impl Default for Runtime {
             cache_control: CacheControl::default(),
             not_found: None,
             fallback: None,
+            fallback_for: FallbackFor::Navigations,
             site: Site::default(),
         }
     }
@@ -408,6 +423,11 @@ impl Runtime {
         line("cache-control", cache_control);
         line("not-found", self.not_found.as_deref().map(string));
         line("fallback", self.fallback.as_deref().map(string));
+        let fallback_for = match self.fallback_for {
+            FallbackFor::Navigations => "navigations",
+            FallbackFor::All => "all",
+        };
+        line("fallback-for", Some(string(fallback_for)));
         out.push_str(&self.site.to_toml());
         out
     }

@@ -94,8 +94,8 @@ fn decide(
     } = *ask;
     let v = head.validators;
     let status = match target.phase {
-        Phase::NotFound => 404,
-        Phase::Asked | Phase::Fallback => user.status,
+        Phase::NotFound { .. } => 404,
+        Phase::Asked | Phase::Fallback { .. } => user.status,
     };
     let mut resp = Response::new(status);
     resp.headers.reserve(user.headers.len() + 6);
@@ -114,8 +114,15 @@ fn decide(
     let user_varies = user
         .get_header("vary")
         .is_some_and(|v| v.to_ascii_lowercase().contains("accept-encoding"));
-    if head.vary && !user_varies {
-        resp.push_header("Vary", Bytes::from_static(b"Accept-Encoding"));
+    let by_accept = matches!(
+        target.phase,
+        Phase::Fallback { by_accept: true } | Phase::NotFound { by_accept: true }
+    );
+    match (head.vary && !user_varies, by_accept) {
+        (true, false) => resp.push_header("Vary", Bytes::from_static(b"Accept-Encoding")),
+        (true, true) => resp.push_header("Vary", Bytes::from_static(b"Accept-Encoding, Accept")),
+        (false, true) => resp.push_header("Vary", Bytes::from_static(b"Accept")),
+        (false, false) => {}
     }
     resp.default_type = Some(head.content_type);
     if status != 200 {

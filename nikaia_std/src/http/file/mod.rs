@@ -12,6 +12,7 @@
 mod compress;
 mod head;
 mod listing;
+mod navigation;
 mod resolve;
 
 pub(crate) use head::Meta;
@@ -190,10 +191,11 @@ impl AsRef<Path> for Target {
 enum Phase {
     /// The name the request asked for (or its index).
     Asked,
-    /// The runtime's `fallback`, for a missing name: 200.
-    Fallback,
+    /// The runtime's `fallback`, for a missing name: 200. `by_accept`:
+    /// the request's `Accept` decided it (`Vary: Accept`).
+    Fallback { by_accept: bool },
     /// The runtime's `not-found` page: 404, whole.
-    NotFound,
+    NotFound { by_accept: bool },
 }
 
 /// A file response, decided: its head, and how its body travels.

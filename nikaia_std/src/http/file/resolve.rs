@@ -6,7 +6,7 @@
 use super::compress;
 use super::head::{build, status_only, Head, Meta};
 use super::listing::{listing, redirect_to_slash};
-use super::{File, Files, Pages, Phase, Prepared, Step, Target, Then};
+use super::{navigation, File, Files, Pages, Phase, Prepared, Step, Target, Then};
 use crate::fs::{self, Identity, Opened};
 use crate::http::coding::Wanted;
 use crate::http::request::Request;
@@ -101,23 +101,49 @@ impl<F: Files> Ask<'_, F> {
     /// outside or refused), after trying `from`: the runtime's `fallback` for a
     /// GET or HEAD, else its `not-found` page, else the plain 404.
     fn missing(&self, from: Phase, may_fall_back: bool) -> Step {
-        let plain = || Step::Ready(status_only(Response::status_page(404)));
+        let plain = |by_accept: bool| {
+            let mut page = Response::status_page(404);
+            if by_accept {
+                page.push_header("Vary", Bytes::from_static(b"Accept"));
+            }
+            Step::Ready(status_only(page))
+        };
         let Some(rt) = self
             .files
             .runtime()
             .filter(|_| self.file.pages != Pages::Off)
         else {
-            return plain();
+            return plain(false);
         };
         let get = self.req.method() == "GET" || self.req.is_head();
-        let next = match from {
+        let (next, by_accept) = match from {
             Phase::Asked if may_fall_back && get && rt.fallback.is_some() => {
-                rt.fallback.as_deref().map(|name| (name, Phase::Fallback))
+                let rule = navigation::decide(self.req, rt.fallback_for);
+                let by_accept = rule.by_accept;
+                let next = if rule.fall_back {
+                    rt.fallback
+                        .as_deref()
+                        .map(|n| (n, Phase::Fallback { by_accept }))
+                } else {
+                    rt.not_found
+                        .as_deref()
+                        .map(|n| (n, Phase::NotFound { by_accept }))
+                };
+                (next, by_accept)
             }
-            Phase::Asked | Phase::Fallback => {
-                rt.not_found.as_deref().map(|name| (name, Phase::NotFound))
-            }
-            Phase::NotFound => None,
+            Phase::Asked => (
+                rt.not_found
+                    .as_deref()
+                    .map(|n| (n, Phase::NotFound { by_accept: false })),
+                false,
+            ),
+            Phase::Fallback { by_accept } => (
+                rt.not_found
+                    .as_deref()
+                    .map(|n| (n, Phase::NotFound { by_accept })),
+                by_accept,
+            ),
+            Phase::NotFound { by_accept } => (None, by_accept),
         };
         match next {
             Some((name, phase)) => {
@@ -127,7 +153,7 @@ impl<F: Files> Ask<'_, F> {
                 };
                 self.resolve(target)
             }
-            None => plain(),
+            None => plain(by_accept),
         }
     }
 

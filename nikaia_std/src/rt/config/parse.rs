@@ -13,8 +13,8 @@ mod site;
 use super::units::{format_duration, format_size, parse_duration, parse_size};
 use super::units::{DURATION_FORMS, SIZE_FORMS};
 use super::{
-    available_cores, AccessLogFormat, CacheControl, Coding, ConfigError, Glob, LogTarget, Runtime,
-    SendFile, KEYS,
+    available_cores, AccessLogFormat, CacheControl, Coding, ConfigError, FallbackFor, Glob,
+    LogTarget, Runtime, SendFile, KEYS,
 };
 
 /// Parses and validates `text`, the contents of the runtime file `file`.
@@ -158,6 +158,7 @@ impl Checker<'_> {
                 "cache-control" => put(&mut rt.cache_control, self.cache_control(name, value)),
                 "not-found" => rt.not_found = self.served_name(name, value),
                 "fallback" => rt.fallback = self.served_name(name, value),
+                "fallback-for" => put(&mut rt.fallback_for, self.fallback_for(name, value)),
                 "headers" => put(&mut rt.site.headers, self.header_rules(name, value)),
                 "security-headers" => {
                     put(
@@ -244,6 +245,18 @@ impl Checker<'_> {
                 Err(why) => self.bad(key, value, why),
             },
             DeValue::Integer(_) => self.bytes(key, value).map(SendFile::AtLeast),
+            other => self.bad(key, value, format!("expected {WANT}, found {}", a(other))),
+        }
+    }
+
+    /// `fallback-for`: `"navigations"` or `"all"`.
+    fn fallback_for(&mut self, key: &str, value: &Value<'_>) -> Option<FallbackFor> {
+        const WANT: &str =
+            "\"navigations\" (a missing asset stays 404) or \"all\" (every missing name)";
+        match value.get_ref() {
+            DeValue::String(s) if s == "navigations" => Some(FallbackFor::Navigations),
+            DeValue::String(s) if s == "all" => Some(FallbackFor::All),
+            DeValue::String(s) => self.bad(key, value, format!("expected {WANT}, found \"{s}\"")),
             other => self.bad(key, value, format!("expected {WANT}, found {}", a(other))),
         }
     }
