@@ -80,5 +80,5 @@ fn read_at(file: &OpenFile, buf: &mut [u8], offset: u64) -> std::io::Result<usiz
 
 #[doc(hidden)]
 pub use root::force_uncached_opens;
-pub use root::{anywhere_sites, AnywhereSite, DirEntry, Root};
+pub use root::{anywhere_sites, AnywhereSite, DirEntry, Reached, ReachedKind, Root};
 pub use rw::{read, read_string, write};
