@@ -45,6 +45,7 @@ pub struct DirEntry {
 /// What a listed entry leads to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reached {
+    /// A file, a directory, or another kind.
     pub kind: ReachedKind,
     /// In bytes (for a directory, what its file system says).
     pub size: u64,
@@ -55,7 +56,9 @@ pub struct Reached {
 /// What kind of thing a listed entry leads to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReachedKind {
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
     /// A FIFO, socket or device.
     Other,
