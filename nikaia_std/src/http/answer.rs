@@ -250,7 +250,7 @@ impl Waiting {
                 let then = std::mem::take(&mut self.then);
                 file::opened(files, req, &self.user, &self.file, target, then, result)
             }
-            Fetched::Listed(result) => Step::Ready(file::listed(req, result)),
+            Fetched::Listed(result) => Step::Ready(file::listed(result)),
         };
         self.step(files, req, step, log)
     }

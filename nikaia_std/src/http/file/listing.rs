@@ -36,14 +36,18 @@ pub(crate) struct Ask {
     show_hidden: bool,
     /// The `[[deny]]` patterns that apply (names matched are left out).
     deny: Vec<Glob>,
+    /// The request's `If-None-Match`: a listing it names is not rendered.
+    if_none_match: Option<String>,
 }
 
 /// A listing made: its bytes and validator.
 pub(crate) struct Listed {
     dir: PathBuf,
+    /// Empty when `If-None-Match` named the ETag (304).
     body: Bytes,
     etag: String,
     format: Format,
+    not_modified: bool,
 }
 
 /// Starts the listing of `dir` under the file's root: the directory is read
@@ -72,6 +76,7 @@ pub(super) fn begin(
         order,
         show_hidden: file.list.unwrap_or(false),
         deny,
+        if_none_match: req.header("if-none-match").map(str::to_owned),
     }))
 }
 
@@ -93,12 +98,22 @@ impl Ask {
             sort: self.sort,
             order: self.order,
         };
-        let (body, etag) = render::render(&page, &entries, truncated);
+        let etag = render::etag(&page, &entries, truncated);
+        let not_modified = self
+            .if_none_match
+            .as_deref()
+            .is_some_and(|inm| list_matches(inm, &etag, false));
+        let body = if not_modified {
+            Bytes::new()
+        } else {
+            Bytes::from(render::render(&page, &entries, truncated))
+        };
         Ok(Listed {
             dir: self.dir,
-            body: Bytes::from(body),
+            body,
             etag,
             format: self.format,
+            not_modified,
         })
     }
 }
@@ -107,7 +122,7 @@ impl Ask {
 /// 304 when `If-None-Match` names its ETag; `Vary: Accept` on both (the
 /// format follows it). A directory that cannot be read is 404 (missing,
 /// outside, not a directory) or 500 (an I/O error, logged).
-pub(crate) fn listed(req: &Request, result: Result<Listed, fs::Error>) -> Prepared {
+pub(crate) fn listed(result: Result<Listed, fs::Error>) -> Prepared {
     let listed = match result {
         Ok(l) => l,
         Err(fs::Error::Io(e)) => {
@@ -116,9 +131,7 @@ pub(crate) fn listed(req: &Request, result: Result<Listed, fs::Error>) -> Prepar
         Err(_) => return status_only(Response::status_page(404)),
     };
     let etag = Bytes::from(listed.etag);
-    let not_modified = req
-        .header("if-none-match")
-        .is_some_and(|inm| list_matches(inm, std::str::from_utf8(&etag).unwrap_or(""), false));
+    let not_modified = listed.not_modified;
     let mut resp = Response::new(if not_modified { 304 } else { 200 });
     resp.push_header("ETag", etag);
     resp.push_header("Vary", Bytes::from_static(b"Accept"));

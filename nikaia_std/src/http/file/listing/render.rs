@@ -27,20 +27,23 @@ pub(crate) struct Page<'a> {
     pub order: Order,
 }
 
-/// The page's bytes and its strong ETag.
-pub(crate) fn render(page: &Page<'_>, entries: &[Entry], truncated: bool) -> (Vec<u8>, String) {
-    let mut out = String::with_capacity(512 + entries.len() * 128);
-    let mut shown = entries.len();
+/// The page's bytes: `truncated` when the directory had more entries than
+/// were read; rows past [`MAX_PAGE`] are left out too.
+pub(crate) fn render(page: &Page<'_>, entries: &[Entry], truncated: bool) -> Vec<u8> {
+    // Sized once for ordinary names (a row is about 110 bytes besides the
+    // name, written twice: text and link).
+    let guess: usize = entries.iter().map(|e| 2 * e.name.len() + 120).sum();
+    let mut out = String::with_capacity((1024 + guess).min(MAX_PAGE));
     let mut cut = truncated;
     match page.format {
         Format::Html => {
             html_head(&mut out, page);
-            for (i, e) in entries.iter().enumerate() {
+            for e in entries {
                 let before = out.len();
                 html_row(&mut out, e);
                 if out.len() + TAIL > MAX_PAGE {
                     out.truncate(before);
-                    (shown, cut) = (i, true);
+                    cut = true;
                     break;
                 }
             }
@@ -69,15 +72,14 @@ pub(crate) fn render(page: &Page<'_>, entries: &[Entry], truncated: bool) -> (Ve
                 json_entry(&mut out, e);
                 if out.len() + TAIL > MAX_PAGE {
                     out.truncate(before);
-                    (shown, cut) = (i, true);
+                    cut = true;
                     break;
                 }
             }
             let _ = writeln!(out, "],\"truncated\":{cut}}}");
         }
     }
-    let etag = etag(page, &entries[..shown], cut);
-    (out.into_bytes(), etag)
+    out.into_bytes()
 }
 
 fn html_head(out: &mut String, page: &Page<'_>) {
@@ -214,11 +216,14 @@ fn json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// The listing's strong ETag: a 64-bit FNV-1a hash of what the page shows
-/// and how (the format, the sort and order, the path, the parent link, the
-/// truncation, and each entry shown: name bytes, directory flag, size,
-/// mtime in ns). Two listings with different bytes differ in one of these.
-fn etag(page: &Page<'_>, entries: &[Entry], truncated: bool) -> String {
+/// The listing's strong ETag: a 64-bit FNV-1a hash of everything the
+/// page is made from (the layout's version, the format, the sort and
+/// order, the path, the parent link, whether entries were left unread, and
+/// each entry: name bytes, directory flag, size, mtime in ns). [`render`]
+/// makes the same bytes from the same input, so two listings with
+/// different bytes differ here; it is computed before rendering, so a 304
+/// renders nothing.
+pub(crate) fn etag(page: &Page<'_>, entries: &[Entry], truncated: bool) -> String {
     let mut h = Fnv::default();
     // The version of this page's layout: bump it when the bytes change.
     h.bytes(b"nikaia-listing-1");
@@ -292,6 +297,45 @@ mod tests {
     }
 
     #[test]
+    fn a_page_stops_at_its_byte_cap_and_says_so() {
+        let long = "%".repeat(255);
+        let entries: Vec<Entry> = (0..20_000)
+            .map(|i| Entry {
+                name: format!("{i:05}{}", &long[5..]).into(),
+                dir: false,
+                size: i,
+                mtime_ns: 0,
+            })
+            .collect();
+        for format in [Format::Html, Format::Json] {
+            let page = Page {
+                path: "/",
+                parent: false,
+                format,
+                sort: Sort::Name,
+                order: Order::Asc,
+            };
+            let out = String::from_utf8(render(&page, &entries, false)).unwrap();
+            assert!(out.len() <= MAX_PAGE && out.len() > MAX_PAGE - 4096);
+            match format {
+                Format::Html => assert!(out.ends_with("</table>\n<p>Truncated: this directory has more entries than one listing shows.</p>\n")),
+                Format::Json => assert!(out.ends_with("}],\"truncated\":true}\n"), "{}", &out[out.len() - 100..]),
+            }
+        }
+        // Below the cap: all of them, not truncated.
+        let page = Page {
+            path: "/",
+            parent: false,
+            format: Format::Json,
+            sort: Sort::Name,
+            order: Order::Asc,
+        };
+        let out = String::from_utf8(render(&page, &entries[..100], false)).unwrap();
+        assert!(out.ends_with("],\"truncated\":false}\n"));
+        assert_eq!(out.matches("\"href\":").count(), 100);
+    }
+
+    #[test]
     fn the_etag_follows_the_entries_and_the_form() {
         let page = |format, sort, order| Page {
             path: "/d/",
@@ -307,16 +351,16 @@ mod tests {
             mtime_ns: 7,
         };
         let p = page(Format::Html, Sort::Name, Order::Asc);
-        let (_, a) = render(&p, &[one(1)], false);
-        assert_eq!(a, render(&p, &[one(1)], false).1);
-        assert_ne!(a, render(&p, &[one(2)], false).1);
-        assert_ne!(a, render(&p, &[one(1)], true).1);
+        let a = etag(&p, &[one(1)], false);
+        assert_eq!(a, etag(&p, &[one(1)], false));
+        assert_ne!(a, etag(&p, &[one(2)], false));
+        assert_ne!(a, etag(&p, &[one(1)], true));
         for other in [
             page(Format::Json, Sort::Name, Order::Asc),
             page(Format::Html, Sort::Size, Order::Asc),
             page(Format::Html, Sort::Name, Order::Desc),
         ] {
-            assert_ne!(a, render(&other, &[one(1)], false).1);
+            assert_ne!(a, etag(&other, &[one(1)], false));
         }
     }
 }
