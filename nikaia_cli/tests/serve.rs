@@ -88,10 +88,7 @@ fn list_shows_a_directory_without_an_index() {
     let page = String::from_utf8(body).unwrap();
     assert_eq!(status, 200);
     assert!(head.contains("Content-Type: text/html; charset=utf-8"));
-    assert!(
-        page.contains("<a href=\"a%20b.txt\">a b.txt</a>"),
-        "{page}"
-    );
+    assert!(page.contains("<a href=\"a%20b.txt\">a b.txt</a>"), "{page}");
     assert!(
         page.contains("&lt;b&gt;&amp;x.txt"),
         "names are escaped: {page}"
