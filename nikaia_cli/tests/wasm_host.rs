@@ -75,12 +75,20 @@ fn the_wasm_host_answers_as_the_linux_build() {
         std::fs::write(site.join(latin1), "LATIN-1").unwrap();
         std::fs::write(site.join("caf\u{FFFD}.txt"), "LOSSY").unwrap();
     }
+    // A directory without an index, listed (`--list`): sizes, mtimes, a
+    // link inside the root (listed with its target's), one out (left out).
+    std::fs::create_dir_all(site.join("files/inner")).unwrap();
+    std::fs::write(site.join("files/a.txt"), "a").unwrap();
+    std::fs::write(site.join("files/b <&> \"q\".txt"), vec![b'b'; 5000]).unwrap();
+    std::fs::write(site.join("files/.hidden"), "h").unwrap();
+    std::os::unix::fs::symlink("a.txt", site.join("files/link")).unwrap();
+    std::os::unix::fs::symlink("../../secret.txt", site.join("files/out")).unwrap();
 
     let mut linux = Command::new(env!("CARGO_BIN_EXE_nikaia"));
     linux
         .arg("serve")
         .arg(&site)
-        .args(["--listen", "127.0.0.1:0"]);
+        .args(["--list", "--listen", "127.0.0.1:0"]);
     let (_linux, linux_addr) = spawn_serve(linux);
 
     let port = {
@@ -92,6 +100,7 @@ fn the_wasm_host_answers_as_the_linux_build() {
     node.arg(workspace().join("nikaia_std/wasm/host.cjs"))
         .arg(&site)
         .arg(&node_addr)
+        .arg("--list")
         .stderr(Stdio::inherit());
     let (_node, wasm_addr) = spawn_serve(node);
     assert_eq!(wasm_addr, node_addr);
@@ -102,6 +111,12 @@ fn the_wasm_host_answers_as_the_linux_build() {
         .find_map(|f| f.strip_prefix("ETag: ").map(str::to_owned))
         .unwrap();
     let if_none_match = format!("If-None-Match: {etag}");
+    let list_etag = curl(&linux_addr, "/files/?format=json", &[])
+        .1
+        .iter()
+        .find_map(|f| f.strip_prefix("ETag: ").map(str::to_owned))
+        .unwrap();
+    let list_inm = format!("If-None-Match: {list_etag}");
     let cases: Vec<(&str, Vec<&str>, &str)> = vec![
         ("/", vec![], "200"),
         ("/style.css", vec![], "200"),
@@ -122,6 +137,14 @@ fn the_wasm_host_answers_as_the_linux_build() {
         ("/docs/../style.css", vec![], "404"),
         ("/docs/%2e%2e/style.css", vec![], "404"),
         ("/style.css", vec!["-X", "OPTIONS"], "204"),
+        // spec/files.md, "Listings".
+        ("/files/", vec![], "200"),
+        ("/files/", vec!["-H", "Accept: application/json"], "200"),
+        ("/files/?format=json&sort=size&order=desc", vec![], "200"),
+        ("/files/?sort=mtime", vec![], "200"),
+        ("/files/?format=json", vec!["-H", &list_inm], "304"),
+        ("/files/inner/?format=json", vec![], "200"),
+        ("/files", vec![], "301"),
     ];
     for (target, extra, want) in &cases {
         let on_linux = curl(&linux_addr, target, extra);

@@ -495,6 +495,14 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
         }
     }
     let variant_inm = format!("If-None-Match: {variant_etag}");
+    let listing = curl_seen(
+        &work,
+        &["--http1.1"],
+        &[],
+        &format!("{}/sub/?format=json", base(&plain[0])),
+    );
+    let list_etag = listing.headers.iter().find(|(k, _)| k == "etag");
+    let list_inm = format!("If-None-Match: {}", list_etag.expect("an ETag").1);
     let origin = "Origin: https://app.example";
     let acrm = "Access-Control-Request-Method: GET";
     let cases = vec![
@@ -594,6 +602,35 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
         case("the top index", 0, "/", &[], 200),
         case("directory without slash: 301", 0, "/docs?x=1", &[], 301),
         case("a listing", 0, "/sub/", &[], 200),
+        case(
+            "a listing as JSON",
+            0,
+            "/sub/",
+            &["-H", "Accept: application/json"],
+            200,
+        ),
+        case(
+            "a listing sorted",
+            0,
+            "/sub/?sort=size&order=desc&format=json",
+            &[],
+            200,
+        ),
+        case(
+            "a listing sorted, HTML",
+            0,
+            "/sub/?sort=mtime&order=desc",
+            &[],
+            200,
+        ),
+        case(
+            "a listing's 304",
+            0,
+            "/sub/?format=json",
+            &["-H", &list_inm],
+            304,
+        ),
+        case("HEAD of a listing", 0, "/sub/", &["-I"], 200),
         case(
             "sidecar .gz",
             0,

@@ -425,8 +425,12 @@ pub(crate) fn open_anywhere(
     open_seen(host, path, seen, purpose).map_err(|m| miss_outcome(m, name))
 }
 
-/// The entries of a directory reached on a host: (name, is a directory).
-pub(crate) fn list(host: &dyn Host, path: &[u8]) -> Result<Vec<(Vec<u8>, bool)>, Error> {
+/// A directory entry's name and its `lstat` (`None` if that failed: the
+/// entry went away meanwhile).
+pub(crate) type Listed = (Vec<u8>, Option<HostStat>);
+
+/// The entries of a directory reached on a host, each with its `lstat`.
+pub(crate) fn list(host: &dyn Host, path: &[u8]) -> Result<Vec<Listed>, Error> {
     let entries = host.readdir(path).map_err(|e| match e {
         HostError::NotFound | HostError::NotDir => Error::NotFound,
         e => Error::Io(io::Error::other(e.to_string())),
@@ -434,6 +438,24 @@ pub(crate) fn list(host: &dyn Host, path: &[u8]) -> Result<Vec<(Vec<u8>, bool)>,
     Ok(entries
         .into_iter()
         .filter(|(name, _)| name != b"." && name != b"..")
-        .map(|(name, kind)| (name, kind == HostKind::Dir))
+        .map(|(name, _)| {
+            let st = host.lstat(&join(path, &name)).ok();
+            (name, st)
+        })
         .collect())
+}
+
+/// What a host `stat` says a listed entry is.
+pub(crate) fn reached(st: &HostStat) -> super::Reached {
+    use super::ReachedKind;
+    let kind = match st.kind {
+        HostKind::File => ReachedKind::File,
+        HostKind::Dir => ReachedKind::Dir,
+        HostKind::Symlink | HostKind::Other => ReachedKind::Other,
+    };
+    super::Reached {
+        kind,
+        size: st.size,
+        mtime_ns: st.mtime_ns,
+    }
 }

@@ -96,5 +96,5 @@ pub(crate) fn name_from_bytes(name: &[u8]) -> Option<&std::path::Path> {
 
 #[doc(hidden)]
 pub use root::force_uncached_opens;
-pub use root::{anywhere_sites, AnywhereSite, DirEntry, Root};
+pub use root::{anywhere_sites, AnywhereSite, DirEntry, Reached, ReachedKind, Root};
 pub use rw::{read, read_string, write};

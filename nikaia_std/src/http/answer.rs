@@ -5,13 +5,13 @@
 //! [`answer`], runs the open the pipeline asks for where it may wait for the
 //! disk ([`Progress::Open`]), and frames what comes out; it decides nothing.
 
-use super::file::{self, File, Files, Pages, Plan, Prepared, Step, Target, Then};
+use super::file::{self, Fetched, File, Files, Job, Pages, Plan, Prepared, Step, Then};
 use super::redirect::ToHttps;
 use super::request::Request;
 use super::response::{bodiless, Body, Response};
 use super::router::{Found, Router};
 use super::site::{self, dress::Subject, Check, Gate, Grant, Verdict};
-use crate::fs::{self, OpenFile, Opened, Root};
+use crate::fs::OpenFile;
 use crate::rt::{Runtime, Vehicle};
 use bytes::Bytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -73,10 +73,10 @@ impl Payload {
 /// Where the pipeline got to.
 pub(crate) enum Progress {
     Ready(Answer),
-    /// The file's open would wait for the disk: the backend runs
-    /// `waiting.root().open(&target)` off its event loop, then
-    /// [`Waiting::opened`].
-    Open(Target, Waiting),
+    /// The file's open, or a directory's listing, may wait for the disk:
+    /// the backend runs [`Job::run`] off its event loop, then
+    /// [`Waiting::resume`] with [`Done::Opened`].
+    Open(Job, Waiting),
     /// Credentials to check (bcrypt, slow on purpose): the backend checks
     /// them off its event loop, then [`Waiting::verified`].
     Verify(Box<Check>, Waiting),
@@ -84,8 +84,8 @@ pub(crate) enum Progress {
 
 /// What the backend did off its loop for a [`Waiting`] answer.
 pub(crate) enum Done {
-    /// The open [`Progress::Open`] asked for.
-    Opened(Target, Result<Opened, fs::Error>),
+    /// The job [`Progress::Open`] asked for, done.
+    Opened(Fetched),
     /// The check [`Progress::Verify`] asked for.
     Verified(Box<Check>, Verdict),
 }
@@ -191,28 +191,18 @@ fn begin(
     close: bool,
     log: &mut impl FnMut(&Request, &str),
 ) -> Progress {
-    match file::begin(files, req, &user, &file) {
-        Step::Ready(prepared) => ready(files, req, &file, &grant, prepared, close, log),
-        Step::Open(target, then) => Progress::Open(
-            target,
-            Waiting {
-                user,
-                file,
-                then,
-                close,
-                grant,
-            },
-        ),
-    }
+    let step = file::begin(files, req, &user, &file);
+    let waiting = Waiting {
+        user,
+        file,
+        then: Then::default(),
+        close,
+        grant,
+    };
+    waiting.step(files, req, step, log)
 }
 
 impl Waiting {
-    /// The root the backend opens the [`Progress::Open`] target under, off
-    /// its loop (the open may wait for the disk).
-    pub(crate) fn root(&self) -> &Root {
-        &self.file.root
-    }
-
     /// Goes on with what the backend did off its loop.
     pub(crate) fn resume(
         self,
@@ -222,7 +212,7 @@ impl Waiting {
         log: &mut impl FnMut(&Request, &str),
     ) -> Progress {
         match done {
-            Done::Opened(target, result) => self.opened(files, req, target, result, log),
+            Done::Opened(fetched) => self.fetched(files, req, fetched, log),
             Done::Verified(check, verdict) => self.verified(files, req, *check, verdict, log),
         }
     }
@@ -247,17 +237,34 @@ impl Waiting {
         }
     }
 
-    /// Goes on with the result of that open.
-    pub(crate) fn opened(
+    /// Goes on with what the [`Progress::Open`] job gave.
+    fn fetched(
         mut self,
         files: &impl Files,
         req: &Request,
-        target: Target,
-        result: Result<Opened, fs::Error>,
+        fetched: Fetched,
         log: &mut impl FnMut(&Request, &str),
     ) -> Progress {
-        let then = std::mem::take(&mut self.then);
-        match file::opened(files, req, &self.user, &self.file, target, then, result) {
+        let step = match fetched {
+            Fetched::Opened(target, result) => {
+                let then = std::mem::take(&mut self.then);
+                file::opened(files, req, &self.user, &self.file, target, then, result)
+            }
+            Fetched::Listed(result) => Step::Ready(file::listed(result)),
+        };
+        self.step(files, req, step, log)
+    }
+
+    /// Where resolving got to, as the pipeline's progress: the answer, or a
+    /// job for the backend to run off its loop.
+    fn step(
+        mut self,
+        files: &impl Files,
+        req: &Request,
+        step: Step,
+        log: &mut impl FnMut(&Request, &str),
+    ) -> Progress {
+        match step {
             Step::Ready(prepared) => ready(
                 files,
                 req,
@@ -269,8 +276,9 @@ impl Waiting {
             ),
             Step::Open(target, then) => {
                 self.then = then;
-                Progress::Open(target, self)
+                Progress::Open(Job::Open(self.file.root.clone(), target), self)
             }
+            Step::List(ask) => Progress::Open(Job::List(ask), self),
         }
     }
 }
@@ -437,7 +445,7 @@ fn hide_error(resp: Response) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::Identity;
+    use crate::fs::{self, Identity, Opened, Root};
     use crate::http::h1::parse::test_request;
     use crate::http::IntoResponse;
     use crate::rt::Coding;
@@ -513,10 +521,11 @@ mod tests {
         let answer = loop {
             match progress {
                 Progress::Ready(a) => break a,
-                Progress::Open(target, waiting) => {
-                    progress =
-                        waiting.opened(&Kept, &req, target, Err(fs::Error::NotFound), &mut log)
+                Progress::Open(Job::Open(_, target), waiting) => {
+                    let fetched = Fetched::Opened(target, Err(fs::Error::NotFound));
+                    progress = waiting.resume(&Kept, &req, Done::Opened(fetched), &mut log)
                 }
+                Progress::Open(Job::List(_), _) => panic!("nothing is listed here"),
                 Progress::Verify(..) => panic!("no credentials are checked here"),
             }
         };

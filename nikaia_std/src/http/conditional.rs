@@ -92,7 +92,7 @@ pub(crate) fn preconditions(req: &Request, v: &Validators) -> Precondition {
 /// Whether an `If-Match`/`If-None-Match` list names `etag`: `*` matches any
 /// current file; `strong` refuses weak tags (`W/"…"`), weak comparison
 /// ignores the prefix.
-fn list_matches(list: &str, etag: &str, strong: bool) -> bool {
+pub(crate) fn list_matches(list: &str, etag: &str, strong: bool) -> bool {
     if list.trim() == "*" {
         return true;
     }

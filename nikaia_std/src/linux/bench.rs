@@ -77,6 +77,9 @@ impl AutoSender {
             let opened = r.file.root.open(&name);
             step = file::opened(&files, &r.req, &user, &r.file, name, then, opened);
         }
+        if let Step::List(ask) = step {
+            step = Step::Ready(file::listed(ask.run()));
+        }
         let Step::Ready(prepared) = step else {
             return Err(io::Error::other("open did not finish"));
         };

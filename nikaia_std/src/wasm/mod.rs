@@ -209,9 +209,11 @@ pub fn handle(
     let decided = loop {
         match progress {
             Progress::Ready(decided) => break decided,
-            Progress::Open(target, waiting) => {
-                let opened = waiting.root().open(&target);
-                progress = waiting.opened(&HostFiles, &req, target, opened, &mut log);
+            // The same job the io pool runs on Linux (an open or a
+            // listing), run in place.
+            Progress::Open(job, waiting) => {
+                let done = answer::Done::Opened(job.run());
+                progress = waiting.resume(&HostFiles, &req, done, &mut log);
             }
             // The host has no runtime file, so no `[[auth]]` rule asks for
             // a check; were one to, no credentials could be checked here.

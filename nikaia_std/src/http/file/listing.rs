@@ -1,65 +1,153 @@
 //! A directory without an index, listed; a directory asked for without its
 //! trailing slash, redirected to it.
+//!
+//! Three jobs, one file each: `ask` reads what the request asks for (the
+//! format, the sort, the order), `read` reads and filters the directory
+//! (off the worker: it may wait for the disk, D9), `render` makes the
+//! page's bytes and its ETag. This file ties them to the pipeline.
 
-use super::File;
-use crate::fs;
+mod ask;
+mod read;
+mod render;
+
+use super::head::status_only;
+use super::{About, File, Prepared, Step};
+use crate::fs::{self, Root};
+use crate::http::conditional::list_matches;
 use crate::http::request::Request;
-use crate::http::response::Response;
-use crate::text::html::html_escape;
+use crate::http::response::{Body, Response};
+use crate::rt::Glob;
 use crate::text::percent::percent_encode;
-use std::path::Path;
+use ask::Format;
+use bytes::Bytes;
+use std::path::PathBuf;
 
-/// An HTML page listing the directory `dir` under the file's root. Names are
-/// escaped for HTML and percent-encoded in links; the listing reads the
-/// directory on the worker (a rare request, and the one exception to D9).
-/// A name a `[[deny]]` rule of `rt` matches is left out, so the listing
-/// does not tell it exists (`spec/site.md`).
-pub(super) fn listing(
+/// A listing to make off the worker: everything it needs, taken from the
+/// request, the file and the runtime on the worker.
+pub(crate) struct Ask {
+    root: Root,
+    /// The directory under the root (`.` for the root itself).
+    dir: PathBuf,
+    /// The request's path: the page's title.
+    path: String,
+    format: Format,
+    sort: ask::Sort,
+    order: ask::Order,
+    show_hidden: bool,
+    /// The `[[deny]]` patterns that apply (names matched are left out).
+    deny: Vec<Glob>,
+    /// The request's `If-None-Match`: a listing it names is not rendered.
+    if_none_match: Option<String>,
+}
+
+/// A listing made: its bytes and validator.
+pub(crate) struct Listed {
+    dir: PathBuf,
+    /// Empty when `If-None-Match` named the ETag (304).
+    body: Bytes,
+    etag: String,
+    format: Format,
+    not_modified: bool,
+}
+
+/// Starts the listing of `dir` under the file's root: the directory is read
+/// off the worker ([`Step::List`]; the backend runs [`Ask::run`], then
+/// [`listed`]). A name a `[[deny]]` rule of `rt` matches is left out, so
+/// the listing does not tell it exists (`spec/site.md`).
+pub(super) fn begin(
     req: &Request,
     file: &File,
-    dir: &Path,
+    dir: PathBuf,
     rt: Option<&crate::rt::Runtime>,
-) -> Response {
-    let entries = match file.root.list(dir) {
-        Ok(e) => e,
-        Err(fs::Error::Io(e)) => {
-            return Response::internal_error(format!("cannot list {dir:?}: {e}"))
-        }
-        Err(_) => return Response::status_page(404),
-    };
-    let show_hidden = file.list.unwrap_or(false);
-    let title = html_escape(req.path());
-    let mut page = format!(
-        "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Index of {title}</title>\n<h1>Index of {title}</h1>\n<ul>\n<li><a href=\"../\">../</a></li>\n"
-    );
-    for e in entries {
-        let name = e.name.to_string_lossy();
-        if name.starts_with('.') && !show_hidden {
-            continue;
-        }
-        if let Some(rt) = rt.filter(|rt| !rt.site.deny.is_empty()) {
-            let full = match dir.to_string_lossy() {
-                d if d == "." || d.is_empty() => name.to_string(),
-                d => format!("{}/{name}", d.trim_end_matches('/')),
-            };
-            if rt
-                .site
-                .deny
-                .iter()
-                .any(|r| crate::rt::any_matches(&r.patterns, &full))
-            {
-                continue;
-            }
-        }
-        let slash = if e.is_dir { "/" } else { "" };
-        page.push_str(&format!(
-            "<li><a href=\"./{}{slash}\">{}{slash}</a></li>\n",
-            percent_encode(name.as_bytes(), b"-._~/"),
-            html_escape(&name)
-        ));
+) -> Step {
+    let (format, sort, order) = ask::asked(req);
+    let deny = rt
+        .map(|rt| {
+            let rules = rt.site.deny.iter();
+            rules.flat_map(|r| r.patterns.iter().cloned()).collect()
+        })
+        .unwrap_or_default();
+    Step::List(Box::new(Ask {
+        root: file.root.clone(),
+        dir,
+        path: req.path().to_owned(),
+        format,
+        sort,
+        order,
+        show_hidden: file.list.unwrap_or(false),
+        deny,
+        if_none_match: req.header("if-none-match").map(str::to_owned),
+    }))
+}
+
+impl Ask {
+    /// Reads, filters, sorts and renders the listing. May wait for the
+    /// disk: the io pool runs it (in place on wasm32).
+    pub(crate) fn run(self) -> Result<Listed, fs::Error> {
+        let filter = read::Filter {
+            show_hidden: self.show_hidden,
+            deny: &self.deny,
+        };
+        let (entries, truncated) =
+            read::read(&self.root, &self.dir, &filter, self.sort, self.order)?;
+        let top = self.dir.as_os_str().is_empty() || self.dir.as_os_str() == ".";
+        let page = render::Page {
+            path: &self.path,
+            parent: !top,
+            format: self.format,
+            sort: self.sort,
+            order: self.order,
+        };
+        let etag = render::etag(&page, &entries, truncated);
+        let not_modified = self
+            .if_none_match
+            .as_deref()
+            .is_some_and(|inm| list_matches(inm, &etag, false));
+        let body = if not_modified {
+            Bytes::new()
+        } else {
+            Bytes::from(render::render(&page, &entries, truncated))
+        };
+        Ok(Listed {
+            dir: self.dir,
+            body,
+            etag,
+            format: self.format,
+            not_modified,
+        })
     }
-    page.push_str("</ul>\n");
-    Response::new(200).body(crate::html::Raw::from(page))
+}
+
+/// The answer with a listing made off the worker: 200 with the page, or
+/// 304 when `If-None-Match` names its ETag; `Vary: Accept` on both (the
+/// format follows it). A directory that cannot be read is 404 (missing,
+/// outside, not a directory) or 500 (an I/O error, logged).
+pub(crate) fn listed(result: Result<Listed, fs::Error>) -> Prepared {
+    let listed = match result {
+        Ok(l) => l,
+        Err(fs::Error::Io(e)) => {
+            return status_only(Response::internal_error(format!("cannot list: {e}")))
+        }
+        Err(_) => return status_only(Response::status_page(404)),
+    };
+    let etag = Bytes::from(listed.etag);
+    let not_modified = listed.not_modified;
+    let mut resp = Response::new(if not_modified { 304 } else { 200 });
+    resp.push_header("ETag", etag);
+    resp.push_header("Vary", Bytes::from_static(b"Accept"));
+    if !not_modified {
+        resp.default_type = Some(match listed.format {
+            Format::Html => "text/html; charset=utf-8",
+            Format::Json => "application/json",
+        });
+        resp.body = Body::Bytes(listed.body);
+    }
+    let mut prepared = status_only(resp);
+    prepared.about = Some(About {
+        name: listed.dir,
+        file_body: false,
+    });
+    prepared
 }
 
 /// 301 to the request's path with a slash added. The Location is built from

@@ -7,7 +7,8 @@
 //! returns, and the [`Files`] a backend provides); `resolve` walks from the
 //! name to a found file or a status (index, sidecars, the runtime's pages);
 //! `head` decides a found file's status, headers and body plan; `listing`
-//! answers for a directory without an index.
+//! answers for a directory without an index (its entries read off the
+//! worker, a [`Job`] like a cold open).
 
 mod compress;
 mod head;
@@ -16,6 +17,7 @@ mod navigation;
 mod resolve;
 
 pub(crate) use head::Meta;
+pub(crate) use listing::{listed, Ask as ListAsk, Listed};
 pub(crate) use resolve::{begin, opened};
 
 use super::response::{Body, Response};
@@ -235,6 +237,37 @@ pub(crate) enum Step {
     /// The open would wait for the disk: run `root.open(target)` on the io
     /// pool and continue with [`opened`], handing back the [`Then`].
     Open(Target, Then),
+    /// A directory to list: reading it may wait for the disk, so the
+    /// backend runs [`ListAsk::run`] off its loop (always: there is no
+    /// cached listing) and continues with [`listed`].
+    List(Box<ListAsk>),
+}
+
+/// What a backend runs off its event loop for a request's file: an open or
+/// a listing, each of which may wait for the disk (D9). Target-independent:
+/// the io pool runs it on Linux, the wasm32 host in place.
+pub(crate) enum Job {
+    Open(Root, Target),
+    List(Box<ListAsk>),
+}
+
+/// What a [`Job`] gave.
+pub(crate) enum Fetched {
+    Opened(Target, Result<Opened, fs::Error>),
+    Listed(Result<Listed, fs::Error>),
+}
+
+impl Job {
+    /// Does the work; it may wait for the disk.
+    pub(crate) fn run(self) -> Fetched {
+        match self {
+            Job::Open(root, target) => {
+                let result = root.open(&target);
+                Fetched::Opened(target, result)
+            }
+            Job::List(ask) => Fetched::Listed(ask.run()),
+        }
+    }
 }
 
 /// What resolving carries across an open on the io pool: nothing while the

@@ -1,11 +1,11 @@
 //! Resolution: from the name a [`File`] gives to a found file (or one of its
 //! precompressed sidecars) or a status: the kept table first, then an open
-//! that may only use the kernel's caches; a directory's index, its listing,
-//! and the runtime's `fallback` and `not-found` pages for a missing name.
+//! that may only use the kernel's caches; a directory's index, its listing
+//! (read off the worker: [`Step::List`]), and the runtime's `fallback` and `not-found` pages for a missing name.
 
 use super::compress;
 use super::head::{build, status_only, Head, Meta};
-use super::listing::{listing, redirect_to_slash};
+use super::listing::{self, redirect_to_slash};
 use super::{navigation, File, Files, Pages, Phase, Prepared, Step, Target, Then};
 use crate::fs::{self, Identity, Opened};
 use crate::http::coding::Wanted;
@@ -204,12 +204,7 @@ impl<F: Files> Ask<'_, F> {
             Err(fs::Error::NotFound) if asked && file.listed_dir(name).is_some() => {
                 let dir = file.listed_dir(name).unwrap_or_default();
                 let rt = self.files.runtime().filter(|_| file.pages != Pages::Off);
-                let mut prepared = status_only(listing(req, file, &dir, rt));
-                prepared.about = Some(super::About {
-                    name: dir,
-                    file_body: false,
-                });
-                Step::Ready(prepared)
+                listing::begin(req, file, dir, rt)
             }
             // Outside the root: the same 404 as a missing name, never the
             // fallback (a symlink out must not answer with the app).

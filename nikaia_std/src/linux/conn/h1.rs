@@ -271,8 +271,8 @@ impl H1 {
     ) {
         match progress {
             Progress::Ready(decided) => self.queue(link, turn, &req, decided, started),
-            Progress::Open(target, waiting) => {
-                link.open_on_pool(turn, target, waiting.root().clone(), 0);
+            Progress::Open(job, waiting) => {
+                link.open_on_pool(turn, job, 0);
                 // Requests pipelined behind this one wait their turn.
                 self.state = State::Opening(Box::new(Opening {
                     req,

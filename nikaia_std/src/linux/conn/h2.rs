@@ -294,8 +294,8 @@ impl H2 {
     ) {
         match progress {
             Progress::Ready(decided) => self.respond(link, turn, stream, &req, decided, started),
-            Progress::Open(target, waiting) => {
-                link.open_on_pool(turn, target, waiting.root().clone(), stream);
+            Progress::Open(job, waiting) => {
+                link.open_on_pool(turn, job, stream);
                 self.wait_for_pool(turn, stream, req, waiting, started);
             }
             Progress::Verify(check, waiting) => match link.verify_off_loop(turn, check, stream) {

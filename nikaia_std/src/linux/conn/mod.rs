@@ -14,9 +14,9 @@ use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
 use super::shared::{Serving, Shared};
 use super::tls::Session;
 use super::transport::{Input, ProxyRead, Transport};
-use crate::fs::{self as nfs, Opened, Root};
+use crate::fs as nfs;
 use crate::http::answer::{self, Answer, Done, Payload};
-use crate::http::file::Target;
+use crate::http::file::{Fetched, Job};
 use crate::http::redirect::ToHttps;
 use crate::http::site::{Check, Verdict};
 use crate::http::Peer;
@@ -57,8 +57,8 @@ pub(crate) enum IoDone {
         conn: u64,
         /// The HTTP/2 stream waiting for it; 0 on HTTP/1.1.
         stream: u32,
-        name: Target,
-        result: Result<Opened, nfs::Error>,
+        /// The file opened, or the directory listed.
+        fetched: Fetched,
     },
     Read {
         slot: usize,
@@ -310,11 +310,8 @@ impl Conn {
     pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
         let (stream, resumed) = match done {
             IoDone::Opened {
-                stream,
-                name,
-                result,
-                ..
-            } => (stream, Done::Opened(name, result)),
+                stream, fetched, ..
+            } => (stream, Done::Opened(fetched)),
             IoDone::Verified {
                 stream,
                 check,
@@ -557,20 +554,19 @@ impl Link {
         });
     }
 
-    /// Opens `name` under `root` on the io pool; the answer goes on in
-    /// [`Conn::io_done`].
-    fn open_on_pool(&mut self, turn: &mut Turn<'_>, name: Target, root: Root, stream: u32) {
+    /// Runs the pipeline's job (an open, a listing) on the io pool; the
+    /// answer goes on in [`Conn::io_done`].
+    fn open_on_pool(&mut self, turn: &mut Turn<'_>, job: Job, stream: u32) {
         turn.shared.stats.pool_opens.fetch_add(1, Relaxed);
         let mailbox = turn.mailbox.clone();
         let (slot, conn) = (turn.slot, self.id);
         turn.shared.pool.submit(move || {
-            let result = root.open(&name);
+            let fetched = job.run();
             mailbox.post(IoDone::Opened {
                 slot,
                 conn,
                 stream,
-                name,
-                result,
+                fetched,
             });
         });
         self.deadline = turn.now + turn.rt.send_timeout;
