@@ -119,10 +119,10 @@ fn compressed(server: &Running) -> CompressedReport {
     server.report().compressed
 }
 
-/// Waits for a file's ctime to be more than a tick old (the compressor
-/// does not take a file changed in the last 10 ms).
+/// Waits for the files' last change to be a second old: the compressor
+/// does not take a file changed less than a second ago.
 fn settle() {
-    std::thread::sleep(Duration::from_millis(30));
+    std::thread::sleep(Duration::from_millis(1100));
 }
 
 #[test]
@@ -254,6 +254,57 @@ fn range_304_and_head_work_on_a_variant() {
         &format!("Accept-Encoding: gzip\r\nRange: bytes=10-99\r\nIf-Range: {tag}\r\n"),
     );
     assert_eq!(r.status, 206);
+    // A date cannot tell the encodings apart (they share Last-Modified):
+    // the whole representation, coded or not.
+    let date = whole.header("last-modified").unwrap();
+    for ae in ["gzip", "identity"] {
+        let r = get(
+            &server,
+            "/page.html",
+            &format!("Accept-Encoding: {ae}\r\nRange: bytes=10-99\r\nIf-Range: {date}\r\n"),
+        );
+        assert_eq!(r.status, 200, "{ae}");
+        assert_eq!(plain(&r), page, "{ae}");
+    }
+}
+
+#[test]
+fn a_file_asked_for_once_or_too_big_for_the_bound_costs_one_compression_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("once.js"), text(20 << 10, 9)).unwrap();
+    std::fs::write(dir.path().join("big.js"), text(20 << 10, 10)).unwrap();
+    settle();
+    let server = serve(
+        dir.path(),
+        Runtime {
+            compress_cache_bytes: 2 << 10,
+            ..runtime()
+        },
+    );
+    // Once: remembered, not compressed.
+    get(&server, "/once.js", "Accept-Encoding: gzip\r\n");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(compressed(&server).made + compressed(&server).no_gain, 0);
+    // A variant bigger than the table's bound: noted once, then never
+    // compressed again for this file.
+    let started = Instant::now();
+    while compressed(&server).no_gain == 0 {
+        let r = get(&server, "/big.js", "Accept-Encoding: gzip\r\n");
+        assert_eq!(r.header("content-encoding"), None);
+        assert!(started.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..10 {
+        let r = get(&server, "/big.js", "Accept-Encoding: gzip\r\n");
+        assert_eq!(r.header("content-encoding"), None);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let z = compressed(&server);
+    assert_eq!(
+        (z.made, z.no_gain, z.entries, z.bytes),
+        (0, 1, 1, 0),
+        "{z:?}"
+    );
 }
 
 /// A way to change a file: it returns the file's new bytes.

@@ -123,7 +123,11 @@ pub(crate) enum Span {
 /// Hand-written: the crates that parse `Range` (`http-range-header`,
 /// `headers`) build the list of ranges, where this needs only to know
 /// whether there is exactly one; `If-Range` needs the validators anyway.
-pub(crate) fn span(req: &Request, size: u64, v: &Validators) -> Span {
+/// `negotiated`: the answer is one of several representations of the file
+/// (it varies by `Accept-Encoding`), which share its Last-Modified: an
+/// `If-Range` date cannot tell them apart, so it is not strong enough and
+/// the whole representation is sent (RFC 9110 §13.1.5). An ETag can.
+pub(crate) fn span(req: &Request, size: u64, v: &Validators, negotiated: bool) -> Span {
     if req.method() != "GET" {
         return Span::Full;
     }
@@ -134,7 +138,7 @@ pub(crate) fn span(req: &Request, size: u64, v: &Validators) -> Span {
         let if_range = if_range.trim();
         let current = if if_range.starts_with('"') {
             if_range == v.etag()
-        } else if if_range.starts_with("W/") {
+        } else if if_range.starts_with("W/") || negotiated {
             false
         } else {
             parse_http_date(if_range) == Some(v.modified)
@@ -276,7 +280,7 @@ mod tests {
     #[test]
     fn ranges() {
         let v = v();
-        let s = |h: &str| span(&req("GET", &[("Range", h)]), 1000, &v);
+        let s = |h: &str| span(&req("GET", &[("Range", h)]), 1000, &v, false);
         assert_eq!(s("bytes=0-99"), Span::Part { start: 0, end: 100 });
         assert_eq!(
             s("bytes=990-"),
@@ -316,11 +320,11 @@ mod tests {
         let hostile = format!("bytes={}", "0-1,".repeat(5000));
         assert_eq!(s(&hostile), Span::Full);
         assert_eq!(
-            span(&req("GET", &[("Range", "bytes=0-")]), 0, &v),
+            span(&req("GET", &[("Range", "bytes=0-")]), 0, &v, false),
             Span::Unsatisfiable
         );
         assert_eq!(
-            span(&req("HEAD", &[("Range", "bytes=0-1")]), 1000, &v),
+            span(&req("HEAD", &[("Range", "bytes=0-1")]), 1000, &v, false),
             Span::Full
         );
     }
@@ -328,18 +332,24 @@ mod tests {
     #[test]
     fn if_range_compares_strongly() {
         let v = v();
-        let with = |ir: &str| {
+        let with_negotiated = |ir: &str, negotiated| {
             span(
                 &req("GET", &[("Range", "bytes=0-0"), ("If-Range", ir)]),
                 1000,
                 &v,
+                negotiated,
             )
         };
+        let with = |ir: &str| with_negotiated(ir, false);
         let part = Span::Part { start: 0, end: 1 };
         assert_eq!(with(v.etag()), part);
         assert_eq!(with(&format!("W/{}", v.etag())), Span::Full);
         assert_eq!(with("\"stale\""), Span::Full);
         assert_eq!(with(LM), part);
         assert_eq!(with("Sun, 06 Nov 1994 08:49:38 GMT"), Span::Full);
+        // Several representations share the date: only the ETag tells
+        // which one the client holds part of.
+        assert_eq!(with_negotiated(LM, true), Span::Full);
+        assert_eq!(with_negotiated(v.etag(), true), part);
     }
 }

@@ -134,8 +134,10 @@ pub fn ranges_and_conditionals(data: &[u8]) {
         ctime_ns: 1_700_000_000_000_000_000,
     });
     let _ = preconditions(&req, &v);
-    if let Span::Part { start, end } = span(&req, size, &v) {
-        assert!(start < end && end <= size, "{start}..{end} of {size}");
+    for negotiated in [false, true] {
+        if let Span::Part { start, end } = span(&req, size, &v, negotiated) {
+            assert!(start < end && end <= size, "{start}..{end} of {size}");
+        }
     }
 }
 

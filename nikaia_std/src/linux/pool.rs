@@ -82,13 +82,28 @@ impl IoPool {
 
     /// Finishes queued jobs, then stops the threads.
     pub(crate) fn close(&self) {
-        let (lock, cv) = &*self.queue;
-        lock.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
-        cv.notify_all();
+        self.stop();
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
         for t in threads {
             let _ = t.join();
         }
+    }
+
+    /// Lets the threads end once the queue is empty, without waiting for
+    /// them (a job that may run for seconds need not hold up a shutdown):
+    /// they are detached.
+    pub(crate) fn detach(&self) {
+        self.stop();
+        self.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    fn stop(&self) {
+        let (lock, cv) = &*self.queue;
+        lock.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        cv.notify_all();
     }
 }
 
@@ -107,7 +122,9 @@ fn run(queue: &(Mutex<Queue>, Condvar)) {
                 q = cv.wait(q).unwrap_or_else(|e| e.into_inner());
             }
         };
-        job();
+        // A job that panics (a bug in a compressor, say) loses its own
+        // result, not the thread: the others still run.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
     }
 }
 

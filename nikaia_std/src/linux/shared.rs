@@ -120,7 +120,7 @@ impl Files for Serving<'_> {
         id: &crate::fs::Identity,
         coding: crate::rt::Coding,
         queue: bool,
-    ) -> Option<(bytes::Bytes, crate::http::conditional::Validators)> {
+    ) -> crate::http::file::Variant {
         self.shared.variants.get(root, name, id, coding, queue)
     }
 }

@@ -27,25 +27,43 @@ pub(crate) fn compressible(content_type: &str, size: u64) -> bool {
     if !(FLOOR..=CEILING).contains(&size) {
         return false;
     }
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let essence = content_type.split(';').next().unwrap_or("").trim();
     let Some((kind, sub)) = essence.split_once('/') else {
         return false;
     };
-    kind == "text"
-        || sub.ends_with("+json")
-        || sub.ends_with("+xml")
-        || matches!(
-            (kind, sub),
-            (
-                "application",
-                "javascript" | "json" | "xml" | "wasm" | "x-javascript" | "ecmascript"
-            ) | ("image", "svg+xml")
-        )
+    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    let ends = |s: &str, end: &str| {
+        s.len() >= end.len()
+            && s.is_char_boundary(s.len() - end.len())
+            && is(&s[s.len() - end.len()..], end)
+    };
+    is(kind, "text")
+        || ends(sub, "+json")
+        || ends(sub, "+xml")
+        || (is(kind, "application")
+            && [
+                "javascript",
+                "json",
+                "xml",
+                "wasm",
+                "x-javascript",
+                "ecmascript",
+            ]
+            .iter()
+            .any(|t| is(sub, t)))
+        || (is(kind, "image") && is(sub, "svg+xml"))
+}
+
+/// What a backend's table has for a file and a coding
+/// ([`Files::compressed`]).
+pub(crate) enum Variant {
+    /// Kept, made from exactly this identity.
+    Kept(Bytes, Validators),
+    /// Noted as not worth keeping (no gain, too big for the bound): the
+    /// file goes out as it is, and no compression is queued for it.
+    Noted,
+    /// Not there (queued, when the caller asked and the backend could).
+    Missing,
 }
 
 /// The variant that answers for the file `id` (`name` under `root`): the
@@ -65,11 +83,14 @@ pub(super) fn kept_variant(
     if !files.compresses() || !compressible(typed, id.size) {
         return None;
     }
+    // Only the best coding without a variant is queued (one miss per
+    // request); a coding noted as not worth it passes the turn on.
     let mut queue = true;
     while let Some(coding) = wanted.next() {
         match files.compressed(root, name, id, coding, queue) {
-            Some((bytes, validators)) => return Some((coding, bytes, validators)),
-            None => queue = false,
+            Variant::Kept(bytes, validators) => return Some((coding, bytes, validators)),
+            Variant::Noted => {}
+            Variant::Missing => queue = false,
         }
     }
     None

@@ -151,7 +151,9 @@ fn decide(
         Precondition::Proceed => {}
     }
     resp.push_header("Accept-Ranges", Bytes::from_static(b"bytes"));
-    match span(req, id.size, v) {
+    // Varying by Accept-Encoding: the coded and the identity bytes share
+    // the file's Last-Modified, so an If-Range date cannot join them.
+    match span(req, id.size, v, head.vary) {
         Span::Full => plan(ask, resp, source, 0, id.size),
         Span::Part { start, end } => {
             resp.status = 206;

@@ -16,6 +16,7 @@ mod listing;
 mod navigation;
 mod resolve;
 
+pub(crate) use compress::Variant;
 pub(crate) use head::Meta;
 pub(crate) use listing::{listed, Ask as ListAsk, Listed};
 pub(crate) use resolve::{begin, opened};
@@ -148,7 +149,7 @@ pub(crate) trait Files {
     }
     /// The kept variant of the file `id` (`name` under `root`) compressed
     /// with `coding`, if one is kept and made from exactly that identity.
-    /// None otherwise; then, when `queue`, the backend makes it off its
+    /// Missing otherwise; then, when `queue`, the backend makes it off its
     /// workers for a later request.
     fn compressed(
         &self,
@@ -157,8 +158,8 @@ pub(crate) trait Files {
         _id: &Identity,
         _coding: Coding,
         _queue: bool,
-    ) -> Option<(Bytes, crate::http::conditional::Validators)> {
-        None
+    ) -> Variant {
+        Variant::Missing
     }
     /// The runtime whose `cache-control`, `not-found` and `fallback` apply
     /// to `dir_handler`'s files; none where there is no runtime file.
