@@ -698,3 +698,86 @@ fn sigusr1_reopens_the_logs_after_logrotate_moved_them() {
         "USR1 does not stop it"
     );
 }
+
+/// `index` is a list, tried in order; the first that is a file answers,
+/// and past the last the directory is listed (`--list`) or missing.
+#[test]
+fn index_names_are_tried_in_order() {
+    let tmp = pages_site();
+    let root = tmp.path().join("site");
+    for (dir, files) in [
+        ("both", &["index.htm", "home.html"][..]),
+        ("home", &["home.html"]),
+        ("none", &["other.txt"]),
+        ("htm-is-a-dir", &["home.html"]),
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        for f in files {
+            std::fs::write(root.join(dir).join(f), format!("{dir}/{f}")).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join("htm-is-a-dir/index.htm")).unwrap();
+    let file = tmp.path().join("runtime.toml");
+    std::fs::write(
+        &file,
+        "index = [\"index.htm\", \"home.html\"]\n[[deny]]\nmatch = \"secret/home.html\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("secret")).unwrap();
+    std::fs::write(root.join("secret/home.html"), "SECRET").unwrap();
+    let args = ["--listen", "127.0.0.1:0", "--list", "--runtime"].map(std::ffi::OsStr::new);
+    let s = start_serve(tmp, &root, args.into_iter().chain([file.as_os_str()]));
+    assert_eq!(get(&s.addr, "/both/").2, b"both/index.htm");
+    assert_eq!(get(&s.addr, "/home/").2, b"home/home.html");
+    assert_eq!(get(&s.addr, "/htm-is-a-dir/").2, b"htm-is-a-dir/home.html");
+    // Not in the list: index.html is a name like any other here.
+    let (status, _, body) = get(&s.addr, "/docs/");
+    assert_eq!(status, 200);
+    assert!(
+        String::from_utf8_lossy(&body).contains("index.html"),
+        "a listing"
+    );
+    let (status, head, body) = get(&s.addr, "/none/");
+    assert_eq!(status, 200);
+    assert!(header(&head, "Content-Type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(
+        String::from_utf8_lossy(&body).contains("other.txt"),
+        "a listing"
+    );
+    assert_eq!(get(&s.addr, "/home").0, 301);
+    // A rule on an index name covers the directory asked for.
+    let (status, _, body) = get(&s.addr, "/secret/");
+    assert_eq!(status, 404);
+    assert!(!String::from_utf8_lossy(&body).contains("SECRET"));
+}
+
+#[test]
+fn a_bad_index_list_is_refused_at_its_element() {
+    let tmp = pages_site();
+    let file = tmp.path().join("runtime.toml");
+    std::fs::write(
+        &file,
+        "index = [\"index.html\", \"a/b.html\", \"index.html\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("runtime.toml:1:24: error: key `index`"),
+        "{err}"
+    );
+    assert!(err.contains("\"a/b.html\" is not one file name"), "{err}");
+    assert!(
+        err.contains("runtime.toml:1:36: error: key `index`"),
+        "{err}"
+    );
+    assert!(err.contains("named twice"), "{err}");
+}

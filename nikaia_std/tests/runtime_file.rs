@@ -99,6 +99,7 @@ precompressed = ["gzip", "br"]
 compress = false
 compress-cache-bytes = "8MiB"
 fallback-for = "all"
+index = ["index.htm", "home.html"]
 header-timeout = "250ms"
 keepalive-timeout = "0s"
 send-timeout = "2m"
@@ -145,6 +146,7 @@ tls-key = "tls/key.pem"
             not_found: None,
             fallback: None,
             fallback_for: nikaia_std::rt::FallbackFor::All,
+            index: vec!["index.htm".to_owned(), "home.html".to_owned()],
             site: Default::default(),
         }
     );

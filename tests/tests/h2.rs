@@ -194,6 +194,7 @@ fn site() -> Site {
     write(&root.join("sp ace.txt"), b"a name with a space");
     write(&root.join("docs/index.html"), b"<h1>docs</h1>");
     write(&root.join("sub/a.txt"), b"a");
+    write(&root.join("homes/home.html"), b"<h1>home</h1>");
     write(&root.join("sub/b&<c>.txt"), b"b");
     write(&root.join("404.html"), b"<h1>not here</h1>");
     write(&root.join("app.html"), b"<div id=app></div>");
@@ -329,6 +330,7 @@ fn site_server(rt: Runtime, root: &Path) -> Running {
 const FALLBACK_RUNTIME: &str = r#"
 not-found = "404.html"
 fallback = "app.html"
+index = ["index.html", "home.html"]
 cache-control = "public, max-age=60"
 "#;
 
@@ -723,6 +725,7 @@ fn every_row_and_file_answer_is_the_same_over_http_1_1_and_http_2() {
             206,
         ),
         case("fallback keeps hidden 404", 1, "/.env", &[], 404),
+        case("the second index name", 1, "/homes/", &[], 200),
         case(
             "fallback: a missing asset stays 404",
             1,

@@ -146,7 +146,7 @@ pub(crate) fn answer(
             let grant = match rules(files, &f).filter(|_| f.pages == Pages::On) {
                 None => Grant::default(),
                 Some(rt) => {
-                    let index = f.index.as_deref();
+                    let index = f.indexes(Some(rt));
                     match site::gate(rt, req, &f.name, index, files.tls(), |c| files.verified(c)) {
                         Gate::Pass(grant) => grant,
                         Gate::Hide => {

@@ -132,6 +132,9 @@ pub struct Runtime {
     pub fallback: Option<String>,
     /// `fallback-for`: which missing names the `fallback` answers.
     pub fallback_for: FallbackFor,
+    /// `index`: the names tried, in order, for a directory `dir_handler`
+    /// is asked for.
+    pub index: Vec<String>,
     /// A site's rules (`spec/site.md`): the keys `headers`,
     /// `security-headers`, `cors`, `trusted-proxies`, `auth` and `deny`.
     pub site: Site,
@@ -207,7 +210,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 33] = [
+pub const KEYS: [&str; 34] = [
     "listen",
     "workers",
     "io-threads",
@@ -235,6 +238,7 @@ pub const KEYS: [&str; 33] = [
     "not-found",
     "fallback",
     "fallback-for",
+    "index",
     "security-headers",
     "trusted-proxies",
     "cors",
@@ -273,6 +277,7 @@ impl Default for Runtime {
             not_found: None,
             fallback: None,
             fallback_for: FallbackFor::Navigations,
+            index: vec!["index.html".to_owned()],
             site: Site::default(),
         }
     }
@@ -428,6 +433,8 @@ impl Runtime {
             FallbackFor::All => "all",
         };
         line("fallback-for", Some(string(fallback_for)));
+        let index: Vec<_> = self.index.iter().map(|n| string(n)).collect();
+        line("index", Some(format!("[{}]", index.join(", "))));
         out.push_str(&self.site.to_toml());
         out
     }

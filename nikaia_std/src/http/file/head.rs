@@ -95,7 +95,7 @@ fn decide(
     let v = head.validators;
     let status = match target.phase {
         Phase::NotFound { .. } => 404,
-        Phase::Asked | Phase::Fallback { .. } => user.status,
+        Phase::Asked | Phase::Index(_) | Phase::Fallback { .. } => user.status,
     };
     let mut resp = Response::new(status);
     resp.headers.reserve(user.headers.len() + 6);

@@ -46,7 +46,8 @@ use std::sync::Arc;
 pub struct File {
     pub(crate) name: PathBuf,
     pub(crate) root: Root,
-    pub(crate) index: Option<String>,
+    /// The names tried, in order, for a directory (`File::index`).
+    pub(crate) index: Vec<String>,
     /// List a directory without an index; `Some(true)` shows dot-names too.
     pub(crate) list: Option<bool>,
     /// Whether the server's `cache-control`, `not-found` and `fallback`
@@ -73,7 +74,7 @@ impl File {
         File {
             name: name.as_ref().to_path_buf(),
             root: root.clone(),
-            index: None,
+            index: Vec::new(),
             list: None,
             pages: Pages::Off,
         }
@@ -82,9 +83,21 @@ impl File {
     /// When the name is a directory, answer with this file inside it; a
     /// request for the directory without its trailing slash is redirected
     /// to the path with one (so relative links in the index resolve).
+    /// Called again, each name is tried in turn (`index.html`, then
+    /// `index.htm`); the first that is a file answers.
     pub fn index(mut self, index: &str) -> File {
-        self.index = Some(index.to_owned());
+        self.index.push(index.to_owned());
         self
+    }
+
+    /// The index names tried for a directory: the runtime's `index` for a
+    /// file of `dir_handler` that has any (the operator's list), else the
+    /// handler's own.
+    pub(crate) fn indexes<'a>(&'a self, rt: Option<&'a crate::rt::Runtime>) -> &'a [String] {
+        match rt {
+            Some(rt) if self.pages != Pages::Off && !self.index.is_empty() => &rt.index,
+            _ => &self.index,
+        }
     }
 }
 
@@ -97,17 +110,15 @@ impl File {
         self
     }
 
-    /// The directory whose listing answers when `name` (its index) is
-    /// missing, if listing is on.
-    fn listed_dir(&self, name: &Path) -> Option<PathBuf> {
-        let index = self.index.as_deref()?;
+    /// The directory listed when none of its index names is a file, if
+    /// listing is on.
+    fn listed_dir(&self) -> Option<PathBuf> {
         self.list?;
-        let dir = if self.name.as_os_str().is_empty() {
+        Some(if self.name.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {
             self.name.clone()
-        };
-        (name == dir.join(index) || name == self.name.join(index)).then_some(dir)
+        })
     }
 }
 
@@ -192,8 +203,10 @@ impl AsRef<Path> for Target {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
-    /// The name the request asked for (or its index).
+    /// The name the request asked for.
     Asked,
+    /// The request's directory's index name number `n` (`File::index`).
+    Index(usize),
     /// The runtime's `fallback`, for a missing name: 200. `by_accept`:
     /// the request's `Accept` decided it (`Vary: Accept`).
     Fallback { by_accept: bool },

@@ -84,15 +84,39 @@ impl<F: Files> Ask<'_, F> {
         if file.pages == Pages::Refused {
             return self.missing(Phase::Asked, false);
         }
-        let name = match &file.index {
-            Some(index) if file.name.as_os_str().is_empty() || ends_with_slash(&file.name) => {
-                file.name.join(index)
-            }
-            _ => file.name.clone(),
+        let indexes = self.indexes();
+        let dir = file.name.as_os_str().is_empty() || ends_with_slash(&file.name);
+        if dir && !indexes.is_empty() {
+            return self.index(0);
+        }
+        let target = Target {
+            name: file.name.clone(),
+            phase: Phase::Asked,
+        };
+        self.resolve(target)
+    }
+
+    /// The index names tried for a directory (`File::indexes`).
+    fn indexes(&self) -> &[String] {
+        self.file.indexes(self.files.runtime())
+    }
+
+    /// Tries the directory's index name number `n`; past the last, the
+    /// directory's listing if it is on, else a missing name.
+    fn index(&self, n: usize) -> Step {
+        let file = self.file;
+        let Some(index) = self.indexes().get(n) else {
+            return match file.listed_dir() {
+                Some(dir) => {
+                    let rt = self.files.runtime().filter(|_| file.pages != Pages::Off);
+                    listing::begin(self.req, file, dir, rt)
+                }
+                None => self.missing(Phase::Asked, true),
+            };
         };
         let target = Target {
-            name,
-            phase: Phase::Asked,
+            name: file.name.join(index),
+            phase: Phase::Index(n),
         };
         self.resolve(target)
     }
@@ -117,7 +141,7 @@ impl<F: Files> Ask<'_, F> {
         };
         let get = self.req.method() == "GET" || self.req.is_head();
         let (next, by_accept) = match from {
-            Phase::Asked if may_fall_back && get && rt.fallback.is_some() => {
+            Phase::Asked | Phase::Index(_) if may_fall_back && get && rt.fallback.is_some() => {
                 let rule = navigation::decide(self.req, rt.fallback_for);
                 let by_accept = rule.by_accept;
                 let next = if rule.fall_back {
@@ -131,7 +155,7 @@ impl<F: Files> Ask<'_, F> {
                 };
                 (next, by_accept)
             }
-            Phase::Asked => (
+            Phase::Asked | Phase::Index(_) => (
                 rt.not_found
                     .as_deref()
                     .map(|n| (n, Phase::NotFound { by_accept: false })),
@@ -176,6 +200,10 @@ impl<F: Files> Ask<'_, F> {
         }
         let (req, file) = (self.req, self.file);
         let asked = target.phase == Phase::Asked;
+        let index = match target.phase {
+            Phase::Index(n) => Some(n),
+            _ => None,
+        };
         let name = &target.name;
         match result {
             Ok(opened) => {
@@ -187,24 +215,18 @@ impl<F: Files> Ask<'_, F> {
                 self.found(target, opened.id, meta, source)
             }
             Err(fs::Error::NotAFile { directory: true })
-                if asked && file.index.is_some() && *name == file.name =>
+                if asked && !self.indexes().is_empty() && *name == file.name =>
             {
                 if ends_with_slash(&file.name) || req.path().ends_with('/') {
-                    let index = file.index.as_deref().unwrap_or_default();
-                    let target = Target {
-                        name: name.join(index),
-                        phase: Phase::Asked,
-                    };
-                    self.resolve(target)
+                    self.index(0)
                 } else {
                     Step::Ready(status_only(redirect_to_slash(req)))
                 }
             }
             Err(fs::Error::WouldBlock) => Step::Open(target, Then::default()),
-            Err(fs::Error::NotFound) if asked && file.listed_dir(name).is_some() => {
-                let dir = file.listed_dir(name).unwrap_or_default();
-                let rt = self.files.runtime().filter(|_| file.pages != Pages::Off);
-                listing::begin(req, file, dir, rt)
+            // This index name is not there (or not a file): the next one.
+            Err(fs::Error::NotFound | fs::Error::NotAFile { .. }) if index.is_some() => {
+                self.index(index.map_or(0, |n| n + 1))
             }
             // Outside the root: the same 404 as a missing name, never the
             // fallback (a symlink out must not answer with the app).

@@ -85,14 +85,14 @@ impl Check {
 
 /// The decisions before the file: deny, `OPTIONS`, auth (`spec/site.md`,
 /// "The order of decisions"). `name` is the normalised request name,
-/// `index` the directory index; `tls`: the connection is TLS;
+/// `index` the directory's index names; `tls`: the connection is TLS;
 /// `verified`: whether the backend's table of verified credentials has
 /// these.
 pub(crate) fn gate(
     rt: &Runtime,
     req: &Request,
     name: &std::path::Path,
-    index: Option<&str>,
+    index: &[String],
     tls: bool,
     verified: impl FnOnce(&Check) -> bool,
 ) -> Gate {
@@ -205,7 +205,7 @@ mod tests {
                 &rt,
                 &req,
                 Path::new(std::ffi::OsStr::from_bytes(name)),
-                Some("index.html"),
+                &["index.html".to_string()],
                 false,
                 |_| false,
             )

@@ -31,23 +31,23 @@ pub(crate) fn normalise(tail: &[u8]) -> Option<Cow<'_, [u8]>> {
 
 /// The names a deny or auth rule is matched against for a request of
 /// `name`: the name without its trailing `/`, the index inside a
-/// directory, and the name without a coding's extension (a sidecar asked
-/// for by name). Three at most, held without an allocation but for the
-/// index's.
+/// directory (each of the `index` list), and the name without a coding's
+/// extension (a sidecar asked for by name).
 pub(crate) struct Candidates<'a> {
-    names: [Cow<'a, str>; 3],
-    len: usize,
+    names: Vec<Cow<'a, str>>,
 }
 
 impl<'a> Candidates<'a> {
-    pub(crate) fn of(name: &'a str, index: Option<&str>) -> Candidates<'a> {
+    pub(crate) fn of(name: &'a str, index: &[String]) -> Candidates<'a> {
         let bare = name.strip_suffix('/').unwrap_or(name);
         let mut out = Candidates {
-            names: [Cow::Borrowed(bare), Cow::Borrowed(""), Cow::Borrowed("")],
-            len: 1,
+            names: Vec::with_capacity(2 + index.len()),
         };
-        if let Some(index) = index.filter(|_| name.is_empty() || name.ends_with('/')) {
-            out.push(Cow::Owned(format!("{name}{index}")));
+        out.push(Cow::Borrowed(bare));
+        if name.is_empty() || name.ends_with('/') {
+            for index in index {
+                out.push(Cow::Owned(format!("{name}{index}")));
+            }
         }
         let original = [".br", ".zst", ".gz"]
             .iter()
@@ -59,12 +59,11 @@ impl<'a> Candidates<'a> {
     }
 
     fn push(&mut self, name: Cow<'a, str>) {
-        self.names[self.len] = name;
-        self.len += 1;
+        self.names.push(name);
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
-        self.names[..self.len].iter().map(|n| &**n)
+        self.names.iter().map(|n| &**n)
     }
 }
 
@@ -119,22 +118,25 @@ mod tests {
 
     #[test]
     fn rules_see_the_index_and_the_sidecars_original() {
-        let names = |n, i| {
+        let index = ["index.html".to_string()];
+        let both = ["index.html".to_string(), "index.htm".to_string()];
+        let names = |n: &str, i: &[String]| {
             Candidates::of(n, i)
                 .iter()
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         };
+        assert_eq!(names("staging/", &index), ["staging", "staging/index.html"]);
+        assert_eq!(names("", &index), ["", "index.html"]);
         assert_eq!(
-            names("staging/", Some("index.html")),
-            ["staging", "staging/index.html"]
+            names("docs/", &both),
+            ["docs", "docs/index.html", "docs/index.htm"]
         );
-        assert_eq!(names("", Some("index.html")), ["", "index.html"]);
         assert_eq!(
-            names("secret.txt.gz", Some("index.html")),
+            names("secret.txt.gz", &index),
             ["secret.txt.gz", "secret.txt"]
         );
-        assert_eq!(names("a.br", None), ["a.br", "a"]);
-        assert_eq!(names(".gz", None), [".gz"]);
+        assert_eq!(names("a.br", &[]), ["a.br", "a"]);
+        assert_eq!(names(".gz", &[]), [".gz"]);
     }
 }

@@ -159,6 +159,7 @@ impl Checker<'_> {
                 "not-found" => rt.not_found = self.served_name(name, value),
                 "fallback" => rt.fallback = self.served_name(name, value),
                 "fallback-for" => put(&mut rt.fallback_for, self.fallback_for(name, value)),
+                "index" => put(&mut rt.index, self.index_names(name, value)),
                 "headers" => put(&mut rt.site.headers, self.header_rules(name, value)),
                 "security-headers" => {
                     put(
@@ -247,6 +248,47 @@ impl Checker<'_> {
             DeValue::Integer(_) => self.bytes(key, value).map(SendFile::AtLeast),
             other => self.bad(key, value, format!("expected {WANT}, found {}", a(other))),
         }
+    }
+
+    /// `index`: an array of file names (no `/`), tried in order; `[]` for
+    /// none (a directory is then listed, or 404).
+    fn index_names(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<String>> {
+        const WANT: &str = "an array of file names such as [\"index.html\", \"index.htm\"]";
+        let DeValue::Array(items) = value.get_ref() else {
+            let found = a(value.get_ref());
+            return self.bad(key, value, format!("expected {WANT}, found {found}"));
+        };
+        let mut names: Vec<String> = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for item in items {
+            let DeValue::String(name) = item.get_ref() else {
+                let found = a(item.get_ref());
+                ok &= self
+                    .bad::<()>(key, item, format!("expected {WANT}, found {found}"))
+                    .is_some();
+                continue;
+            };
+            let why = if name.is_empty() {
+                Some("an empty name".to_string())
+            } else if name.contains(['/', '\\', '\0']) {
+                Some(format!("\"{name}\" is not one file name (no `/`)"))
+            } else if name == "." || name == ".." {
+                Some(format!("\"{name}\" is not a file name"))
+            } else if names.iter().any(|n| n == name.as_ref()) {
+                Some(format!("\"{name}\" is named twice"))
+            } else {
+                None
+            };
+            match why {
+                Some(why) => {
+                    ok &= self
+                        .bad::<()>(key, item, format!("expected {WANT}; {why}"))
+                        .is_some()
+                }
+                None => names.push(name.to_string()),
+            }
+        }
+        ok.then_some(names)
     }
 
     /// `fallback-for`: `"navigations"` or `"all"`.
