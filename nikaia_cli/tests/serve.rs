@@ -781,3 +781,22 @@ fn a_bad_index_list_is_refused_at_its_element() {
     );
     assert!(err.contains("named twice"), "{err}");
 }
+
+/// `list = true` in the runtime file lists as `--list` does.
+#[test]
+fn the_runtime_file_turns_listings_on() {
+    let s = serve_with_runtime("list = true\n");
+    let site = s._dir.path().join("site");
+    std::fs::create_dir_all(site.join("plain")).unwrap();
+    std::fs::write(site.join("plain/a.txt"), "a").unwrap();
+    std::fs::write(site.join("plain/.hidden"), "h").unwrap();
+    let (status, head, body) = get(&s.addr, "/plain/?format=json");
+    assert_eq!(status, 200);
+    assert_eq!(header(&head, "Content-Type"), Some("application/json"));
+    let body = String::from_utf8_lossy(&body);
+    assert!(body.contains("\"a.txt\""), "{body}");
+    assert!(!body.contains(".hidden"), "{body}");
+    let off = serve_with_runtime("list = false\n");
+    std::fs::create_dir_all(off._dir.path().join("site/plain")).unwrap();
+    assert_eq!(get(&off.addr, "/plain/").0, 404);
+}

@@ -100,6 +100,7 @@ compress = false
 compress-cache-bytes = "8MiB"
 fallback-for = "all"
 index = ["index.htm", "home.html"]
+list = true
 header-timeout = "250ms"
 keepalive-timeout = "0s"
 send-timeout = "2m"
@@ -147,6 +148,7 @@ tls-key = "tls/key.pem"
             fallback: None,
             fallback_for: nikaia_std::rt::FallbackFor::All,
             index: vec!["index.htm".to_owned(), "home.html".to_owned()],
+            list: true,
             site: Default::default(),
         }
     );

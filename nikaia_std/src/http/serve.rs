@@ -62,6 +62,7 @@ pub fn dir_handler(
             return Response::new(404).body(file);
         }
         file.pages = Pages::On;
+        file.hidden = hidden;
         let file = if list { file.list(hidden) } else { file };
         Response::new(200).body(file)
     }

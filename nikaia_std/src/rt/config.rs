@@ -135,6 +135,8 @@ pub struct Runtime {
     /// `index`: the names tried, in order, for a directory `dir_handler`
     /// is asked for.
     pub index: Vec<String>,
+    /// `list`: a directory without an index is listed (as `--list`).
+    pub list: bool,
     /// A site's rules (`spec/site.md`): the keys `headers`,
     /// `security-headers`, `cors`, `trusted-proxies`, `auth` and `deny`.
     pub site: Site,
@@ -210,7 +212,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 34] = [
+pub const KEYS: [&str; 35] = [
     "listen",
     "workers",
     "io-threads",
@@ -239,6 +241,7 @@ pub const KEYS: [&str; 34] = [
     "fallback",
     "fallback-for",
     "index",
+    "list",
     "security-headers",
     "trusted-proxies",
     "cors",
@@ -278,6 +281,7 @@ impl Default for Runtime {
             fallback: None,
             fallback_for: FallbackFor::Navigations,
             index: vec!["index.html".to_owned()],
+            list: false,
             site: Site::default(),
         }
     }
@@ -435,6 +439,7 @@ impl Runtime {
         line("fallback-for", Some(string(fallback_for)));
         let index: Vec<_> = self.index.iter().map(|n| string(n)).collect();
         line("index", Some(format!("[{}]", index.join(", "))));
+        line("list", Some(self.list.to_string()));
         out.push_str(&self.site.to_toml());
         out
     }

@@ -74,7 +74,7 @@ pub(super) fn begin(
         format,
         sort,
         order,
-        show_hidden: file.list.unwrap_or(false),
+        show_hidden: file.listed(rt).unwrap_or(false),
         deny,
         if_none_match: req.header("if-none-match").map(str::to_owned),
     }))

@@ -50,6 +50,9 @@ pub struct File {
     pub(crate) index: Vec<String>,
     /// List a directory without an index; `Some(true)` shows dot-names too.
     pub(crate) list: Option<bool>,
+    /// Whether `dir_handler` shows dot-names (`--hidden`): what a listing
+    /// the runtime's `list = true` asks for shows.
+    pub(crate) hidden: bool,
     /// Whether the server's `cache-control`, `not-found` and `fallback`
     /// apply: only to the files of `dir_handler`.
     pub(crate) pages: Pages,
@@ -76,6 +79,7 @@ impl File {
             root: root.clone(),
             index: Vec::new(),
             list: None,
+            hidden: false,
             pages: Pages::Off,
         }
     }
@@ -110,10 +114,18 @@ impl File {
         self
     }
 
+    /// Whether a directory without an index is listed, and with dot-names:
+    /// asked for by the handler (`File::list`), or for `dir_handler`'s
+    /// files by the runtime's `list = true`.
+    pub(crate) fn listed(&self, rt: Option<&crate::rt::Runtime>) -> Option<bool> {
+        let by_runtime = self.pages == Pages::On && rt.is_some_and(|rt| rt.list);
+        self.list.or(by_runtime.then_some(self.hidden))
+    }
+
     /// The directory listed when none of its index names is a file, if
     /// listing is on.
-    fn listed_dir(&self) -> Option<PathBuf> {
-        self.list?;
+    fn listed_dir(&self, rt: Option<&crate::rt::Runtime>) -> Option<PathBuf> {
+        self.listed(rt)?;
         Some(if self.name.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {

@@ -106,7 +106,7 @@ impl<F: Files> Ask<'_, F> {
     fn index(&self, n: usize) -> Step {
         let file = self.file;
         let Some(index) = self.indexes().get(n) else {
-            return match file.listed_dir() {
+            return match file.listed_dir(self.files.runtime()) {
                 Some(dir) => {
                     let rt = self.files.runtime().filter(|_| file.pages != Pages::Off);
                     listing::begin(self.req, file, dir, rt)

@@ -160,6 +160,7 @@ impl Checker<'_> {
                 "fallback" => rt.fallback = self.served_name(name, value),
                 "fallback-for" => put(&mut rt.fallback_for, self.fallback_for(name, value)),
                 "index" => put(&mut rt.index, self.index_names(name, value)),
+                "list" => put(&mut rt.list, self.boolean(name, value)),
                 "headers" => put(&mut rt.site.headers, self.header_rules(name, value)),
                 "security-headers" => {
                     put(
