@@ -2,6 +2,7 @@
 //! `Accept`), the sort key and the order (`?sort=`, `?order=`). Nothing a
 //! client sends here is an error: an unknown value is the default.
 
+use crate::http::coding::element;
 use crate::http::request::Request;
 
 /// The listing's format.
@@ -77,21 +78,8 @@ fn negotiate<'a>(lines: impl Iterator<Item = &'a str>) -> Format {
     // (q in thousandths, specificity) of the best range matching each.
     let (mut json, mut html) = ((0u16, 0u8), (0u16, 0u8));
     let mut any = false;
-    for range in lines.flat_map(|l| l.split(',')) {
-        let mut parts = range.split(';');
-        let media = parts.next().unwrap_or("").trim();
-        if media.is_empty() {
-            continue;
-        }
+    for (media, q) in lines.flat_map(|l| l.split(',')).filter_map(element) {
         any = true;
-        let mut q = 1000;
-        for p in parts {
-            if let Some((k, v)) = p.split_once('=') {
-                if k.trim().eq_ignore_ascii_case("q") {
-                    q = qvalue(v.trim()).unwrap_or(0);
-                }
-            }
-        }
         let (ty, sub) = media.split_once('/').unwrap_or((media, ""));
         for (want, best) in [
             (("application", "json"), &mut json),
@@ -122,22 +110,6 @@ fn negotiate<'a>(lines: impl Iterator<Item = &'a str>) -> Format {
     }
 }
 
-/// An RFC 9110 qvalue in thousandths; `None` if it does not parse.
-fn qvalue(v: &str) -> Option<u16> {
-    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
-    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let whole = match int {
-        "0" => 0,
-        "1" => 1000,
-        _ => return None,
-    };
-    let frac: u16 = format!("{frac:0<3}").parse().ok()?;
-    let q = whole + frac;
-    (q <= 1000).then_some(q)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,15 +136,5 @@ mod tests {
         assert_eq!(n("APPLICATION/JSON ; Q=1.0"), Format::Json);
         assert_eq!(n("text/plain"), Format::Html);
         assert_eq!(n("*/*;q=0.1, application/json;q=0.2"), Format::Json);
-    }
-
-    #[test]
-    fn qvalues() {
-        assert_eq!(qvalue("0.5"), Some(500));
-        assert_eq!(qvalue("1"), Some(1000));
-        assert_eq!(qvalue("1.000"), Some(1000));
-        assert_eq!(qvalue("1.1"), None);
-        assert_eq!(qvalue("0.1234"), None);
-        assert_eq!(qvalue("2"), None);
     }
 }
