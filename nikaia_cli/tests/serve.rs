@@ -796,6 +796,13 @@ fn the_runtime_file_turns_listings_on() {
     let body = String::from_utf8_lossy(&body);
     assert!(body.contains("\"a.txt\""), "{body}");
     assert!(!body.contains(".hidden"), "{body}");
+    // No index names at all: every directory is listed, and asked for
+    // without its slash, redirected first.
+    let none = serve_with_runtime("list = true\nindex = []\n");
+    let (status, _, body) = get(&none.addr, "/docs/?format=json");
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("\"index.html\""));
+    assert_eq!(get(&none.addr, "/docs").0, 301);
     let off = serve_with_runtime("list = false\n");
     std::fs::create_dir_all(off._dir.path().join("site/plain")).unwrap();
     assert_eq!(get(&off.addr, "/plain/").0, 404);

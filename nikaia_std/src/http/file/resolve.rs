@@ -84,9 +84,8 @@ impl<F: Files> Ask<'_, F> {
         if file.pages == Pages::Refused {
             return self.missing(Phase::Asked, false);
         }
-        let indexes = self.indexes();
         let dir = file.name.as_os_str().is_empty() || ends_with_slash(&file.name);
-        if dir && !indexes.is_empty() {
+        if dir && self.serves_directories() {
             return self.index(0);
         }
         let target = Target {
@@ -99,6 +98,13 @@ impl<F: Files> Ask<'_, F> {
     /// The index names tried for a directory (`File::indexes`).
     fn indexes(&self) -> &[String] {
         self.file.indexes(self.files.runtime())
+    }
+
+    /// Whether a directory is answered (its index, or its listing) rather
+    /// than 404: the handler asked for an index or a listing. The runtime's
+    /// `index` may still be `[]`.
+    fn serves_directories(&self) -> bool {
+        !self.file.index.is_empty() || self.file.listed(self.files.runtime()).is_some()
     }
 
     /// Tries the directory's index name number `n`; past the last, the
@@ -215,7 +221,7 @@ impl<F: Files> Ask<'_, F> {
                 self.found(target, opened.id, meta, source)
             }
             Err(fs::Error::NotAFile { directory: true })
-                if asked && !self.indexes().is_empty() && *name == file.name =>
+                if asked && self.serves_directories() && *name == file.name =>
             {
                 if ends_with_slash(&file.name) || req.path().ends_with('/') {
                     self.index(0)
