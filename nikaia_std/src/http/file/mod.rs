@@ -106,9 +106,10 @@ impl File {
 }
 
 impl File {
-    /// With [`File::index`]: a directory that has no index answers with a
-    /// listing of its entries (an HTML page; names starting with `.` are
-    /// left out unless `show_hidden`). Without this, such a directory is 404.
+    /// A directory that has none of its [`File::index`] names (any
+    /// directory, without them) answers with a listing of its entries (HTML
+    /// or JSON; names starting with `.` are left out unless `show_hidden`).
+    /// Without this, such a directory is 404.
     pub fn list(mut self, show_hidden: bool) -> File {
         self.list = Some(show_hidden);
         self
