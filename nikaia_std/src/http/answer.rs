@@ -120,7 +120,33 @@ fn set_rules<'f>(files: &'f impl Files, file: &File) -> Option<&'f Runtime> {
 /// server would keep the connection open after this answer (the request
 /// did not ask to close, the server is not stopping, keep-alive is on).
 /// `log` receives each error the answer hides from the client.
+///
+/// A panic anywhere in it (a handler's is a 500 of its own, in `route`;
+/// one in std's resolving is a bug) is this request's 500, and the
+/// connection closes: the worker and its other connections go on.
 pub(crate) fn answer(
+    files: &impl Files,
+    router: &Router,
+    redirect: Option<&ToHttps>,
+    req: &mut Request,
+    may_keep: bool,
+    log: &mut impl FnMut(&Request, &str),
+) -> Progress {
+    let decided = catch_unwind(AssertUnwindSafe(|| {
+        decide(files, router, redirect, req, may_keep, log)
+    }));
+    decided.unwrap_or_else(|_| broken(req, log))
+}
+
+/// The answer when std itself panicked deciding one: a plain 500, logged,
+/// and the connection closed (its state may be anything).
+fn broken(req: &Request, log: &mut impl FnMut(&Request, &str)) -> Progress {
+    let why = format!("std panicked answering {} {}", req.method(), req.target());
+    log(req, &why);
+    Progress::Ready(page(req, Response::status_page(500), true))
+}
+
+fn decide(
     files: &impl Files,
     router: &Router,
     redirect: Option<&ToHttps>,
@@ -211,10 +237,11 @@ impl Waiting {
         done: Done,
         log: &mut impl FnMut(&Request, &str),
     ) -> Progress {
-        match done {
+        let decided = catch_unwind(AssertUnwindSafe(|| match done {
             Done::Opened(fetched) => self.fetched(files, req, fetched, log),
             Done::Verified(check, verdict) => self.verified(files, req, *check, verdict, log),
-        }
+        }));
+        decided.unwrap_or_else(|_| broken(req, log))
     }
 
     /// Goes on once the [`Progress::Verify`] check is done.
@@ -469,6 +496,7 @@ mod tests {
 
     impl Files for Kept {
         fn kept(&self, _: &Root, name: &Path) -> Option<(Bytes, Identity, file::Meta)> {
+            assert!(name != Path::new("bug.txt"), "a bug in a backend");
             (name == Path::new("kept.txt"))
                 .then(|| (Bytes::from_static(BYTES), id(), file::Meta::of(name, &id())))
         }
@@ -551,6 +579,16 @@ mod tests {
         let (a, _) = ask("HEAD /text HTTP/1.1", true);
         assert_eq!(a.length, 5, "HEAD has the GET's Content-Length");
         assert!(matches!(a.payload, Payload::None));
+    }
+
+    #[test]
+    fn a_panic_in_std_is_this_requests_500_and_closes() {
+        let (a, logged) = ask("GET /files/bug.txt HTTP/1.1", true);
+        assert_eq!(a.resp.status, 500);
+        assert!(a.close, "the connection's state may be anything");
+        assert_eq!(logged, ["std panicked answering GET /files/bug.txt"]);
+        // The next request on the same pipeline is answered as ever.
+        assert_eq!(ask("GET /text HTTP/1.1", true).0.resp.status, 200);
     }
 
     #[test]
