@@ -228,63 +228,47 @@ pub fn prometheus(r: &Value) -> String {
         "Body bytes written, by how the body travelled.",
         bytes,
     );
-    let c = &r["cache"];
-    for (key, help) in [
-        ("hits", "Files answered from the kept table."),
-        ("misses", "Files opened while the kept table is on."),
-        ("evictions", "Kept entries dropped for room."),
-        (
-            "invalidations",
-            "Kept entries dropped because the file changed.",
-        ),
-    ] {
-        p.counter(
-            &format!("nikaia_kept_{key}_total"),
-            help,
-            vec![(vec![], n(&c[key]))],
-        );
-    }
-    p.gauge(
-        "nikaia_kept_entries",
-        "Entries in the kept table.",
-        n(&c["entries"]),
+    table(
+        &mut p,
+        "kept",
+        &r["cache"],
+        &[
+            ("hits", "Files answered from the kept table."),
+            ("misses", "Files opened while the kept table is on."),
+            ("evictions", "Kept entries dropped for room."),
+            (
+                "invalidations",
+                "Kept entries dropped because the file changed.",
+            ),
+        ],
+        [
+            "Entries in the kept table.",
+            "Bytes of files the kept table holds.",
+        ],
     );
-    p.gauge(
-        "nikaia_kept_bytes",
-        "Bytes of files the kept table holds.",
-        n(&c["bytes"]),
-    );
-    let z = &r["compressed"];
-    for (key, help) in [
-        ("hits", "Answers sent from a kept compressed variant."),
-        ("misses", "Lookups of a compressed variant not kept."),
-        ("made", "Compressed variants made."),
-        (
-            "no_gain",
-            "Compressions that did not make the file smaller.",
-        ),
-        ("evictions", "Compressed variants dropped for room."),
-        (
-            "invalidations",
-            "Compressed variants dropped because the file changed.",
-        ),
-        ("dropped", "Compressions not queued: the queue was full."),
-    ] {
-        p.counter(
-            &format!("nikaia_compressed_{key}_total"),
-            help,
-            vec![(vec![], n(&z[key]))],
-        );
-    }
-    p.gauge(
-        "nikaia_compressed_entries",
-        "Compressed variants kept.",
-        n(&z["entries"]),
-    );
-    p.gauge(
-        "nikaia_compressed_bytes",
-        "Bytes of compressed variants kept.",
-        n(&z["bytes"]),
+    table(
+        &mut p,
+        "compressed",
+        &r["compressed"],
+        &[
+            ("hits", "Answers sent from a kept compressed variant."),
+            ("misses", "Lookups of a compressed variant not kept."),
+            ("made", "Compressed variants made."),
+            (
+                "no_gain",
+                "Compressions that did not make the file smaller.",
+            ),
+            ("evictions", "Compressed variants dropped for room."),
+            (
+                "invalidations",
+                "Compressed variants dropped because the file changed.",
+            ),
+            ("dropped", "Compressions not queued: the queue was full."),
+        ],
+        [
+            "Compressed variants kept.",
+            "Bytes of compressed variants kept.",
+        ],
     );
     p.gauge(
         "nikaia_connections",
@@ -407,6 +391,31 @@ pub fn prometheus(r: &Value) -> String {
         );
     }
     p.0
+}
+
+/// A table's families (the kept table, the compressed variants): a
+/// counter `nikaia_{name}_{key}_total` per counter of `obj`, and the
+/// gauges `nikaia_{name}_entries` and `nikaia_{name}_bytes`.
+fn table(
+    p: &mut Exposition,
+    name: &str,
+    obj: &Value,
+    counters: &[(&str, &str)],
+    [entries, bytes]: [&str; 2],
+) {
+    for (key, help) in counters {
+        p.counter(
+            &format!("nikaia_{name}_{key}_total"),
+            help,
+            vec![(vec![], n(&obj[key]))],
+        );
+    }
+    p.gauge(
+        &format!("nikaia_{name}_entries"),
+        entries,
+        n(&obj["entries"]),
+    );
+    p.gauge(&format!("nikaia_{name}_bytes"), bytes, n(&obj["bytes"]));
 }
 
 type Labels = Vec<(&'static str, String)>;
