@@ -106,11 +106,12 @@ pub fn render(socket: &Path, r: &Value) -> String {
     let (hits, misses) = (n(&c["hits"]), n(&c["misses"]));
     let kept_rate = rate(hits, misses);
     out += &format!(
-        "\nkept table    {} entries, {} held\n              hits {hits}, misses {misses}, hit rate {kept_rate}, evictions {}, invalidations {}\n",
+        "\nkept table    {} entries, {} held\n              hits {hits}, misses {misses}, hit rate {kept_rate}, evictions {}, invalidations {}, checks {}\n",
         n(&c["entries"]),
         size(n(&c["bytes"])),
         n(&c["evictions"]),
         n(&c["invalidations"]),
+        n(&c["checks"]),
     );
     let z = &r["compressed"];
     let (hits, misses) = (n(&z["hits"]), n(&z["misses"]));
@@ -239,6 +240,10 @@ pub fn prometheus(r: &Value) -> String {
             (
                 "invalidations",
                 "Kept entries dropped because the file changed.",
+            ),
+            (
+                "checks",
+                "statx calls that checked a kept name (one per name per loop turn at most).",
             ),
         ],
         [

@@ -473,6 +473,47 @@ fn in_place_edit_and_rename_over_invalidate_a_kept_entry() {
     assert_eq!(server.report().cache_invalidations, 2);
 }
 
+/// Pipelined requests for a kept file, answered in one loop turn, share
+/// one check of its name; a change between two turns is still served on
+/// the next request.
+#[test]
+fn the_hits_of_one_turn_share_one_check_and_the_next_turn_sees_a_change() {
+    let s = site();
+    let path = s.root.join("page.html");
+    std::fs::write(&path, b"version one").unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    let server = file_server(rt_with(|rt| rt.send_file = SendFile::Never), &s.root);
+    let mut c = Client::connect(server.local_addr());
+    for _ in 0..2 {
+        assert_eq!(c.get("/f/page.html").body, b"version one");
+    }
+    let before = server.report();
+    let mut sock = TcpStream::connect(server.local_addr()).unwrap();
+    let mut burst = Vec::new();
+    for i in 0..16 {
+        let close = if i == 15 { "Connection: close\r\n" } else { "" };
+        burst.extend_from_slice(
+            format!("GET /f/page.html HTTP/1.1\r\nHost: t\r\n{close}\r\n").as_bytes(),
+        );
+    }
+    sock.write_all(&burst).unwrap();
+    let mut all = Vec::new();
+    sock.read_to_end(&mut all).unwrap();
+    let text = String::from_utf8_lossy(&all);
+    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 16, "{text}");
+    assert_eq!(text.matches("version one").count(), 16, "{text}");
+    let after = server.report();
+    assert_eq!(after.cache_hits - before.cache_hits, 16, "{after:?}");
+    let checks = after.cache_checks - before.cache_checks;
+    assert!(checks < 16, "16 pipelined hits, {checks} checks: {after:?}");
+    // A rename over the name between turns: the next request's turn checks.
+    let tmp = s.root.join("page.html.tmp");
+    std::fs::write(&tmp, b"version two").unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    assert_eq!(c.get("/f/page.html").body, b"version two");
+    assert_eq!(server.report().cache_invalidations, 1);
+}
+
 /// A file whose pages are not in the page cache is streamed from the io
 /// pool while one worker keeps answering small requests.
 #[test]

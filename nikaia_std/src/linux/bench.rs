@@ -71,6 +71,7 @@ impl AutoSender {
             shared: &self.shared,
             rt: &rt,
             tls: false,
+            turn: 0,
         };
         let mut step = file::begin(&files, &r.req, &user, &r.file);
         while let Step::Open(name, then) = step {

@@ -3,7 +3,9 @@
 //!
 //! Bounded by entries (`static-cache`) and bytes (`static-cache-bytes`);
 //! keyed by the resolved file's (dev, ino), reached through the names that
-//! led to it; every hit revalidated with one `statx`; invisible to programs.
+//! led to it; every hit revalidated by a `statx` of its name, made at most
+//! once per name per worker loop turn and shared by the hits of that turn;
+//! invisible to programs.
 //! Normative text: `spec/files.md`.
 
 use super::send::KEEP_MAX;
@@ -37,9 +39,24 @@ struct Entry<M> {
     last_used: u64,
 }
 
+/// Where a name led, and the loop turn whose `statx` last showed it still
+/// leads there unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Led {
+    file: (u64, u64),
+    checked: u64,
+}
+
+/// A worker's loop turn, unique across workers: the window one `statx` of
+/// a kept name covers. 0 is no turn (every hit checks).
+pub(crate) fn next_turn() -> u64 {
+    static TURNS: AtomicU64 = AtomicU64::new(1);
+    TURNS.fetch_add(1, Ordering::Relaxed)
+}
+
 struct Table<M> {
     /// Root (dev, ino) → name → the file (dev, ino) it led to.
-    by_name: HashMap<(u64, u64), HashMap<PathBuf, (u64, u64)>>,
+    by_name: HashMap<(u64, u64), HashMap<PathBuf, Led>>,
     entries: HashMap<(u64, u64), Entry<M>>,
     /// Names seen once: a file is kept on its second request, so a name
     /// asked for only once never costs a mapping.
@@ -70,6 +87,8 @@ pub(crate) struct CacheCounters {
     pub misses: AtomicU64,
     pub evictions: AtomicU64,
     pub invalidations: AtomicU64,
+    /// `statx` calls of kept names (one per name per turn at most).
+    pub checks: AtomicU64,
 }
 
 /// What the table holds now.
@@ -158,26 +177,47 @@ impl<M: Clone> Cache<M> {
         }
     }
 
-    /// The kept bytes for `name` under `root`, if it is kept and one `statx`
-    /// shows the same file, unchanged. A changed file's entry is dropped.
-    pub(crate) fn lookup(&self, root: &Root, name: &Path) -> Option<(Bytes, Identity, M)> {
+    /// The kept bytes for `name` under `root`, if it is kept and a `statx`
+    /// of the name shows the same file, unchanged. A changed file's entry is
+    /// dropped. `turn` ([`next_turn`]) is the caller's loop turn: a name
+    /// already checked in this turn is not checked again.
+    pub(crate) fn lookup(
+        &self,
+        root: &Root,
+        name: &Path,
+        turn: u64,
+    ) -> Option<(Bytes, Identity, M)> {
         if !self.enabled() {
             return None;
         }
         let root_key = root.cache_key()?;
         let (bytes, kept_id, meta) = {
-            let t = self.lock();
-            let file = t.by_name.get(&root_key)?.get(name)?;
-            let e = t.entries.get(file)?;
+            let mut t = self.lock();
+            let t = &mut *t;
+            let led = t.by_name.get(&root_key)?.get(name)?;
+            let e = t.entries.get_mut(&led.file)?;
+            if turn != 0 && led.checked == turn {
+                // Checked by this turn's `statx` already.
+                t.clock += 1;
+                e.last_used = t.clock;
+                self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                return Some((e.bytes.clone(), e.id, e.meta.clone()));
+            }
             (e.bytes.clone(), e.id, e.meta.clone())
         };
+        self.counters.checks.fetch_add(1, Ordering::Relaxed);
         match root.stat(name) {
             Ok(now) if now == kept_id => {
                 let mut t = self.lock();
+                let t = &mut *t;
                 t.clock += 1;
                 let clock = t.clock;
                 if let Some(e) = t.entries.get_mut(&(kept_id.dev, kept_id.ino)) {
                     e.last_used = clock;
+                }
+                let led = t.by_name.get_mut(&root_key).and_then(|n| n.get_mut(name));
+                if let Some(led) = led.filter(|l| l.file == (kept_id.dev, kept_id.ino)) {
+                    led.checked = turn;
                 }
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 Some((bytes, kept_id, meta))
@@ -319,7 +359,7 @@ impl<M> Table<M> {
         self.bytes -= e.id.size;
         for (root, name) in e.names {
             if let Some(names) = self.by_name.get_mut(&root) {
-                if names.get(&name) == Some(&file) {
+                if names.get(&name).map(|l| l.file) == Some(file) {
                     names.remove(&name);
                 }
             }
@@ -340,7 +380,9 @@ impl<M> Table<M> {
     }
 
     fn link(&mut self, (root, name): Name, file: (u64, u64)) {
-        self.by_name.entry(root).or_default().insert(name, file);
+        // Not checked yet: the first hit of any turn checks it.
+        let led = Led { file, checked: 0 };
+        self.by_name.entry(root).or_default().insert(name, led);
     }
 }
 
@@ -363,4 +405,80 @@ pub(crate) fn recently_changed(id: &Identity) -> bool {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64);
     now - id.ctime_ns < TICK_NS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn kept(dir: &Path) -> (Root, Cache<()>) {
+        if !dir.join("page.html").exists() {
+            std::fs::write(dir.join("page.html"), b"version one").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let root = Root::dir(dir).unwrap();
+        let cache = Cache::new(16, 1 << 20, Keep::Copies);
+        let name = Path::new("page.html");
+        for _ in 0..2 {
+            let opened = root.open(name).unwrap();
+            cache.offer(&root, name, &opened, || ());
+        }
+        (root, cache)
+    }
+
+    /// One `statx` per name per turn: the hits of a turn share it, a change
+    /// made within the turn is seen by the next turn's first hit, and turn 0
+    /// (no turn) checks every hit.
+    #[test]
+    fn a_name_is_checked_once_per_turn_and_a_change_is_seen_the_next_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, cache) = kept(dir.path());
+        let name = Path::new("page.html");
+        let checks = || cache.counters.checks.load(Ordering::Relaxed);
+        let turn = next_turn();
+        for _ in 0..5 {
+            let (bytes, _, ()) = cache.lookup(&root, name, turn).unwrap();
+            assert_eq!(&bytes[..], b"version one");
+        }
+        assert_eq!(checks(), 1);
+        // The window: a change within the turn after its check.
+        std::fs::write(dir.path().join("page.html"), b"version two").unwrap();
+        assert!(cache.lookup(&root, name, turn).is_some());
+        assert_eq!(checks(), 1);
+        // The next turn checks again, sees the change and drops the entry.
+        assert!(cache.lookup(&root, name, next_turn()).is_none());
+        assert_eq!(checks(), 2);
+        assert_eq!(cache.counters.invalidations.load(Ordering::Relaxed), 1);
+        assert_eq!(cache.occupancy().entries, 0);
+    }
+
+    #[test]
+    fn without_a_turn_every_hit_checks_and_another_name_checks_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        // A second name for the file (a hard link, made before it is kept:
+        // the link changes its ctime).
+        std::fs::write(dir.path().join("page.html"), b"version one").unwrap();
+        std::fs::hard_link(dir.path().join("page.html"), dir.path().join("two.html")).unwrap();
+        let (root, cache) = kept(dir.path());
+        let name = Path::new("page.html");
+        let checks = || cache.counters.checks.load(Ordering::Relaxed);
+        for _ in 0..3 {
+            assert!(cache.lookup(&root, name, 0).is_some());
+        }
+        assert_eq!(checks(), 3);
+        // Kept by adoption; its own check, even in a turn whose check of
+        // the first name is fresh.
+        let two = Path::new("two.html");
+        for _ in 0..2 {
+            let opened = root.open(two).unwrap();
+            cache.offer(&root, two, &opened, || ());
+        }
+        assert_eq!(cache.occupancy().entries, 1);
+        let turn = next_turn();
+        assert!(cache.lookup(&root, name, turn).is_some());
+        assert!(cache.lookup(&root, two, turn).is_some());
+        assert!(cache.lookup(&root, two, turn).is_some());
+        assert_eq!(checks(), 5);
+    }
 }

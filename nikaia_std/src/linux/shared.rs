@@ -50,6 +50,9 @@ pub(crate) struct Serving<'a> {
     pub shared: &'a Shared,
     pub rt: &'a Runtime,
     pub tls: bool,
+    /// The worker's loop turn (`cache::next_turn`): kept names checked in
+    /// it are not checked again.
+    pub turn: u64,
 }
 
 /// The Linux server's side of resolving a file: its kept table, an open
@@ -60,7 +63,7 @@ impl Files for Serving<'_> {
         root: &crate::fs::Root,
         name: &std::path::Path,
     ) -> Option<(bytes::Bytes, crate::fs::Identity, Meta)> {
-        self.shared.cache.lookup(root, name)
+        self.shared.cache.lookup(root, name, self.turn)
     }
 
     fn offer(
@@ -202,6 +205,7 @@ impl Shared {
             cache_misses: c.misses.load(Relaxed),
             cache_evictions: c.evictions.load(Relaxed),
             cache_invalidations: c.invalidations.load(Relaxed),
+            cache_checks: c.checks.load(Relaxed),
             compressed: self.variants.report(),
             cold_reads: self.stats.cold_reads.load(Relaxed),
             pool_opens: self.stats.pool_opens.load(Relaxed),

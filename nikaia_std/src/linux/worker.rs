@@ -47,6 +47,8 @@ pub(crate) struct Worker {
     live: usize,
     again: Vec<usize>,
     date: DateCache,
+    /// The loop turn's number (`cache::next_turn`), new after every wait.
+    turn: u64,
     access: Vec<u8>,
     accept_paused_until: Option<Instant>,
     stopping: bool,
@@ -79,6 +81,7 @@ impl Worker {
             live: 0,
             again: Vec::new(),
             date: DateCache::new(),
+            turn: 0,
             access: Vec::with_capacity(16 << 10),
             accept_paused_until: None,
             stopping: false,
@@ -128,6 +131,7 @@ impl Worker {
                 }
             }
             self.date.refresh();
+            self.turn = super::cache::next_turn();
             let generation = self.shared.generation();
             if generation != self.generation {
                 // A reload: new requests of this turn on use the new runtime.
@@ -155,6 +159,7 @@ impl Worker {
                     )
                     .is_ok()
                     {
+                        self.turn = super::cache::next_turn();
                         self.dispatch(&events, Instant::now());
                     }
                 }
@@ -220,6 +225,7 @@ impl Worker {
             date: self.date.get(),
             access: &mut self.access,
             now,
+            id: self.turn,
             stopping: self.stopping,
             mailbox: &self.mailbox,
             slot: i,
@@ -441,6 +447,7 @@ impl Worker {
                 date: self.date.get(),
                 access: &mut self.access,
                 now,
+                id: self.turn,
                 stopping: self.stopping,
                 mailbox: &self.mailbox,
                 slot: i,

@@ -17,6 +17,9 @@ pub struct Report {
     pub cache_misses: u64,
     pub cache_evictions: u64,
     pub cache_invalidations: u64,
+    /// `statx` calls that checked a kept name (at most one per name per
+    /// worker loop turn; the hits of a turn share it).
+    pub cache_checks: u64,
     /// The kept compressed variants (`spec/files.md`).
     pub compressed: CompressedReport,
     /// Sends whose pages were read on the io pool (cold page cache).
@@ -111,13 +114,14 @@ impl Report {
         s.push_str(&format!("{{\"uptime_ms\":{},\"vehicles\":", self.uptime_ms));
         vehicles_json(&mut s, &self.vehicles);
         s.push_str(&format!(
-            ",\"cache\":{{\"entries\":{},\"bytes\":{},\"hits\":{},\"misses\":{},\"evictions\":{},\"invalidations\":{}}}",
+            ",\"cache\":{{\"entries\":{},\"bytes\":{},\"hits\":{},\"misses\":{},\"evictions\":{},\"invalidations\":{},\"checks\":{}}}",
             self.cache_entries,
             self.cache_bytes,
             self.cache_hits,
             self.cache_misses,
             self.cache_evictions,
-            self.cache_invalidations
+            self.cache_invalidations,
+            self.cache_checks
         ));
         let z = &self.compressed;
         s.push_str(&format!(

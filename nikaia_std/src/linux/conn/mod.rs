@@ -97,6 +97,9 @@ pub(crate) struct Turn<'a> {
     pub date: &'a [u8],
     pub access: &'a mut Vec<u8>,
     pub now: Instant,
+    /// This loop turn's number (`cache::next_turn`), the window of a kept
+    /// name's check.
+    pub id: u64,
     pub stopping: bool,
     /// Where the io pool posts results for this worker.
     pub mailbox: &'a Arc<Mailbox>,
@@ -111,6 +114,7 @@ pub(super) fn serving<'a>(turn: &Turn<'a>, link: &Link) -> Serving<'a> {
         shared: turn.shared,
         rt: turn.rt,
         tls: link.transport.encrypts(),
+        turn: turn.id,
     }
 }
 
