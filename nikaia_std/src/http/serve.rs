@@ -54,7 +54,7 @@ pub fn dir_handler(
         // `None` where the target cannot name these bytes (wasm32: not
         // UTF-8): refused like a dot-name, never a lossy name opened instead.
         let name = fs::name_from_bytes(bytes);
-        let mut file = File::new(name.unwrap_or(Path::new("")), &root).index("index.html");
+        let mut file = File::new(name.unwrap_or(Path::new("")), &root).index_html();
         if normal.is_none() || name.is_none() || (!hidden && !visible_bytes(bytes)) {
             // Never opened: the answer is the runtime's `not-found` page or
             // the plain 404, as for a missing name.

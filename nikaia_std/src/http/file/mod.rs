@@ -47,7 +47,8 @@ pub struct File {
     pub(crate) name: PathBuf,
     pub(crate) root: Root,
     /// The names tried, in order, for a directory (`File::index`).
-    pub(crate) index: Vec<String>,
+    /// Borrowed for `dir_handler`'s `index.html`, so a request costs no copy.
+    pub(crate) index: std::borrow::Cow<'static, [String]>,
     /// List a directory without an index; `Some(true)` shows dot-names too.
     pub(crate) list: Option<bool>,
     /// Whether `dir_handler` shows dot-names (`--hidden`): what a listing
@@ -77,7 +78,7 @@ impl File {
         File {
             name: name.as_ref().to_path_buf(),
             root: root.clone(),
-            index: Vec::new(),
+            index: std::borrow::Cow::Borrowed(&[]),
             list: None,
             hidden: false,
             pages: Pages::Off,
@@ -90,7 +91,15 @@ impl File {
     /// Called again, each name is tried in turn (`index.html`, then
     /// `index.htm`); the first that is a file answers.
     pub fn index(mut self, index: &str) -> File {
-        self.index.push(index.to_owned());
+        self.index.to_mut().push(index.to_owned());
+        self
+    }
+
+    /// `index.html` alone, the index of `dir_handler`'s files.
+    pub(crate) fn index_html(mut self) -> File {
+        static INDEX_HTML: std::sync::LazyLock<[String; 1]> =
+            std::sync::LazyLock::new(|| ["index.html".to_owned()]);
+        self.index = std::borrow::Cow::Borrowed(&*INDEX_HTML);
         self
     }
 

@@ -3,12 +3,13 @@
 
 use crate::http::request::Version;
 use crate::http::response::{each_field, fmt_u64, itoa_buf, reason, Response};
+use bytes::{BufMut, BytesMut};
 
 /// Writes the status line and headers. `length` is the body's length (also
 /// for HEAD, which sends no body); `close` adds `Connection: close`, and a
 /// kept-alive HTTP/1.0 request is answered `Connection: keep-alive`.
 pub(crate) fn write_head(
-    out: &mut Vec<u8>,
+    out: &mut BytesMut,
     resp: &Response,
     length: u64,
     date: &[u8],
@@ -19,7 +20,7 @@ pub(crate) fn write_head(
     let mut itoa = itoa_buf();
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(fmt_u64(&mut itoa, u64::from(resp.status)));
-    out.push(b' ');
+    out.put_u8(b' ');
     out.extend_from_slice(reason(resp.status).as_bytes());
     out.extend_from_slice(b"\r\nDate: ");
     out.extend_from_slice(date);

@@ -62,9 +62,11 @@ fn version_reject(buf: &[u8]) -> Reject {
 /// answers 431 once `buf` holds `max_bytes` without a complete head).
 pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, Reject> {
     let window = &buf[..buf.len().min(max_bytes)];
-    let mut storage = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut storage);
-    let len = match req.parse(window) {
+    // Left uninitialised: httparse writes the fields it finds, and a
+    // request with few of them does not pay for clearing all MAX_HEADERS.
+    let mut storage = [std::mem::MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(window, &mut storage) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) if window.len() >= max_bytes => {
             return Err(reject(431, "request head larger than max-header-bytes"))

@@ -48,6 +48,10 @@ enum BodyRead {
     Chunked(Chunked),
 }
 
+/// What [`H1::heads`] holds at least before a head is written: most heads
+/// fit, so a connection's heads share one allocation.
+const HEAD_ROOM: usize = 1024;
+
 pub(super) struct H1 {
     /// What has arrived of the requests not yet answered.
     pub(super) rbuf: BytesMut,
@@ -58,6 +62,10 @@ pub(super) struct H1 {
     /// The connection speaks HTTP/2 from here (h2c by prior knowledge, or
     /// ALPN `h2`): `rbuf` is handed to the HTTP/2 unit.
     pub(super) switch_to_h2: bool,
+    /// Where heads are written: each head is split off and sent, and the
+    /// space is reused once the heads sent from it are dropped, so an
+    /// answer's head costs no allocation.
+    heads: BytesMut,
 }
 
 impl Default for H1 {
@@ -67,6 +75,7 @@ impl Default for H1 {
             state: State::Idle,
             fresh: true,
             switch_to_h2: false,
+            heads: BytesMut::new(),
         }
     }
 }
@@ -334,9 +343,16 @@ impl H1 {
             close,
             user: decided_user,
         } = super::readable(link, turn, req, decided);
-        let mut head = Vec::with_capacity(256);
-        write_head(&mut head, &resp, length, turn.date, close, req.version);
-        link.out.push(Bytes::from(head));
+        self.heads.reserve(HEAD_ROOM);
+        write_head(
+            &mut self.heads,
+            &resp,
+            length,
+            turn.date,
+            close,
+            req.version,
+        );
+        link.out.push(self.heads.split().freeze());
         let vehicle = payload.vehicle();
         let bytes = payload.len();
         match payload {
@@ -384,10 +400,17 @@ impl H1 {
         reject: Reject,
         resp: Response,
     ) {
-        let mut head = Vec::with_capacity(160);
         let (length, body) = resp.memory_body();
-        write_head(&mut head, &resp, length, turn.date, true, Version::Http11);
-        link.out.push(Bytes::from(head));
+        self.heads.reserve(HEAD_ROOM);
+        write_head(
+            &mut self.heads,
+            &resp,
+            length,
+            turn.date,
+            true,
+            Version::Http11,
+        );
+        link.out.push(self.heads.split().freeze());
         link.out.push(body);
         turn.shared.stats.status(reject.status);
         if turn.shared.logs.access.is_on() {
