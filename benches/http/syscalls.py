@@ -7,8 +7,11 @@ bench fixture, warms each case up, attaches `strace -f -c` to the server,
 makes N requests on one kept-alive connection (plain, or TLS 1.3 with the
 bench's certificate), detaches, and prints each syscall's calls per request.
 The client waits for each answer before the next request (like wrk -c1), so
-the counts are the server's per-request path; the last case sends 16
-requests in one write before reading their answers (pipelining).
+the counts are the server's per-request path; then one case sends 16
+requests in one write before reading their answers (pipelining), and two
+write one request on each of 32 connections before reading the 32 answers
+(what wrk -c32 does), so one wait finds many connections ready; their
+connections are made before the count starts.
 
 usage: benches/http/syscalls.py [-n N] [--tls] LABEL=BINARY [LABEL=BINARY ...]
 """
@@ -36,6 +39,13 @@ CASES = [
 ]
 # Requests sent together in one write, then their answers read: pipelining.
 PIPELINED = ("4 KiB × 64 (named), 16 pipelined", [f"/4k/{i}.bin" for i in range(64)], 16)
+# Many connections with one request each in flight (as wrk -c32 loads): the
+# server finds several ready at one wait, and the hits of one loop turn share
+# one check of a kept name (spec/files.md).
+CONCURRENT = [
+    ("page 4 KiB (constant), 32 connections", ["/page.html"], 32),
+    ("4 KiB × 64 (named), 32 connections", [f"/4k/{i}.bin" for i in range(64)], 32),
+]
 
 
 def fixture():
@@ -107,27 +117,51 @@ def answer(s, path, buf):
     return bytearray(rest[length:])
 
 
+def concurrent(socks, paths, n):
+    """`n` requests over the connections `socks`: one request written on
+    each, then every answer read, round after round."""
+    conns = len(socks)
+    bufs = [bytearray() for _ in socks]
+    done = 0
+    while done < n:
+        batch = min(conns, n - done)
+        for k in range(batch):
+            p = paths[(done + k) % len(paths)]
+            socks[k].sendall(f"GET {p} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+        for k in range(batch):
+            bufs[k] = answer(socks[k], paths[(done + k) % len(paths)], bufs[k])
+        done += batch
+
+
 def count(binary, root, work, tls, n):
     proc, port = start(binary, root, work, tls)
     try:
         out = {}
-        for name, paths, *depth in CASES + [PIPELINED]:
+        for name, paths, *depth in CASES + [PIPELINED] + CONCURRENT:
             depth = depth[0] if depth else 1
+            many = any(name == c[0] for c in CONCURRENT)
             s = connect(port, tls)
             buf = bytearray()
             for i in range(2 * len(paths) + 16):  # warm: kept table, page cache
                 buf = get(s, paths[i % len(paths)], buf)
+            socks = [connect(port, tls) for _ in range(depth)] if many else []
+            concurrent(socks, paths, len(socks))  # each connection set up
             log = tempfile.NamedTemporaryFile(suffix=".strace", delete=False).name
             tracer = subprocess.Popen(["strace", "-f", "-c", "-o", log, "-p", str(proc.pid)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)  # attached to every thread
-            for i in range(0, n, depth):
-                batch = [paths[(i + k) % len(paths)] for k in range(depth)]
-                buf = get(s, batch[0], buf) if depth == 1 else get_many(s, batch, buf)
+            if many:
+                concurrent(socks, paths, n)
+            else:
+                for i in range(0, n, depth):
+                    batch = [paths[(i + k) % len(paths)] for k in range(depth)]
+                    buf = get(s, batch[0], buf) if depth == 1 else get_many(s, batch, buf)
             time.sleep(0.2)
             tracer.send_signal(signal.SIGINT)
             tracer.wait()
             s.close()
+            for c in socks:
+                c.close()
             calls = {}
             with open(log) as f:
                 for line in f:
@@ -160,7 +194,7 @@ def main():
     print(f"Syscalls per request ({'TLS 1.3' if tls else 'plaintext'}, one kept-alive connection, "
           f"{args.n} requests a case, strace -f -c on the server, workers = 1):\n")
     labels = [label for label, _ in builds]
-    for name, *_ in CASES + [PIPELINED]:
+    for name, *_ in CASES + [PIPELINED] + CONCURRENT:
         names = sorted({c for label in labels for c in results[label][name]})
         print(f"| {name} | " + " | ".join(labels) + " |")
         print("|---|" + "---|" * len(labels))
