@@ -13,9 +13,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// What a file's headers need, derived once from its name and identity;
-/// the kept table keeps it beside the mapping so a hit formats nothing.
+/// the kept table keeps it beside the mapping so a hit formats nothing,
+/// and shares it (a hit's copy is one reference count).
 #[derive(Clone)]
-pub(crate) struct Meta {
+pub(crate) struct Meta(Arc<Material>);
+
+pub(crate) struct Material {
     pub(super) validators: Validators,
     pub(super) content_type: &'static str,
     /// For a name ending `.br`, `.zst` or `.gz`: its validators when it is
@@ -28,11 +31,18 @@ impl Meta {
     pub(crate) fn of(name: &Path, id: &Identity) -> Meta {
         let ext = name.extension().and_then(|e| e.to_str());
         let coding = Coding::ALL.into_iter().find(|c| Some(c.extension()) == ext);
-        Meta {
+        Meta(Arc::new(Material {
             validators: Validators::of(id),
             content_type: content_type(name),
             coded: coding.map(|c| Validators::coded(id, c)),
-        }
+        }))
+    }
+}
+
+impl std::ops::Deref for Meta {
+    type Target = Material;
+    fn deref(&self) -> &Material {
+        &self.0
     }
 }
 
