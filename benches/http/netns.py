@@ -231,11 +231,11 @@ class NsServer(bench.Server):
     def start(self):
         super().start()
         self.all_pids = self.pids()
-        remember_pid(self.proc.pid, self.workdir)
+        remember_pids(self.all_pids)
 
     def stop(self):
         super().stop()
-        forget_pid(self.proc.pid if self.proc else None)
+        forget_pids(getattr(self, "all_pids", []))
 
     def pids(self):
         """The processes whose CPU and memory count as the server's: nikaia's
@@ -301,39 +301,53 @@ def safe(fn, arg, default):
         return default
 
 
-# Servers this script started, so a run killed with SIGKILL (no finally) can
-# be cleaned up by the next: the pid and the directory in its command line.
+# Servers this script started (nginx: master and workers), so that a run
+# killed with SIGKILL (no finally) is cleaned up by the next one. A process
+# is known by its pid and its start time (/proc/PID/stat field 22), so a
+# pid reused since by someone else is left alone.
 PID_FILE = None
 
 
-def remember_pid(pid, workdir):
+def start_time(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
+def remember_pids(pids):
     with open(PID_FILE, "a") as f:
-        f.write(f"{pid} {workdir}\n")
+        for pid in pids:
+            f.write(f"{pid} {start_time(pid)}\n")
 
 
-def forget_pid(pid):
-    if not PID_FILE or not os.path.exists(PID_FILE) or pid is None:
+def forget_pids(pids):
+    if not PID_FILE or not os.path.exists(PID_FILE):
         return
+    gone = {str(p) for p in pids}
     with open(PID_FILE) as f:
-        keep = [l for l in f if l.split()[0] != str(pid)]
+        keep = [l for l in f if l.split()[0] not in gone]
     with open(PID_FILE, "w") as f:
         f.writelines(keep)
 
 
 def kill_remembered():
-    """Ends servers an earlier crashed run left, each only if its command
-    line still names that run's directory (a reused pid is someone else's)."""
+    """Ends the servers an earlier crashed run left: SIGTERM (nginx's master
+    then stops its workers), then SIGKILL for any still there after 5 s."""
     if not os.path.exists(PID_FILE):
         return
     with open(PID_FILE) as f:
-        for line in f:
-            pid, workdir = line.split(maxsplit=1)
+        ours = [int(pid) for pid, st in (l.split() for l in f if l.strip()) if start_time(pid) == st]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in ours:
             try:
-                with open(f"/proc/{pid}/cmdline", "rb") as c:
-                    if workdir.strip().encode() in c.read():
-                        os.kill(int(pid), signal.SIGKILL)
-            except (OSError, ValueError):
+                os.kill(pid, sig)
+            except ProcessLookupError:
                 pass
+        deadline = time.time() + 5
+        while sig == signal.SIGTERM and time.time() < deadline and any(os.path.exists(f"/proc/{p}") for p in ours):
+            time.sleep(0.1)
     os.unlink(PID_FILE)
 
 
@@ -972,6 +986,9 @@ def main():
     def bye(sig, _frame):
         raise SystemExit(f"signal {sig}")
     signal.signal(signal.SIGTERM, bye)
+    # Ctrl-C as KeyboardInterrupt even when started with SIGINT ignored
+    # (a background job of a non-interactive shell).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGHUP, bye)
 
     net = Net(args)
@@ -1010,4 +1027,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted; the namespace, the veth pair and the servers are gone")
