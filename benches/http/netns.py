@@ -593,11 +593,15 @@ def others_line(args, runs, redone):
 # ------------------------------------------------------------------ 2. fairness
 
 def pullers(args, server, n=4):
-    """n shells in the namespace, each looping `curl` on the 1 GiB file, each
-    in its own session so stopping it ends its curl too."""
+    """n `curl` processes in the namespace, each fetching the 1 GiB file again
+    and again on one kept-alive connection (curl's URL range `[1-1000000]`
+    in a query the servers ignore). One long-lived process per puller, so
+    its CPU is in /proc/PID/stat throughout a run, and the run can be
+    guarded like the others."""
     nice = ["nice", "-n", str(args.pullers_nice)] if args.pullers_nice else []
-    loop = f"while :; do curl -s -o /dev/null {server.base}/big.bin || exit; done"
-    return [subprocess.Popen(in_ns(args, [*nice, "sh", "-c", loop]), start_new_session=True) for _ in range(n)]
+    url = f"{server.base}/big.bin?pull=[1-1000000]"
+    return [subprocess.Popen(in_ns(args, [*nice, "curl", "-s", url]), stdout=subprocess.DEVNULL,
+                             start_new_session=True) for _ in range(n)]
 
 
 def stop_group(procs):
@@ -632,13 +636,15 @@ def fairness(args, root, work, redone):
                     wrk(args, s, url, 1, 4)
                     return wrk(args, s, url, args.seconds, 4)
                 res[s.label]["quiet"].append(guarded(args, quiet, redone, f"fairness unloaded {s.label}"))
-                bench.wait_quiet(args.max_other, args.max_wait)
-                pull = pullers(args, s)
-                try:
-                    time.sleep(1)  # the pulls under way
-                    r = wrk(args, s, url, args.seconds, 4, background=[p.pid for p in pull])
-                finally:
-                    stop_group(pull)
+
+                def loaded(s=s, url=url):
+                    pull = pullers(args, s)
+                    try:
+                        time.sleep(1)  # the pulls under way
+                        return wrk(args, s, url, args.seconds, 4, background=[p.pid for p in pull])
+                    finally:
+                        stop_group(pull)
+                r = guarded(args, loaded, redone, f"fairness loaded {s.label}")
                 res[s.label]["loaded"].append(r)
                 q = res[s.label]["quiet"][-1]
                 log(f"{rep + 1}/{args.repeats} fairness {s.label}: p99 {q['p99_us']:.0f} → {r['p99_us']:.0f} µs, "
@@ -650,22 +656,26 @@ def fairness(args, root, work, redone):
     g99 = col(res["nginx"]["loaded"], "p99_us")
     ratio = [a / b for a, b in zip(n99, g99)]
     lines = ["### Fairness: the 4 KiB page while four clients pull a 1 GiB file", "",
-             f"wrk -t1 -c4 --latency on /page.html, {args.seconds} s per run; the pullers are four `curl` loops "
+             f"wrk -t1 -c4 --latency on /page.html, {args.seconds} s per run; the pullers are four `curl` processes, each fetching "
+             f"big.bin again and again on one connection, "
              f"in the namespace on the client CPU" + (f" at nice {args.pullers_nice}" if args.pullers_nice else "") +
              f". nginx: sendfile on (the bench's configuration). Median (min–max) of {args.repeats} rounds.", "",
-             "| server | | p50 µs | p99 µs | requests/s | server CPU busy % | client CPU busy % |",
-             "|---|---|---|---|---|---|---|"]
+             "| server | | p50 µs | p99 µs | requests/s | server's CPU % of a core | server CPU busy % | "
+             "client CPU busy % | others % |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for s in servers:
         for k, what in (("quiet", "unloaded"), ("loaded", "4 × 1 GiB pulls")):
             r = res[s.label][k]
             lines.append(f"| {s.label} | {what} | {cell(col(r, 'p50_us'))} | {cell(col(r, 'p99_us'))} | "
-                         f"{cell(col(r, 'rps'))} | {cell(col(r, 'server_cpus_busy_pct'))} | "
-                         f"{cell(col(r, 'client_cpus_busy_pct'))} |")
+                         f"{cell(col(r, 'rps'))} | {cell(col(r, 'server_cpu_pct'))} | "
+                         f"{cell(col(r, 'server_cpus_busy_pct'))} | {cell(col(r, 'client_cpus_busy_pct'))} | "
+                         f"{cell(col(r, 'other_cpu_pct'))} |")
     met = med(ratio) <= 1.0
     lines += ["", f"Loaded p99, nikaia / nginx, per round: {cell(ratio, '{:.2f}')} — target (at most nginx's): "
               f"{'met' if met else 'not met'} by the median.",
-              "", "The loaded runs are not redone for contention (the pullers are the load); their others: "
-              f"{cell(col(res['nikaia']['loaded'] + res['nginx']['loaded'], 'other_cpu_pct'))}% of a core."]
+              "", "Server's CPU: its processes' time over the run; server/client CPU busy: the whole of that "
+              "CPU, whoever ran on it. Others exclude the server, wrk and the pullers.",
+              "", others_line(args, [x for s in servers for r in res[s.label].values() for x in r], redone)]
     return "\n".join(lines), {"results": res, "loaded_p99_ratio": ratio}
 
 
@@ -779,48 +789,52 @@ class Sampler(threading.Thread):
             self.done.wait(0.2)
 
 
+def slow_round(args, root, work, kind, label):
+    """One round against a fresh server (its VmHWM is then this load's peak):
+    the slow readers connect, then wrk measures the page while they read."""
+    s = NsServer(kind, args, root, work, label)
+    s.start()
+    try:
+        check(args, [s], root)
+        idle_rss = s.memory()[0]
+        tcp0 = sockstat_tcp_mem_kib()
+        cmd = [sys.executable, os.path.abspath(__file__), "--slow-clients-process", s.host, str(s.port),
+               "/big.bin", str(args.slow_clients), str(args.slow_rate), str(args.slow_rcvbuf)]
+        client = subprocess.Popen(in_ns(args, cmd), stdout=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            ready = client.stdout.readline().split()
+            if not ready or ready[0] != "ready":
+                raise SystemExit(f"slow clients did not start against {label}")
+            time.sleep(2)  # every reader past its first window
+            sampler = Sampler(s)
+            sampler.start()
+            client.send_signal(signal.SIGUSR1)  # the clients' byte count starts now
+            r = wrk(args, s, s.base + "/page.html", args.slow_seconds, 4, background=[client.pid])
+            sampler.done.set()
+            sampler.join()
+            rss, hwm = s.memory()
+            client.send_signal(signal.SIGTERM)
+            summary = json.loads(client.stdout.readline() or "{}")
+        finally:
+            stop_group([client])
+    finally:
+        s.stop()
+    r.update(connected=int(ready[1]), idle_rss_kib=idle_rss, rss_max_kib=max(sampler.rss),
+             rss_end_kib=rss, hwm_kib=hwm, tcp_mem_before_kib=tcp0, tcp_mem_max_kib=max(sampler.tcp),
+             clients=summary, clients_mib_s=summary.get("bytes", 0) / summary.get("seconds", 1) / 2**20)
+    return r
+
+
 def slow(args, root, work, redone):
-    """A fresh server per round (its VmHWM is then this load's peak)."""
     labels = [("nikaia", "nikaia"), ("nginx", "nginx")]
     res = {label: [] for _, label in labels}
     for rep in range(args.repeats):
         for kind, label in order(labels, rep):
-            s = NsServer(kind, args, root, work, label)
-            s.start()
-            try:
-                check(args, [s], root)
-                bench.wait_quiet(args.max_other, args.max_wait)
-                idle_rss = s.memory()[0]
-                tcp0 = sockstat_tcp_mem_kib()
-                cmd = [sys.executable, os.path.abspath(__file__), "--slow-clients-process", s.host, str(s.port),
-                       "/big.bin", str(args.slow_clients), str(args.slow_rate), str(args.slow_rcvbuf)]
-                client = subprocess.Popen(in_ns(args, cmd), stdout=subprocess.PIPE, text=True, start_new_session=True)
-                try:
-                    ready = client.stdout.readline().split()
-                    if not ready or ready[0] != "ready":
-                        raise SystemExit(f"slow clients did not start against {label}")
-                    time.sleep(2)  # every reader past its first window
-                    sampler = Sampler(s)
-                    sampler.start()
-                    client.send_signal(signal.SIGUSR1)
-                    r = wrk(args, s, s.base + "/page.html", args.slow_seconds, 4, background=[client.pid])
-                    sampler.done.set()
-                    sampler.join()
-                    rss, hwm = s.memory()
-                    client.send_signal(signal.SIGTERM)
-                    summary = json.loads(client.stdout.readline() or "{}")
-                finally:
-                    stop_group([client])
-                r.update(connected=int(ready[1]), idle_rss_kib=idle_rss, rss_max_kib=max(sampler.rss),
-                         rss_end_kib=rss, hwm_kib=hwm, tcp_mem_before_kib=tcp0, tcp_mem_max_kib=max(sampler.tcp),
-                         clients=summary,
-                         clients_mib_s=summary.get("bytes", 0) / summary.get("seconds", 1) / 2**20)
-                res[label].append(r)
-                log(f"{rep + 1}/{args.repeats} slow {label}: {r['connected']} connected, "
-                    f"{r['clients_mib_s']:.0f} MiB/s, RSS {r['rss_max_kib'] / 1024:.1f} MiB, "
-                    f"p99 {r['p99_us']:.0f} µs, server CPU {r['server_cpu_pct']:.0f}%")
-            finally:
-                s.stop()
+            r = guarded(args, lambda: slow_round(args, root, work, kind, label), redone, f"slow {label}")
+            res[label].append(r)
+            log(f"{rep + 1}/{args.repeats} slow {label}: {r['connected']} connected, "
+                f"{r['clients_mib_s']:.0f} MiB/s, RSS {r['rss_max_kib'] / 1024:.1f} MiB, "
+                f"p99 {r['p99_us']:.0f} µs, server CPU {r['server_cpu_pct']:.0f}%, others {r['other_cpu_pct']:.0f}%")
     per = args.slow_rate / 1000
     lines = [f"### {args.slow_clients} slow clients reading a 1 GiB file at {per:.0f} kB/s each", "",
              f"One asyncio process in the namespace on the client CPU, SO_RCVBUF {args.slow_rcvbuf} bytes, "
@@ -829,8 +843,8 @@ def slow(args, root, work, redone):
              "nginx: sendfile on; its RSS is the worker's. Kernel TCP memory: /proc/net/sockstat, all TCP "
              f"sockets of the machine. Median (min–max) of {args.repeats} rounds.", "",
              "| server | connected | clients MiB/s | RSS idle MiB | RSS max MiB | VmHWM MiB | kernel TCP MiB | "
-             "server CPU % of a core | page p50 µs | page p99 µs | page requests/s | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "server CPU % of a core | client CPU busy % | page p50 µs | page p99 µs | page requests/s | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     mib = lambda key: [x[key] / 1024 for x in runs]  # noqa: E731
     for _, label in labels:
         runs = res[label]
@@ -839,9 +853,11 @@ def slow(args, root, work, redone):
         lines.append(f"| {label} | {cell(col(runs, 'connected'))} | {cell(col(runs, 'clients_mib_s'))} | "
                      f"{cell(mib('idle_rss_kib'), '{:.1f}')} | {cell(mib('rss_max_kib'), '{:.1f}')} | "
                      f"{cell(mib('hwm_kib'), '{:.1f}')} | {cell(mib('tcp_mem_max_kib'), '{:.0f}')} | "
-                     f"{cell(col(runs, 'server_cpu_pct'))} | {cell(col(runs, 'p50_us'))} | "
+                     f"{cell(col(runs, 'server_cpu_pct'))} | {cell(col(runs, 'client_cpus_busy_pct'))} | "
+                     f"{cell(col(runs, 'p50_us'))} | "
                      f"{cell(col(runs, 'p99_us'))} | {cell(col(runs, 'rps'))} | {errors} |")
-    lines += ["", "Errors: connections refused, reset or closed early, or answered other than 200, over all rounds."]
+    lines += ["", "Errors: connections refused, reset or closed early, or answered other than 200, over all rounds.",
+              "", others_line(args, [x for r in res.values() for x in r], redone)]
     return "\n".join(lines), {"results": res}
 
 
