@@ -155,7 +155,15 @@ http {{
 
 class Server:
     """kind: "nginx", "nikaia" (`binary`, default --nikaia) or "node" (the
-    wasm32 build of nikaia serve under Node: nikaia_std/wasm/host.cjs)."""
+    wasm32 build of nikaia serve under Node: nikaia_std/wasm/host.cjs).
+
+    `host` (the address nikaia and node listen on and the checks connect
+    to), `prefix` (a command the server runs under, e.g. taskset) and
+    `workers` (nikaia's; default --workers) are there for netns.py, which
+    also rewrites nginx's listen line; here they keep their defaults."""
+
+    host = "127.0.0.1"
+    prefix = ()
 
     def __init__(self, kind, args, root, workdir, runtime_extra="", binary=None):
         self.kind, self.args, self.root, self.workdir = kind, args, root, workdir
@@ -163,6 +171,7 @@ class Server:
         self.binary = binary or getattr(args, "nikaia", None)
         self.port = free_port()
         self.proc = None
+        self.workers = getattr(args, "workers", 1)
 
     def nginx_conf(self):
         return NGINX_CONF.format(dir=self.workdir, port=self.port, root=self.root)
@@ -174,24 +183,24 @@ class Server:
             with open(conf, "w") as f:
                 f.write(self.nginx_conf())
             self.proc = subprocess.Popen(
-                [shutil.which("nginx") or "/usr/sbin/nginx", "-c", conf, "-p", self.workdir],
+                [*self.prefix, shutil.which("nginx") or "/usr/sbin/nginx", "-c", conf, "-p", self.workdir],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         elif self.kind == "node":
             self.proc = subprocess.Popen(
-                ["node", self.args.wasm_host, self.root, f"127.0.0.1:{self.port}"],
+                [*self.prefix, "node", self.args.wasm_host, self.root, f"{self.host}:{self.port}"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             rt = os.path.join(self.workdir, f"runtime-{self.port}.toml")
             with open(rt, "w") as f:
-                f.write(f'listen = "127.0.0.1:{self.port}"\nworkers = {self.args.workers}\n'
+                f.write(f'listen = "{self.host}:{self.port}"\nworkers = {self.workers}\n'
                         'access-log = "off"\n' + self.runtime_extra)
             self.proc = subprocess.Popen(
-                [self.binary, "serve", self.root, "--runtime", rt],
+                [*self.prefix, self.binary, "serve", self.root, "--runtime", rt],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
         while time.time() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                socket.create_connection((self.host, self.port), timeout=0.2).close()
                 break
             except OSError:
                 time.sleep(0.05)
@@ -220,7 +229,7 @@ class Server:
 
     @property
     def base(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
 
 def lua_rotation(prefix):
