@@ -19,7 +19,8 @@ refactor), plaintext keep-alive 4 KiB × 64 named, page 4 KiB constant and
 1 MiB × 64 named, ratios after/before. With --tls too, --versus runs that
 plaintext section and then the same comparison over HTTPS instead of nikaia
 beside nginx: the --tls certificate, TLS 1.3 and client config for both builds,
-keep-alive 4 KiB × 64 named, page 4 KiB constant and 1 MiB × 64 named, checked
+keep-alive 4 KiB × 64 named, page 4 KiB constant, 1 MiB × 64 named and 12 KiB
+× 64 named (above the kept table's 8 KiB, inside one TLS record), checked
 once with curl --cacert (and the parameters with s_client) before measuring.
 --wasm compares nikaia serve (Linux)
 with its wasm32 build under Node (nikaia_std/wasm/host.cjs, the module from
@@ -108,7 +109,9 @@ def make_fixture(root):
     if not os.path.exists(page):
         with open(page, "wb") as f:
             f.write((b"<p>nikaia</p>\n" * 400)[:4096])
-    for name, size in (("4k", 4 << 10), ("64k", 64 << 10), ("1m", 1 << 20)):
+    # 12k: above the kept table's 8 KiB, below a TLS record's 16 KiB (a
+    # small answer read from its file).
+    for name, size in (("4k", 4 << 10), ("12k", 12 << 10), ("64k", 64 << 10), ("1m", 1 << 20)):
         d = os.path.join(root, name)
         os.makedirs(d, exist_ok=True)
         for i in range(FILES):
@@ -778,8 +781,9 @@ VERSUS_CASES = [
     ("page 4 KiB (constant)", "/page.html", None),
     ("1 MiB × 64 (named)", None, "/1m/"),
 ]
-# --versus --tls: the keep-alive ones (4 KiB named, page constant, 1 MiB named).
-VERSUS_TLS_CASES = [c for c in VERSUS_CASES if len(c) == 3]
+# --versus --tls: the keep-alive ones (4 KiB named, page constant, 1 MiB named),
+# and 12 KiB named: too large to keep, small enough for one TLS record.
+VERSUS_TLS_CASES = [c for c in VERSUS_CASES if len(c) == 3] + [("12 KiB × 64 (named, unkept)", None, "/12k/")]
 
 
 def chosen(args, cases):
@@ -789,7 +793,7 @@ WASM_CASES = [
     ("4 KiB × 64 (named)", None, "/4k/"),
     ("1 MiB × 64 (named)", None, "/1m/"),
 ]
-CHECK_FILES = ["page.html", "4k/0.bin", "4k/1.bin", "4k/63.bin", "64k/7.bin", "1m/0.bin", "1m/1.bin", "1m/63.bin"]
+CHECK_FILES = ["page.html", "4k/0.bin", "4k/1.bin", "4k/63.bin", "12k/5.bin", "64k/7.bin", "1m/0.bin", "1m/1.bin", "1m/63.bin"]
 # Fields that are the host's or the moment's, not the answer's.
 HOST_FIELDS = {"date", "connection", "keep-alive"}
 
