@@ -1007,6 +1007,8 @@ def main():
     ap.add_argument("--versus", metavar="BIN",
                     help="plaintext: --nikaia (after) vs this second nikaia binary (before), instead of nginx; "
                          "with --tls, then over HTTPS too")
+    ap.add_argument("--no-plain", action="store_true",
+                    help="with --versus --tls: only the HTTPS comparison, not the plaintext one first")
     ap.add_argument("--wasm", action="store_true",
                     help="plaintext: nikaia serve (Linux) vs its wasm32 build under Node (target/wasm-pkg)")
     ap.add_argument("--wasm-host", default=WASM_HOST,
@@ -1051,7 +1053,8 @@ def main():
     if args.tls and not args.versus:
         everything["tls"] = tls_bench(args, root)
     if args.versus:
-        everything["versus"] = versus_bench(args, root, work)
+        if not (args.tls and args.no_plain):
+            everything["versus"] = versus_bench(args, root, work)
         if args.tls:
             everything["versus_tls"] = versus_tls_bench(args, root)
     if args.wasm:
