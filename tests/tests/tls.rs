@@ -190,6 +190,106 @@ fn keep_alive_and_pipelining_through_one_session() {
     assert_eq!((t.handshakes_full, t.failures), (1, 0));
 }
 
+/// One GET answered through a client session driven by hand: the reply,
+/// and the payload length of each application-data record it arrived in
+/// (read off the raw socket, record header by record header, below the
+/// session). Leaves nothing of the answer unread.
+fn get_by_records(
+    tcp: &mut TcpStream,
+    conn: &mut rustls::ClientConnection,
+    path: &str,
+) -> (Reply, Vec<usize>) {
+    const APPLICATION_DATA: u8 = 23;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+    conn.writer().write_all(request.as_bytes()).unwrap();
+    while conn.wants_write() {
+        conn.write_tls(tcp).unwrap();
+    }
+    let (mut raw, mut plain, mut records) = (Vec::new(), Vec::new(), Vec::new());
+    loop {
+        while raw.len() >= 5 {
+            let len = u16::from_be_bytes([raw[3], raw[4]]) as usize;
+            if raw.len() < 5 + len {
+                break;
+            }
+            let record: Vec<u8> = raw.drain(..5 + len).collect();
+            if record[0] == APPLICATION_DATA {
+                records.push(len);
+            }
+            let mut rest = &record[..];
+            while !rest.is_empty() {
+                conn.read_tls(&mut rest).unwrap();
+            }
+            conn.process_new_packets().unwrap();
+            let mut chunk = [0u8; 16 << 10];
+            while let Ok(n @ 1..) = conn.reader().read(&mut chunk) {
+                plain.extend_from_slice(&chunk[..n]);
+            }
+        }
+        if let Some(end) = plain.windows(4).position(|w| w == b"\r\n\r\n") {
+            let reply = nikaia_tests::read_reply(&mut &plain[..], true).unwrap();
+            let len: usize = reply.header("content-length").unwrap().parse().unwrap();
+            if plain.len() == end + 4 + len && raw.is_empty() {
+                return (
+                    nikaia_tests::read_reply(&mut &plain[..], false).unwrap(),
+                    records,
+                );
+            }
+        }
+        let mut buf = [0u8; 64 << 10];
+        let n = tcp.read(&mut buf).unwrap();
+        assert!(n > 0, "the server closed in the middle of {path}");
+        raw.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A small answer leaves as one record, head and body together, whether its
+/// body is a kept copy or read from the file; a larger one as few 16 KiB
+/// records as its bytes need, the head in the first.
+#[test]
+fn a_small_answer_is_one_tls_record_and_a_large_one_full_records() {
+    let s = site();
+    std::fs::write(s.root.join("twelve.bin"), pattern(12 << 10, 9)).unwrap();
+    let pki = TestPki::new();
+    let tls = app(pki.runtime(), &s.root);
+    let mut tcp = TcpStream::connect(tls.local_addr()).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut conn = rustls::ClientConnection::new(pki.client_config(), name).unwrap();
+    while conn.is_handshaking() {
+        conn.complete_io(&mut tcp).unwrap();
+    }
+    // The first answer after the handshake may share its reads with the
+    // session tickets: not counted.
+    let (r, _) = get_by_records(&mut tcp, &mut conn, "/f/small.css");
+    assert_eq!(r.body, b"body { color: red }");
+    let mut seen = Vec::new();
+    for path in [
+        "/f/small.css",  // kept on its second request
+        "/f/small.css",  // a kept hit
+        "/f/twelve.bin", // too large to keep: read from the file
+        "/text",
+        "/nowhere",
+        "/f/file.bin",
+    ] {
+        let (r, records) = get_by_records(&mut tcp, &mut conn, path);
+        assert!(matches!(r.status, 200 | 404), "{path}: {}", r.status);
+        seen.push((path, records));
+    }
+    for (path, records) in &seen[..5] {
+        assert_eq!(records.len(), 1, "{path} in one record: {seen:?}");
+    }
+    // 100 000 bytes read 64 KiB at a time, each read's bytes in records of
+    // 16 KiB of plaintext (TLS 1.3 adds 17 bytes to each) but its last;
+    // the head of about 250 bytes goes in the first, not in one of its own.
+    let (path, records) = &seen[5];
+    let full = (16 << 10) + 17;
+    assert_eq!(records.len(), 8, "{path}: {records:?}");
+    assert_eq!(records[..4], [full; 4], "{path}: {records:?}");
+    let plaintext: usize = records.iter().map(|n| n - 17).sum();
+    assert!((100_000..100_500).contains(&plaintext), "{records:?}");
+}
+
 /// curl, given several URLs, keeps one connection for them all.
 #[test]
 fn curl_byte_exact_from_0_bytes_to_64_mib() {

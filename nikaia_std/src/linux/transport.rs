@@ -228,8 +228,7 @@ impl Transport {
     /// `Ok(false)`: the socket is full; call again when it is writable.
     pub(crate) fn close_write(&mut self) -> Result<bool, Errno> {
         if let Some(session) = &mut self.tls {
-            session.close_notify();
-            if !session.push(self.fd.as_fd())? {
+            if !session.close_notify(self.fd.as_fd())? {
                 return Ok(false);
             }
         }

@@ -3,6 +3,13 @@
 //! connection's buffer before waiting again; encrypt what the connection
 //! writes and push the records out, arming EPOLLOUT (by returning `EAGAIN`)
 //! when the socket is full.
+//!
+//! One answer, one record: plaintext written in one call becomes one record
+//! per 16 KiB (rustls fragments a vectored write, not each slice), and a
+//! head written with `more` (a file body follows at once: the plaintext
+//! twin of `MSG_MORE`) is held back and encrypted with that body's first
+//! bytes, so a small answer read from its file leaves as one record in one
+//! `sendmsg` too, as a kept one does.
 
 use crate::linux::out::Wire;
 use bytes::BytesMut;
@@ -23,7 +30,18 @@ pub(crate) struct Session {
     established: bool,
     /// `close_notify` is queued.
     notified: bool,
+    /// Plaintext taken but not yet encrypted: a head waiting for the body
+    /// that follows it ([`TlsWire`]'s `more`), at most [`HOLD_MAX`] bytes.
+    /// Kept (cleared, not freed) for the connection's next head.
+    held: Vec<u8>,
 }
+
+/// The most plaintext held back for the bytes that follow it: one record's
+/// worth (a TLS record carries at most 16 KiB).
+const HOLD_MAX: usize = 16 << 10;
+/// The most slices one write into the session carries (the queue's own
+/// bound, and the held head before them).
+const MAX_IOV: usize = 64;
 
 /// What one [`Session::read`] found.
 #[derive(Debug)]
@@ -53,6 +71,7 @@ impl Session {
             sniffed: false,
             established: false,
             notified: false,
+            held: Vec::new(),
         })
     }
 
@@ -138,9 +157,49 @@ impl Session {
         }
     }
 
+    /// Writes what the session holds to the socket: a held head is
+    /// encrypted on its own (the body it waited for did not come in the
+    /// same flush), then the queued records go out. `Ok(true)`: nothing
+    /// remains; `Ok(false)`: the socket is full.
+    pub(crate) fn push(&mut self, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
+        loop {
+            let before = self.held.len();
+            if before > 0 {
+                self.write_plaintext(&[]).map_err(|_| Errno::PIPE)?;
+            }
+            if !self.push_records(fd)? {
+                return Ok(false);
+            }
+            match self.held.len() {
+                0 => return Ok(true),
+                // rustls takes no more plaintext with its records all out:
+                // the session cannot send it (it is closing).
+                left if left == before => return Err(Errno::PIPE),
+                _ => {}
+            }
+        }
+    }
+
+    /// Hands the held plaintext and then `iov` to rustls in one vectored
+    /// write (records of up to 16 KiB across the slices). Returns how much
+    /// of `iov` was taken; what rustls took of the held bytes leaves them.
+    fn write_plaintext(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+        if self.held.is_empty() {
+            return self.conn.writer().write_vectored(iov);
+        }
+        let mut all = [IoSlice::new(&[]); MAX_IOV + 1];
+        all[0] = IoSlice::new(&self.held);
+        let n_iov = iov.len().min(MAX_IOV);
+        all[1..=n_iov].copy_from_slice(&iov[..n_iov]);
+        let took = self.conn.writer().write_vectored(&all[..=n_iov])?;
+        let of_held = took.min(self.held.len());
+        self.held.drain(..of_held);
+        Ok(took - of_held)
+    }
+
     /// Writes queued records to the socket. `Ok(true)`: none remain;
     /// `Ok(false)`: the socket is full.
-    pub(crate) fn push(&mut self, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
+    fn push_records(&mut self, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
         while self.conn.wants_write() {
             match self.conn.write_tls(&mut FdWrite { fd }) {
                 Ok(_) => {}
@@ -156,17 +215,23 @@ impl Session {
         Ok(true)
     }
 
-    /// Whether records wait to be written.
+    /// Whether records (or a held head) wait to be written.
     pub(crate) fn pending(&self) -> bool {
-        self.conn.wants_write()
+        self.conn.wants_write() || !self.held.is_empty()
     }
 
-    /// Queues `close_notify` once; [`Session::push`] sends it.
-    pub(crate) fn close_notify(&mut self) {
+    /// Sends what the session holds, then `close_notify` (once): it is the
+    /// last record, after every byte of the answers. `Ok(false)`: the
+    /// socket is full; call again when it is writable.
+    pub(crate) fn close_notify(&mut self, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
+        if !self.push(fd)? {
+            return Ok(false);
+        }
         if !self.notified {
             self.notified = true;
             self.conn.send_close_notify();
         }
+        self.push_records(fd)
     }
 
     /// The kind of handshake, once, when it has just finished.
@@ -251,15 +316,20 @@ pub(crate) struct TlsWire<'a> {
 }
 
 impl Wire for TlsWire<'_> {
-    fn send(&mut self, iov: &[IoSlice<'_>], _more: bool) -> Result<usize, Errno> {
-        self.session.push(self.fd)?;
-        let n = self
-            .session
-            .conn
-            .writer()
-            .write_vectored(iov)
-            .map_err(|_| Errno::PIPE)?;
-        self.session.push(self.fd)?;
+    /// `more`: a file body follows at once. Then a head that fits a record
+    /// is held, not encrypted, and goes out in the body's first record.
+    fn send(&mut self, iov: &[IoSlice<'_>], more: bool) -> Result<usize, Errno> {
+        let session = &mut *self.session;
+        session.push_records(self.fd)?;
+        let len: usize = iov.iter().map(|s| s.len()).sum();
+        if more && session.held.len() + len <= HOLD_MAX {
+            for s in iov {
+                session.held.extend_from_slice(s);
+            }
+            return Ok(len);
+        }
+        let n = session.write_plaintext(iov).map_err(|_| Errno::PIPE)?;
+        session.push_records(self.fd)?;
         if n == 0 {
             Err(Errno::AGAIN)
         } else {
