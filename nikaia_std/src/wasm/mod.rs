@@ -33,6 +33,12 @@ thread_local! {
 /// Bytes of a file body handed to the host per [`Answer::next_chunk`].
 const CHUNK: usize = 64 << 10;
 
+/// File bodies at least this long are moved by the host from the
+/// descriptor std opened ([`Answer::fd`]) instead of through wasm memory.
+/// 0: at every size measured (4 KiB to 1 MiB, benches/http/wasm.py) the
+/// host's own reads cost less than pulling the bytes through the module.
+const HOST_STREAM_MIN: u64 = 0;
+
 impl Server {
     /// On wasm32 there is no socket loop: this registers the routes, and
     /// the JS host passes each request to [`handle`]. Returns at once.
@@ -98,6 +104,8 @@ enum Source {
         file: Arc<fs::OpenFile>,
         offset: u64,
         end: u64,
+        /// The host streams it from [`Answer::fd`] (std chose so).
+        by_host: bool,
     },
 }
 
@@ -121,6 +129,45 @@ impl Answer {
         self.headers.clone()
     }
 
+    /// The descriptor to stream the body from, when std chose that the
+    /// host moves it itself: the file std opened and checked under the
+    /// root, the range `bodyStart`, `bodyLength` of it. The host reads
+    /// exactly that range, never past it, ends the response short (closing
+    /// the connection) if the file ends first, never closes the descriptor
+    /// itself, and frees the answer once it needs it no more (which closes
+    /// it). `undefined` for every other body: then the host pulls
+    /// `nextChunk`.
+    #[wasm_bindgen(getter)]
+    pub fn fd(&self) -> Option<u32> {
+        match &self.body {
+            Source::File {
+                file,
+                by_host: true,
+                ..
+            } => file.descriptor(),
+            _ => None,
+        }
+    }
+
+    /// Where in the file the body starts (with `fd`; 0 otherwise).
+    #[wasm_bindgen(getter, js_name = bodyStart)]
+    pub fn body_start(&self) -> f64 {
+        match &self.body {
+            Source::File { offset, .. } => *offset as f64,
+            Source::Bytes(_) => 0.0,
+        }
+    }
+
+    /// How many bytes of the body are still to go: the declared length of
+    /// the range before any `nextChunk`.
+    #[wasm_bindgen(getter, js_name = bodyLength)]
+    pub fn body_length(&self) -> f64 {
+        match &self.body {
+            Source::File { offset, end, .. } => (*end - *offset) as f64,
+            Source::Bytes(b) => b.len() as f64,
+        }
+    }
+
     /// The next part of the body (at most 64 KiB); empty once it is all
     /// out. Throws when the file cannot be read or ended early (the host
     /// then closes the connection short, as the Linux server does).
@@ -131,7 +178,9 @@ impl Answer {
                 let n = b.len().min(CHUNK);
                 Ok(b.split_to(n).to_vec())
             }
-            Source::File { file, offset, end } => {
+            Source::File {
+                file, offset, end, ..
+            } => {
                 let n = ((*end - *offset) as usize).min(CHUNK);
                 let mut buf = vec![0u8; n];
                 match fs::read_full_at(file, &mut buf, *offset) {
@@ -249,6 +298,7 @@ fn to_host(decided: answer::Answer) -> Answer {
         Payload::File {
             file, start, end, ..
         } => Source::File {
+            by_host: end - start >= HOST_STREAM_MIN && file.descriptor().is_some(),
             file,
             offset: start,
             end,
