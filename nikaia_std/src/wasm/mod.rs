@@ -33,12 +33,6 @@ thread_local! {
 /// Bytes of a file body handed to the host per [`Answer::next_chunk`].
 const CHUNK: usize = 64 << 10;
 
-/// File bodies at least this long are moved by the host from the
-/// descriptor std opened ([`Answer::fd`]) instead of through wasm memory.
-/// 0: at every size measured (4 KiB to 1 MiB, benches/http/wasm.py) the
-/// host's own reads cost less than pulling the bytes through the module.
-const HOST_STREAM_MIN: u64 = 0;
-
 impl Server {
     /// On wasm32 there is no socket loop: this registers the routes, and
     /// the JS host passes each request to [`handle`]. Returns at once.
@@ -298,7 +292,10 @@ fn to_host(decided: answer::Answer) -> Answer {
         Payload::File {
             file, start, end, ..
         } => Source::File {
-            by_host: end - start >= HOST_STREAM_MIN && file.descriptor().is_some(),
+            // Every file body whose host can read the descriptor: there is no
+            // size below which pulling it through the module was cheaper (4 KiB
+            // and 1 MiB measured, docs/performance.md), so no threshold.
+            by_host: file.descriptor().is_some(),
             file,
             offset: start,
             end,
