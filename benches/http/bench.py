@@ -28,6 +28,7 @@ target/wasm-pkg) on 4 KiB × 64 and 1 MiB × 64 named, ratios wasm/linux;
 server CPU is then the node process's. Both check once with curl that the
 two answer alike (bodies against the files on disk, status and header fields
 but Date and the connection fields), and redo contended runs like --tls.
+(benches/http/wasm.py puts the wasm build beside npm's http-server 14.)
 """
 
 import argparse
@@ -991,9 +992,10 @@ def versus_tls_bench(args, root):
 def wasm_bench(args, root, work):
     linux = Server("nikaia", args, root, work); linux.label = "linux"
     wasm = Server("node", args, root, work); wasm.label = "wasm"
-    # host.cjs loads the module from ../../target/wasm-pkg beside itself.
-    pkg = os.path.normpath(os.path.join(os.path.dirname(args.wasm_host), "..", "..", "target", "wasm-pkg",
-                                        "nikaia_wasm_bg.wasm"))
+    # host.cjs loads the module from $CARGO_TARGET_DIR/wasm-pkg, or else
+    # ../../target/wasm-pkg beside itself (as build.sh writes it).
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(os.path.dirname(args.wasm_host), "..", "..", "target")
+    pkg = os.path.normpath(os.path.join(target, "wasm-pkg", "nikaia_wasm_bg.wasm"))
     if not os.path.exists(pkg):
         raise SystemExit(f"no {pkg}: run nikaia_std/wasm/build.sh first")
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()

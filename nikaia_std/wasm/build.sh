@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the wasm32 module of `nikaia serve` and its JS bindings into
-# target/wasm-pkg, installing what it needs: the wasm32 target, and the
+# target/wasm-pkg ($CARGO_TARGET_DIR/wasm-pkg when that is set), installing what it needs: the wasm32 target, and the
 # wasm-bindgen CLI at the version Cargo.lock has (only when the one on PATH
 # differs: building it takes minutes).
 set -euo pipefail
@@ -16,6 +16,7 @@ if [ "$have" != "$want" ]; then
     cargo install wasm-bindgen-cli --version "$want" --locked ||
         cargo install wasm-bindgen-cli --version "$want"
 fi
+target=${CARGO_TARGET_DIR:-$top/target}
 cargo build --release --target wasm32-unknown-unknown -p nikaia_wasm
-wasm-bindgen --target nodejs --out-dir target/wasm-pkg \
-    target/wasm32-unknown-unknown/release/nikaia_wasm.wasm
+wasm-bindgen --target nodejs --out-dir "$target/wasm-pkg" \
+    "$target/wasm32-unknown-unknown/release/nikaia_wasm.wasm"

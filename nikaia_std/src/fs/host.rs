@@ -89,6 +89,14 @@ pub trait Host: Send + Sync {
     fn pread(&self, handle: u64, buf: &mut [u8], offset: u64) -> Result<usize, HostError>;
     /// Closes a handle (once; errors are not reported).
     fn close(&self, handle: u64);
+    /// The descriptor number of the host's own process that `handle` is,
+    /// if the host's code may read the opened file by it (Node's `fs.read`):
+    /// then a JS host can move a file body without it passing through
+    /// wasm memory. `None` (the default) keeps every read in [`Host::pread`].
+    fn descriptor(&self, handle: u64) -> Option<u32> {
+        let _ = handle;
+        None
+    }
     /// The entries of the directory `path` (symlinks followed), `.` and
     /// `..` left out, each with what it is (a symlink is `Symlink`).
     fn readdir(&self, path: &[u8]) -> Result<Vec<(Vec<u8>, HostKind)>, HostError>;
@@ -107,6 +115,12 @@ impl HostFile {
         self.host
             .pread(self.handle, buf, offset)
             .map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    /// The host's descriptor for this file ([`Host::descriptor`]): valid
+    /// while this `HostFile` lives, closed when it drops.
+    pub fn descriptor(&self) -> Option<u32> {
+        self.host.descriptor(self.handle)
     }
 
     /// Reads the whole file from its start.

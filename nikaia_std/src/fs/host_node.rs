@@ -176,6 +176,11 @@ impl Host for NodeHost {
         let _ = close_sync(handle as f64);
     }
 
+    /// Handles are Node's descriptors, which `fs.read` takes as they are.
+    fn descriptor(&self, handle: u64) -> Option<u32> {
+        u32::try_from(handle).ok()
+    }
+
     fn readdir(&self, path: &[u8]) -> Result<Vec<(Vec<u8>, HostKind)>, HostError> {
         let options = options("withFileTypes", JsValue::TRUE);
         let entries = readdir_sync(path_str(path)?, &options).map_err(error)?;

@@ -98,6 +98,8 @@ enum Source {
         file: Arc<fs::OpenFile>,
         offset: u64,
         end: u64,
+        /// The host streams it from [`Answer::fd`] (std chose so).
+        by_host: bool,
     },
 }
 
@@ -121,6 +123,45 @@ impl Answer {
         self.headers.clone()
     }
 
+    /// The descriptor to stream the body from, when std chose that the
+    /// host moves it itself: the file std opened and checked under the
+    /// root, the range `bodyStart`, `bodyLength` of it. The host reads
+    /// exactly that range, never past it, ends the response short (closing
+    /// the connection) if the file ends first, never closes the descriptor
+    /// itself, and frees the answer once it needs it no more (which closes
+    /// it). `undefined` for every other body: then the host pulls
+    /// `nextChunk`.
+    #[wasm_bindgen(getter)]
+    pub fn fd(&self) -> Option<u32> {
+        match &self.body {
+            Source::File {
+                file,
+                by_host: true,
+                ..
+            } => file.descriptor(),
+            _ => None,
+        }
+    }
+
+    /// Where in the file the body starts (with `fd`; 0 otherwise).
+    #[wasm_bindgen(getter, js_name = bodyStart)]
+    pub fn body_start(&self) -> f64 {
+        match &self.body {
+            Source::File { offset, .. } => *offset as f64,
+            Source::Bytes(_) => 0.0,
+        }
+    }
+
+    /// How many bytes of the body are still to go: the declared length of
+    /// the range before any `nextChunk`.
+    #[wasm_bindgen(getter, js_name = bodyLength)]
+    pub fn body_length(&self) -> f64 {
+        match &self.body {
+            Source::File { offset, end, .. } => (*end - *offset) as f64,
+            Source::Bytes(b) => b.len() as f64,
+        }
+    }
+
     /// The next part of the body (at most 64 KiB); empty once it is all
     /// out. Throws when the file cannot be read or ended early (the host
     /// then closes the connection short, as the Linux server does).
@@ -131,7 +172,9 @@ impl Answer {
                 let n = b.len().min(CHUNK);
                 Ok(b.split_to(n).to_vec())
             }
-            Source::File { file, offset, end } => {
+            Source::File {
+                file, offset, end, ..
+            } => {
                 let n = ((*end - *offset) as usize).min(CHUNK);
                 let mut buf = vec![0u8; n];
                 match fs::read_full_at(file, &mut buf, *offset) {
@@ -249,6 +292,10 @@ fn to_host(decided: answer::Answer) -> Answer {
         Payload::File {
             file, start, end, ..
         } => Source::File {
+            // Every file body whose host can read the descriptor: there is no
+            // size below which pulling it through the module was cheaper (4 KiB
+            // and 1 MiB measured, docs/performance.md), so no threshold.
+            by_host: file.descriptor().is_some(),
             file,
             offset: start,
             end,
