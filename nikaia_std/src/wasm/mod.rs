@@ -4,8 +4,9 @@
 //! [`handle`] and writes the [`Answer`] back. What the answer is — routing,
 //! handlers, `http::File` with its statuses, headers, ranges and
 //! conditionals — is decided by the same pipeline as on Linux
-//! (`http::answer`); this side is only the host's entry and the body it
-//! pulls (`spec/targets.md`).
+//! (`http::answer`); this side is only the host's entry and the body: a
+//! file's descriptor and range for the host to stream, or parts it pulls
+//! (`spec/targets.md`).
 
 use crate::fs::{self, Identity, Opened, Root};
 use crate::http::answer::{self, Payload, Progress};
@@ -83,8 +84,9 @@ impl Files for HostFiles {
     }
 }
 
-/// What the host writes back: a status, header pairs, and a body it pulls
-/// in parts, so a large file is never read whole.
+/// What the host writes back: a status, header pairs, and a body: a file's
+/// descriptor and range it streams itself ([`Answer::fd`]), or parts it
+/// pulls ([`Answer::next_chunk`]), so a large file is never read whole.
 #[wasm_bindgen]
 pub struct Answer {
     status: u16,
@@ -284,7 +286,7 @@ fn status_answer(resp: Response) -> Answer {
     host_answer(&resp, length, true, Source::Bytes(body))
 }
 
-/// The host's view of a decided answer: head fields and the body it pulls.
+/// The host's view of a decided answer: head fields and the body.
 fn to_host(decided: answer::Answer) -> Answer {
     let body = match decided.payload {
         Payload::None => Source::Bytes(Bytes::new()),
