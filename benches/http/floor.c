@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -98,6 +99,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s PORT BODY_BYTES\n", argv[0]);
         return 2;
     }
+    signal(SIGPIPE, SIG_IGN); /* a client that goes is a failed write, not the end */
     body_len = strtoul(argv[2], NULL, 10);
     body = malloc(body_len ? body_len : 1);
     memset(body, 'x', body_len);
