@@ -343,16 +343,8 @@ impl H1 {
             close,
             user: decided_user,
         } = super::readable(link, turn, req, decided);
-        self.heads.reserve(HEAD_ROOM);
-        write_head(
-            &mut self.heads,
-            &resp,
-            length,
-            turn.date,
-            close,
-            req.version,
-        );
-        link.out.push(self.heads.split().freeze());
+        let head = self.head(&resp, length, turn.date, close, req.version);
+        link.out.push(head);
         let vehicle = payload.vehicle();
         let bytes = payload.len();
         match payload {
@@ -386,6 +378,20 @@ impl H1 {
         link.deadline = turn.now + turn.rt.send_timeout;
     }
 
+    /// Writes a head into [`H1::heads`] and splits it off to be sent.
+    fn head(
+        &mut self,
+        resp: &Response,
+        length: u64,
+        date: &[u8],
+        close: bool,
+        version: Version,
+    ) -> Bytes {
+        self.heads.reserve(HEAD_ROOM);
+        write_head(&mut self.heads, resp, length, date, close, version);
+        self.heads.split().freeze()
+    }
+
     /// Answers a request that cannot be served with its status, then closes.
     fn refuse(&mut self, link: &mut Link, turn: &mut Turn<'_>, reject: Reject) {
         let page = Response::status_page(reject.status);
@@ -401,16 +407,8 @@ impl H1 {
         resp: Response,
     ) {
         let (length, body) = resp.memory_body();
-        self.heads.reserve(HEAD_ROOM);
-        write_head(
-            &mut self.heads,
-            &resp,
-            length,
-            turn.date,
-            true,
-            Version::Http11,
-        );
-        link.out.push(self.heads.split().freeze());
+        let head = self.head(&resp, length, turn.date, true, Version::Http11);
+        link.out.push(head);
         link.out.push(body);
         turn.shared.stats.status(reject.status);
         if turn.shared.logs.access.is_on() {
