@@ -243,7 +243,7 @@ pub fn prometheus(r: &Value) -> String {
             ),
             (
                 "checks",
-                "statx calls that checked a kept name (one per name per loop turn at most).",
+                "statx calls that checked a kept name (shared by the requests read before each).",
             ),
         ],
         [

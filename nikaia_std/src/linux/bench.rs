@@ -67,11 +67,12 @@ impl AutoSender {
     pub fn send(&self, sock: &TcpStream, r: &BenchRequest) -> io::Result<u64> {
         let user = Response::new(200);
         let rt = self.shared.runtime();
+        let window = super::cache::Window::none();
         let files = Serving {
             shared: &self.shared,
             rt: &rt,
             tls: false,
-            turn: 0,
+            window: &window,
         };
         let mut step = file::begin(&files, &r.req, &user, &r.file);
         while let Step::Open(name, then) = step {

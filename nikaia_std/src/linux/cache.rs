@@ -3,14 +3,15 @@
 //!
 //! Bounded by entries (`static-cache`) and bytes (`static-cache-bytes`);
 //! keyed by the resolved file's (dev, ino), reached through the names that
-//! led to it; every hit revalidated by a `statx` of its name, made at most
-//! once per name per worker loop turn and shared by the hits of that turn;
-//! invisible to programs.
+//! led to it; every hit revalidated by a `statx` of its name, made after
+//! the request was read and shared by the hits of requests read before it
+//! ([`Window`]); invisible to programs.
 //! Normative text: `spec/files.md`.
 
 use super::send::KEEP_MAX;
 use crate::fs::{self, Identity, Opened, Root};
 use bytes::Bytes;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -39,7 +40,7 @@ struct Entry<M> {
     last_used: u64,
 }
 
-/// Where a name led, and the loop turn whose `statx` last showed it still
+/// Where a name led, and the [`Window`] whose `statx` last showed it still
 /// leads there unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Led {
@@ -47,11 +48,60 @@ struct Led {
     checked: u64,
 }
 
-/// A worker's loop turn, unique across workers: the window one `statx` of
-/// a kept name covers. 0 is no turn (every hit checks).
-pub(crate) fn next_turn() -> u64 {
-    static TURNS: AtomicU64 = AtomicU64::new(1);
-    TURNS.fetch_add(1, Ordering::Relaxed)
+/// What a kept name's check covers: the requests its worker had read when
+/// the check was made. A hit shares a check of its window, and a window
+/// ends at the first read that brings bytes after one of its checks, so a
+/// hit is always answered from a `statx` made after its request arrived:
+/// a client that changed a file and then asks for it never gets the bytes
+/// from before its change, and requests read together (one wait's batch,
+/// pipelined requests, HTTP/2 streams) share one check per name. No clock
+/// is involved. One per worker; ids are unique across workers.
+pub(crate) struct Window {
+    /// 0: no window, every hit checks.
+    id: Cell<u64>,
+    /// A check was made in this window.
+    checked: Cell<bool>,
+}
+
+impl Window {
+    pub(crate) fn new() -> Window {
+        Window {
+            id: Cell::new(fresh_id()),
+            checked: Cell::new(false),
+        }
+    }
+
+    /// No sharing: every hit makes its own check.
+    #[cfg(any(test, feature = "bench"))]
+    pub(crate) fn none() -> Window {
+        Window {
+            id: Cell::new(0),
+            checked: Cell::new(false),
+        }
+    }
+
+    /// Bytes of requests came in: a check already made in this window may
+    /// be older than them, so the window ends.
+    pub(crate) fn bytes_read(&self) {
+        if self.checked.replace(false) {
+            self.id.set(fresh_id());
+        }
+    }
+
+    fn id(&self) -> u64 {
+        self.id.get()
+    }
+
+    fn checked(&self) {
+        if self.id() != 0 {
+            self.checked.set(true);
+        }
+    }
+}
+
+fn fresh_id() -> u64 {
+    static IDS: AtomicU64 = AtomicU64::new(1);
+    IDS.fetch_add(1, Ordering::Relaxed)
 }
 
 struct Table<M> {
@@ -87,7 +137,7 @@ pub(crate) struct CacheCounters {
     pub misses: AtomicU64,
     pub evictions: AtomicU64,
     pub invalidations: AtomicU64,
-    /// `statx` calls of kept names (one per name per turn at most).
+    /// `statx` calls of kept names (one per name per [`Window`] at most).
     pub checks: AtomicU64,
 }
 
@@ -179,13 +229,13 @@ impl<M: Clone> Cache<M> {
 
     /// The kept bytes for `name` under `root`, if it is kept and a `statx`
     /// of the name shows the same file, unchanged. A changed file's entry is
-    /// dropped. `turn` ([`next_turn`]) is the caller's loop turn: a name
-    /// already checked in this turn is not checked again.
+    /// dropped. A name already checked in the caller's `window` is not
+    /// checked again.
     pub(crate) fn lookup(
         &self,
         root: &Root,
         name: &Path,
-        turn: u64,
+        window: &Window,
     ) -> Option<(Bytes, Identity, M)> {
         if !self.enabled() {
             return None;
@@ -196,8 +246,8 @@ impl<M: Clone> Cache<M> {
             let t = &mut *t;
             let led = t.by_name.get(&root_key)?.get(name)?;
             let e = t.entries.get_mut(&led.file)?;
-            if turn != 0 && led.checked == turn {
-                // Checked by this turn's `statx` already.
+            if window.id() != 0 && led.checked == window.id() {
+                // Checked in this window already.
                 t.clock += 1;
                 e.last_used = t.clock;
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
@@ -206,6 +256,7 @@ impl<M: Clone> Cache<M> {
             (e.bytes.clone(), e.id, e.meta.clone())
         };
         self.counters.checks.fetch_add(1, Ordering::Relaxed);
+        window.checked();
         match root.stat(name) {
             Ok(now) if now == kept_id => {
                 let mut t = self.lock();
@@ -217,7 +268,7 @@ impl<M: Clone> Cache<M> {
                 }
                 let led = t.by_name.get_mut(&root_key).and_then(|n| n.get_mut(name));
                 if let Some(led) = led.filter(|l| l.file == (kept_id.dev, kept_id.ino)) {
-                    led.checked = turn;
+                    led.checked = window.id();
                 }
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 Some((bytes, kept_id, meta))
@@ -380,7 +431,7 @@ impl<M> Table<M> {
     }
 
     fn link(&mut self, (root, name): Name, file: (u64, u64)) {
-        // Not checked yet: the first hit of any turn checks it.
+        // Not checked yet: the first hit of any window checks it.
         let led = Led { file, checked: 0 };
         self.by_name.entry(root).or_default().insert(name, led);
     }
@@ -427,34 +478,55 @@ mod tests {
         (root, cache)
     }
 
-    /// One `statx` per name per turn: the hits of a turn share it, a change
-    /// made within the turn is seen by the next turn's first hit, and turn 0
-    /// (no turn) checks every hit.
+    /// One `statx` per name per window: the hits of requests read before
+    /// it share it; bytes read after it end the window, so the next hit
+    /// checks again and sees a change made before those bytes came.
     #[test]
-    fn a_name_is_checked_once_per_turn_and_a_change_is_seen_the_next_turn() {
+    fn a_check_is_shared_until_bytes_are_read_after_it() {
         let dir = tempfile::tempdir().unwrap();
         let (root, cache) = kept(dir.path());
         let name = Path::new("page.html");
         let checks = || cache.counters.checks.load(Ordering::Relaxed);
-        let turn = next_turn();
+        let window = Window::new();
+        // Reads before any check do not end the window.
+        window.bytes_read();
         for _ in 0..5 {
-            let (bytes, _, ()) = cache.lookup(&root, name, turn).unwrap();
+            let (bytes, _, ()) = cache.lookup(&root, name, &window).unwrap();
             assert_eq!(&bytes[..], b"version one");
         }
         assert_eq!(checks(), 1);
-        // The window: a change within the turn after its check.
+        // A change after the check, and a request read after the change:
+        // its hit checks again, sees the change and drops the entry.
         std::fs::write(dir.path().join("page.html"), b"version two").unwrap();
-        assert!(cache.lookup(&root, name, turn).is_some());
-        assert_eq!(checks(), 1);
-        // The next turn checks again, sees the change and drops the entry.
-        assert!(cache.lookup(&root, name, next_turn()).is_none());
+        window.bytes_read();
+        assert!(cache.lookup(&root, name, &window).is_none());
         assert_eq!(checks(), 2);
         assert_eq!(cache.counters.invalidations.load(Ordering::Relaxed), 1);
         assert_eq!(cache.occupancy().entries, 0);
     }
 
+    /// The window the shared check leaves: a change after the check is not
+    /// seen by requests read before it (they were read before the change
+    /// too), and a read with no check since the last one keeps the window.
     #[test]
-    fn without_a_turn_every_hit_checks_and_another_name_checks_its_own() {
+    fn requests_read_before_the_check_share_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, cache) = kept(dir.path());
+        let name = Path::new("page.html");
+        let checks = || cache.counters.checks.load(Ordering::Relaxed);
+        let window = Window::new();
+        assert!(cache.lookup(&root, name, &window).is_some());
+        std::fs::write(dir.path().join("page.html"), b"version two").unwrap();
+        assert!(cache.lookup(&root, name, &window).is_some());
+        assert_eq!(checks(), 1);
+        window.bytes_read();
+        window.bytes_read();
+        assert!(cache.lookup(&root, name, &window).is_none());
+        assert_eq!(checks(), 2);
+    }
+
+    #[test]
+    fn without_a_window_every_hit_checks_and_another_name_checks_its_own() {
         let dir = tempfile::tempdir().unwrap();
         // A second name for the file (a hard link, made before it is kept:
         // the link changes its ctime).
@@ -464,10 +536,10 @@ mod tests {
         let name = Path::new("page.html");
         let checks = || cache.counters.checks.load(Ordering::Relaxed);
         for _ in 0..3 {
-            assert!(cache.lookup(&root, name, 0).is_some());
+            assert!(cache.lookup(&root, name, &Window::none()).is_some());
         }
         assert_eq!(checks(), 3);
-        // Kept by adoption; its own check, even in a turn whose check of
+        // Kept by adoption; its own check, even in a window whose check of
         // the first name is fresh.
         let two = Path::new("two.html");
         for _ in 0..2 {
@@ -475,10 +547,10 @@ mod tests {
             cache.offer(&root, two, &opened, || ());
         }
         assert_eq!(cache.occupancy().entries, 1);
-        let turn = next_turn();
-        assert!(cache.lookup(&root, name, turn).is_some());
-        assert!(cache.lookup(&root, two, turn).is_some());
-        assert!(cache.lookup(&root, two, turn).is_some());
+        let window = Window::new();
+        assert!(cache.lookup(&root, name, &window).is_some());
+        assert!(cache.lookup(&root, two, &window).is_some());
+        assert!(cache.lookup(&root, two, &window).is_some());
         assert_eq!(checks(), 5);
     }
 }

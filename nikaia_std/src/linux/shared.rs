@@ -50,9 +50,9 @@ pub(crate) struct Serving<'a> {
     pub shared: &'a Shared,
     pub rt: &'a Runtime,
     pub tls: bool,
-    /// The worker's loop turn (`cache::next_turn`): kept names checked in
-    /// it are not checked again.
-    pub turn: u64,
+    /// The worker's window of kept names' checks (`cache::Window`): a name
+    /// checked in it is not checked again.
+    pub window: &'a super::cache::Window,
 }
 
 /// The Linux server's side of resolving a file: its kept table, an open
@@ -63,7 +63,7 @@ impl Files for Serving<'_> {
         root: &crate::fs::Root,
         name: &std::path::Path,
     ) -> Option<(bytes::Bytes, crate::fs::Identity, Meta)> {
-        self.shared.cache.lookup(root, name, self.turn)
+        self.shared.cache.lookup(root, name, self.window)
     }
 
     fn offer(

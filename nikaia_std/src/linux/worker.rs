@@ -47,8 +47,8 @@ pub(crate) struct Worker {
     live: usize,
     again: Vec<usize>,
     date: DateCache,
-    /// The loop turn's number (`cache::next_turn`), new after every wait.
-    turn: u64,
+    /// What a kept name's check covers (`cache::Window`).
+    window: super::cache::Window,
     access: Vec<u8>,
     accept_paused_until: Option<Instant>,
     stopping: bool,
@@ -81,7 +81,7 @@ impl Worker {
             live: 0,
             again: Vec::new(),
             date: DateCache::new(),
-            turn: 0,
+            window: super::cache::Window::new(),
             access: Vec::with_capacity(16 << 10),
             accept_paused_until: None,
             stopping: false,
@@ -131,7 +131,6 @@ impl Worker {
                 }
             }
             self.date.refresh();
-            self.turn = super::cache::next_turn();
             let generation = self.shared.generation();
             if generation != self.generation {
                 // A reload: new requests of this turn on use the new runtime.
@@ -159,7 +158,6 @@ impl Worker {
                     )
                     .is_ok()
                     {
-                        self.turn = super::cache::next_turn();
                         self.dispatch(&events, Instant::now());
                     }
                 }
@@ -179,28 +177,32 @@ impl Worker {
         }
     }
 
+    /// Handles what one wait returned. Every connection it reported
+    /// readable is read first, and only then is any driven: the requests
+    /// of one wait are all read before the first answer checks a kept
+    /// name, so they share that check (`cache::Window`).
     fn dispatch(&mut self, events: &[epoll::Event], now: Instant) {
+        let input = epoll::EventFlags::IN
+            | epoll::EventFlags::RDHUP
+            | epoll::EventFlags::HUP
+            | epoll::EventFlags::ERR;
+        let closed = epoll::EventFlags::RDHUP | epoll::EventFlags::HUP | epoll::EventFlags::ERR;
+        for ev in events {
+            let (i, flags) = (ev.data.u64(), ev.flags);
+            if i >= LISTENERS || !flags.intersects(input) {
+                continue;
+            }
+            self.with_conn(i as usize, now, |conn, turn| {
+                conn.readable(flags.intersects(closed));
+                conn.prefetch(turn);
+            });
+        }
         for ev in events {
             match ev.data.u64() {
                 WAKER => self.wake(now),
                 token if token >= LISTENERS => self.accept((token - LISTENERS) as usize, now),
                 i => {
                     let i = i as usize;
-                    if let Some(Some(conn)) = self.conns.get_mut(i) {
-                        let flags = ev.flags;
-                        if flags.intersects(
-                            epoll::EventFlags::IN
-                                | epoll::EventFlags::RDHUP
-                                | epoll::EventFlags::HUP
-                                | epoll::EventFlags::ERR,
-                        ) {
-                            conn.readable(flags.intersects(
-                                epoll::EventFlags::RDHUP
-                                    | epoll::EventFlags::HUP
-                                    | epoll::EventFlags::ERR,
-                            ));
-                        }
-                    }
                     if !self.again.contains(&i) {
                         self.drive(i, now);
                     }
@@ -216,28 +218,39 @@ impl Worker {
     /// Runs connection `i`, first handing it an io-pool result if there is
     /// one for it.
     fn drive_with(&mut self, i: usize, now: Instant, done: Option<IoDone>) {
-        let Some(Some(conn)) = self.conns.get_mut(i) else {
-            return;
-        };
+        let next = self.with_conn(i, now, |conn, turn| {
+            if let Some(done) = done {
+                conn.io_done(turn, done);
+            }
+            conn.drive(turn)
+        });
+        match next {
+            Some(Next::Wait) | None => {}
+            Some(Next::Yield) => self.again.push(i),
+            Some(Next::Close) => self.close(i),
+        }
+    }
+
+    /// Lends connection `i` what the worker holds for this turn.
+    fn with_conn<R>(
+        &mut self,
+        i: usize,
+        now: Instant,
+        f: impl FnOnce(&mut Conn, &mut Turn<'_>) -> R,
+    ) -> Option<R> {
+        let conn = self.conns.get_mut(i)?.as_mut()?;
         let mut turn = Turn {
             shared: &self.shared,
             rt: &self.rt,
             date: self.date.get(),
             access: &mut self.access,
             now,
-            id: self.turn,
+            window: &self.window,
             stopping: self.stopping,
             mailbox: &self.mailbox,
             slot: i,
         };
-        if let Some(done) = done {
-            conn.io_done(&mut turn, done);
-        }
-        match conn.drive(&mut turn) {
-            Next::Wait => {}
-            Next::Yield => self.again.push(i),
-            Next::Close => self.close(i),
-        }
+        Some(f(conn, &mut turn))
     }
 
     fn close(&mut self, i: usize) {
@@ -438,21 +451,15 @@ impl Worker {
             }
         }
         for i in 0..self.conns.len() {
-            let Some(conn) = self.conns[i].as_mut().filter(|c| c.expired(now)) else {
+            if !self.conns[i].as_ref().is_some_and(|c| c.expired(now)) {
+                continue;
+            }
+            let Some((expired, peer)) = self.with_conn(i, now, |conn, turn| {
+                (conn.expire(turn), conn.peer().clone())
+            }) else {
                 continue;
             };
-            let turn = Turn {
-                shared: &self.shared,
-                rt: &self.rt,
-                date: self.date.get(),
-                access: &mut self.access,
-                now,
-                id: self.turn,
-                stopping: self.stopping,
-                mailbox: &self.mailbox,
-                slot: i,
-            };
-            let sending = match conn.expire(&turn) {
+            let sending = match expired {
                 Expired::Streams(n) => {
                     let stats = &self.shared.stats;
                     stats.h2.stalled.fetch_add(n as u64, Ordering::Relaxed);
@@ -462,8 +469,7 @@ impl Worker {
                             "{}: {n} HTTP/2 stream(s) reset: no progress for send-timeout ({:?}); \
                              the connection's other streams go on \
                              ({unlogged} more not logged since the last line)",
-                            conn.peer(),
-                            self.rt.send_timeout,
+                            peer, self.rt.send_timeout,
                         ));
                     }
                     self.drive(i, now);
@@ -479,8 +485,7 @@ impl Worker {
                         "{}: closed: the answer made no progress for send-timeout ({:?}); \
                          the client stopped reading or reads slower than that \
                          ({unlogged} more not logged since the last line)",
-                        conn.peer(),
-                        self.rt.send_timeout,
+                        peer, self.rt.send_timeout,
                     ));
                 }
             }

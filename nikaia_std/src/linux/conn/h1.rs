@@ -422,6 +422,20 @@ impl H1 {
 
     /// Reads what the transport has. `Err(Wait)` when it has nothing yet,
     /// `Err(Close)` at EOF or on an error.
+    /// [`super::Conn::prefetch`]: reads where [`H1::advance`] would read
+    /// next (nothing of a request here, or part of a head), when nothing
+    /// waits to be written.
+    pub(super) fn prefetch(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<(), Next> {
+        let between = matches!(self.state, State::Idle) && self.rbuf.is_empty();
+        if (between || matches!(self.state, State::Head))
+            && link.out.is_empty()
+            && !self.switch_to_h2
+        {
+            self.read_more(link, turn)?;
+        }
+        Ok(())
+    }
+
     fn read_more(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<(), Next> {
         match link.read(turn, &mut self.rbuf)? {
             Input::PlainOnTls => {

@@ -191,6 +191,14 @@ impl H2 {
         }
     }
 
+    /// [`super::Conn::prefetch`]: reads as [`H2::drive`] would first.
+    pub(super) fn prefetch(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<(), Next> {
+        if link.out.queued() < READ_HIGH && !self.core.is_finished() {
+            self.read(link, turn)?;
+        }
+        Ok(())
+    }
+
     /// Reads and hands what came to the core. `Ok(true)`: bytes came.
     fn read(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<bool, Next> {
         let got = match link.read(turn, &mut self.rbuf) {

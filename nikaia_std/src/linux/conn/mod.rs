@@ -97,9 +97,9 @@ pub(crate) struct Turn<'a> {
     pub date: &'a [u8],
     pub access: &'a mut Vec<u8>,
     pub now: Instant,
-    /// This loop turn's number (`cache::next_turn`), the window of a kept
-    /// name's check.
-    pub id: u64,
+    /// The worker's window of kept names' checks (`cache::Window`): a read
+    /// that brings bytes ends it if a check was made in it.
+    pub window: &'a super::cache::Window,
     pub stopping: bool,
     /// Where the io pool posts results for this worker.
     pub mailbox: &'a Arc<Mailbox>,
@@ -114,7 +114,7 @@ pub(super) fn serving<'a>(turn: &Turn<'a>, link: &Link) -> Serving<'a> {
         shared: turn.shared,
         rt: turn.rt,
         tls: link.transport.encrypts(),
-        turn: turn.id,
+        window: turn.window,
     }
 }
 
@@ -289,6 +289,27 @@ impl Conn {
         }
         Expired::Close {
             sending: self.is_sending(),
+        }
+    }
+
+    /// Reads what arrived, without answering it yet, where the protocol
+    /// would read next anyway (HTTP/1.1 between requests or inside a head,
+    /// HTTP/2 below its output mark). The worker reads every connection a
+    /// wait reported before it drives any, so the requests of one wait are
+    /// all read before the first kept name's check and share it
+    /// (`cache::Window`). What the read ends in (EOF, an error) is left for
+    /// [`Conn::drive`].
+    pub(crate) fn prefetch(&mut self, turn: &mut Turn<'_>) {
+        let link = &mut self.link;
+        if link.lingering || link.close_now || link.close_after {
+            return;
+        }
+        let read = match &mut self.proto {
+            Proto::H1(h) => h.prefetch(link, turn),
+            Proto::H2(h) => h.prefetch(link, turn),
+        };
+        if read == Err(Next::Close) {
+            link.close_now = true;
         }
     }
 
@@ -503,6 +524,9 @@ impl Link {
             }
         }
         let input = self.transport.read(buf);
+        if let Input::Data | Input::PlainOnTls = input {
+            turn.window.bytes_read();
+        }
         if let (Some(kind), Some(tls)) = (self.transport.established(), &turn.shared.tls) {
             let counter = match kind {
                 rustls::HandshakeKind::Resumed => &tls.counters.resumed,
