@@ -133,6 +133,38 @@ impl DecodedPath {
     }
 }
 
+/// What an answered request leaves for its connection's next one: the
+/// capacity of its header index and of its decoded path, so a request
+/// read on a kept-alive connection allocates neither. Small capacities
+/// only: a connection that once read a large head does not keep its
+/// buffers while it idles.
+#[derive(Debug, Default)]
+pub(crate) struct Spare {
+    pub(crate) headers: Vec<(Range<usize>, Range<usize>)>,
+    pub(crate) path: Vec<u8>,
+}
+
+/// The most header fields, and path bytes, a [`Spare`] keeps room for.
+const SPARE_HEADERS: usize = 32;
+const SPARE_PATH: usize = 512;
+
+impl Spare {
+    /// Takes back what `req` allocated.
+    pub(crate) fn keep(&mut self, req: Request) {
+        let Request { headers, path, .. } = req;
+        if headers.capacity() <= SPARE_HEADERS {
+            self.headers = headers;
+            self.headers.clear();
+        }
+        if let DecodedPath::Text(text) = path {
+            if text.capacity() <= SPARE_PATH {
+                self.path = text.into_bytes();
+                self.path.clear();
+            }
+        }
+    }
+}
+
 /// One request: its text ([`Text`] and the fields it points into), the
 /// route's wildcard value, the body,
 /// the peer and the client.

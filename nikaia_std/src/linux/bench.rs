@@ -52,10 +52,14 @@ impl AutoSender {
     /// A GET of `name` under `root`.
     pub fn request(&self, root: &Root, name: &str) -> BenchRequest {
         let head = format!("GET /{name} HTTP/1.1\r\nHost: bench\r\n\r\n");
-        let h = parse_head(head.as_bytes(), 1 << 16)
-            .ok()
-            .flatten()
-            .expect("a well-formed bench request");
+        let h = parse_head(
+            head.as_bytes(),
+            1 << 16,
+            &mut crate::http::request::Spare::default(),
+        )
+        .ok()
+        .flatten()
+        .expect("a well-formed bench request");
         BenchRequest {
             req: h.request(Bytes::from(head), Bytes::new(), crate::http::Peer::Unix),
             file: File::new(name, root),

@@ -12,6 +12,7 @@ use crate::http::h1::parse::{parse_head, Framing};
 pub use crate::http::h2::fuzzing::h2_frames;
 pub use crate::http::h2::hpack::fuzzing::hpack;
 use crate::http::proxy::{self, Parse, MAX_HEADER};
+use crate::http::request::Spare;
 use crate::text::percent::percent_decode;
 use bytes::Bytes;
 
@@ -44,7 +45,7 @@ pub fn replay(fuzz: &std::path::Path, target: &str, run: fn(&[u8])) {
 /// The request-head parser with our validation: an accepted head's offsets
 /// lie inside it, and parsing exactly the head again gives the same head.
 pub fn request_head(data: &[u8]) {
-    let Ok(Some(head)) = parse_head(data, MAX_HEAD) else {
+    let Ok(Some(head)) = parse_head(data, MAX_HEAD, &mut Spare::default()) else {
         return;
     };
     assert!(head.len <= data.len() && head.len <= MAX_HEAD);
@@ -58,7 +59,7 @@ pub fn request_head(data: &[u8]) {
             "{r:?} outside the head"
         );
     }
-    let again = parse_head(&data[..head.len], MAX_HEAD)
+    let again = parse_head(&data[..head.len], MAX_HEAD, &mut Spare::default())
         .expect("the same head parses again")
         .expect("and is complete");
     assert_eq!(again.len, head.len);
@@ -122,7 +123,7 @@ pub fn ranges_and_conditionals(data: &[u8]) {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    let Ok(Some(parsed)) = parse_head(head.as_bytes(), MAX_HEAD) else {
+    let Ok(Some(parsed)) = parse_head(head.as_bytes(), MAX_HEAD, &mut Spare::default()) else {
         return;
     };
     let req = parsed.request(Bytes::from(head), Bytes::new(), crate::http::Peer::Unix);

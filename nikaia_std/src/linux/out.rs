@@ -92,6 +92,9 @@ pub(crate) struct Out {
     queued: usize,
     /// Read buffers kept for reuse by this connection.
     spare: Option<Vec<u8>>,
+    /// The record of the last answer reported, kept for the next one's
+    /// (an answer's end costs no allocation).
+    spare_sent: Option<Box<Sent>>,
 }
 
 /// The most slices one `sendmsg` carries.
@@ -125,7 +128,24 @@ impl Out {
     }
 
     pub(crate) fn end(&mut self, sent: Sent) {
-        self.chunks.push_back(Chunk::End(Box::new(sent)));
+        let boxed = match self.spare_sent.take() {
+            Some(mut spare) => {
+                *spare = sent;
+                spare
+            }
+            None => Box::new(sent),
+        };
+        self.chunks.push_back(Chunk::End(boxed));
+    }
+
+    /// Reports an answer whose bytes all went out, and keeps its record
+    /// for the next answer (without the request head it points into, so
+    /// the connection's read buffer is not held).
+    fn ended(&mut self, mut sent: Box<Sent>, done: &mut impl FnMut(&Sent)) {
+        done(&sent);
+        sent.head = Bytes::new();
+        sent.user = None;
+        self.spare_sent = Some(sent);
     }
 
     /// Hands bytes read on the io pool to the file body waiting for them.
@@ -162,7 +182,7 @@ impl Out {
         budget: &mut usize,
         slice_end: Instant,
         progress: &mut bool,
-        mut done: impl FnMut(Box<Sent>),
+        mut done: impl FnMut(&Sent),
     ) -> Result<Flushed, SendError> {
         let mut wrote_any = false;
         loop {
@@ -204,7 +224,7 @@ impl Out {
         &mut self,
         wire: &mut impl Wire,
         budget: usize,
-        done: &mut impl FnMut(Box<Sent>),
+        done: &mut impl FnMut(&Sent),
     ) -> Result<usize, Errno> {
         let mut iov = [IoSlice::new(&[]); MAX_IOV];
         let mut n_iov = 0;
@@ -242,7 +262,7 @@ impl Out {
                 // A response whose bytes all went out, ahead of the next.
                 Some(Chunk::End(_)) => {
                     if let Some(Chunk::End(sent)) = self.chunks.pop_front() {
-                        done(sent);
+                        self.ended(sent, done);
                     }
                 }
                 _ => break,
@@ -252,10 +272,10 @@ impl Out {
     }
 
     /// Reports every marker whose bytes are written.
-    fn report_ended(&mut self, done: &mut impl FnMut(Box<Sent>)) {
+    fn report_ended(&mut self, done: &mut impl FnMut(&Sent)) {
         while let Some(Chunk::End(_)) = self.chunks.front() {
             if let Some(Chunk::End(sent)) = self.chunks.pop_front() {
-                done(sent);
+                self.ended(sent, done);
             }
         }
     }
@@ -396,7 +416,7 @@ mod tests {
 
     fn sent(status: u16) -> Sent {
         Sent {
-            head: Bytes::new(),
+            head: Bytes::from_static(b"GET / HTTP/1.1\r\n\r\n"),
             method: 0..0,
             target: 0..0,
             version: "HTTP/1.1",
@@ -455,6 +475,13 @@ mod tests {
         );
         assert!(out.is_empty() && out.queued() == 0);
         assert!(wire.more.iter().all(|m| !m), "no file body followed");
+        // The next answer's record reuses the last one's box: it reports
+        // its own status, and the request head it held was let go.
+        assert!(out.spare_sent.as_ref().is_some_and(|s| s.head.is_empty()));
+        out.push(Bytes::from_static(b"HTTP/1.1 500 Internal Server Error\r\n\r\n"));
+        out.end(sent(500));
+        assert!(out.spare_sent.is_none());
+        assert_eq!(drain(&mut out, &mut wire), [500]);
     }
 
     #[test]

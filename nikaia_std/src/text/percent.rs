@@ -11,11 +11,22 @@
 /// it, which is most of this function. Same speed: 224 ns against 228 ns
 /// (with `decode_utf8`) for a 40-byte path with 3 escapes, release build.
 pub(crate) fn percent_decode(s: &str) -> Option<Vec<u8>> {
+    percent_decode_into(s, Vec::new())
+}
+
+/// [`percent_decode`] into `out` (emptied first), whose capacity a
+/// connection reuses from one request to the next.
+pub(crate) fn percent_decode_into(s: &str, mut out: Vec<u8>) -> Option<Vec<u8>> {
+    out.clear();
     if !s.contains('%') {
-        return (!s.contains('\0')).then(|| s.as_bytes().to_vec());
+        if s.contains('\0') {
+            return None;
+        }
+        out.extend_from_slice(s.as_bytes());
+        return Some(out);
     }
     let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
+    out.reserve(b.len());
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {

@@ -238,7 +238,11 @@ pub fn handle(
     }
     head.extend_from_slice(b"\r\n");
     let head = Bytes::from(head);
-    let parsed = match parse_head(&head, crate::rt::Runtime::default().max_header_bytes) {
+    let parsed = match parse_head(
+        &head,
+        crate::rt::Runtime::default().max_header_bytes,
+        &mut crate::http::request::Spare::default(),
+    ) {
         Ok(Some(parsed)) => parsed,
         Ok(None) => return status_answer(Response::status_page(400)),
         Err(reject) => return status_answer(Response::status_page(reject.status)),

@@ -1,9 +1,9 @@
 //! Request heads: parsing (httparse on a bounded buffer) and the framing
 //! checks of RFC 9112 that keep a connection in sync (no smuggling).
 
-use crate::http::request::{reject, DecodedPath, Peer, Reject, Request, Text, Version};
+use crate::http::request::{reject, DecodedPath, Peer, Reject, Request, Spare, Text, Version};
 use crate::http::target::{split_target, valid_host};
-use crate::text::percent::percent_decode;
+use crate::text::percent::percent_decode_into;
 use bytes::Bytes;
 
 /// The most header fields one request may carry; past it, 431.
@@ -59,8 +59,15 @@ fn version_reject(buf: &[u8]) -> Reject {
 }
 
 /// Parses the head at the start of `buf`. `Ok(None)`: incomplete (the caller
-/// answers 431 once `buf` holds `max_bytes` without a complete head).
-pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, Reject> {
+/// answers 431 once `buf` holds `max_bytes` without a complete head). The
+/// header index and the decoded path are filled into the buffers `spare`
+/// holds (a connection's, kept from its last request; taken only when the
+/// head is complete).
+pub(crate) fn parse_head(
+    buf: &[u8],
+    max_bytes: usize,
+    spare: &mut Spare,
+) -> Result<Option<Head>, Reject> {
     let window = &buf[..buf.len().min(max_bytes)];
     // Left uninitialised: httparse writes the fields it finds, and a
     // request with few of them does not pay for clearing all MAX_HEADERS.
@@ -92,7 +99,9 @@ pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, R
         _ => Version::Http11,
     };
 
-    let mut headers = Vec::with_capacity(req.headers.len());
+    let mut headers = std::mem::take(&mut spare.headers);
+    headers.clear();
+    headers.reserve(req.headers.len());
     let mut hosts = 0usize;
     let mut content_length: Option<u64> = None;
     let mut transfer_encoding = false;
@@ -156,7 +165,8 @@ pub(crate) fn parse_head(buf: &[u8], max_bytes: usize) -> Result<Option<Head>, R
     };
 
     let (path_raw, query) = split_target(method_str, target_str)?;
-    let path = percent_decode(path_raw).ok_or(reject(400, "bad percent-encoding in path"))?;
+    let path = percent_decode_into(path_raw, std::mem::take(&mut spare.path))
+        .ok_or(reject(400, "bad percent-encoding in path"))?;
     let path = DecodedPath::new(path);
     let query = query.map(|q| range_of(q.as_bytes()));
     let keep_alive = match version {
@@ -191,7 +201,7 @@ fn parse_content_length(v: &[u8]) -> Result<u64, Reject> {
 /// The request a complete head carries, for unit tests.
 #[cfg(test)]
 pub(crate) fn test_request(head: &str) -> Request {
-    let parsed = parse_head(head.as_bytes(), 1 << 16)
+    let parsed = parse_head(head.as_bytes(), 1 << 16, &mut Spare::default())
         .expect("a well-formed head")
         .expect("a complete head");
     parsed.request(Bytes::from(head.to_owned()), Bytes::new(), Peer::Unix)
@@ -202,11 +212,49 @@ mod tests {
     use super::*;
 
     fn parse(s: &str) -> Result<Option<Head>, Reject> {
-        parse_head(s.as_bytes(), 8192)
+        parse_head(s.as_bytes(), 8192, &mut Spare::default())
     }
 
     fn status(s: &str) -> u16 {
         parse(s).expect_err(s).status
+    }
+
+    /// A connection's spare buffers carry capacity from one request to the
+    /// next, never content: each request reads as if parsed afresh, after
+    /// a longer one, an escaped one, a refused one and one not UTF-8.
+    #[test]
+    fn reused_buffers_hold_nothing_of_the_last_request() {
+        let heads = [
+            "GET /a/long/path/name.html HTTP/1.1\r\nHost: h\r\nAccept: x\r\nUser-Agent: u\r\nX-A: 1\r\n\r\n",
+            "GET /b HTTP/1.1\r\nHost: h\r\n\r\n",
+            "GET /caf%C3%A9%20x HTTP/1.1\r\nHost: h\r\nAccept: y\r\n\r\n",
+            "GET /bad%zz HTTP/1.1\r\nHost: h\r\n\r\n",
+            "GET /l%E9 HTTP/1.1\r\nHost: h\r\n\r\n",
+            "GET /c?q=1 HTTP/1.1\r\nHost: h\r\nRange: bytes=0-1\r\n\r\n",
+        ];
+        let mut spare = Spare::default();
+        for head in heads {
+            let reused = parse_head(head.as_bytes(), 8192, &mut spare);
+            let fresh = parse(head);
+            match (reused, fresh) {
+                (Ok(Some(reused)), Ok(Some(fresh))) => {
+                    let bytes = Bytes::from(head.to_owned());
+                    let a = reused.request(bytes.clone(), Bytes::new(), Peer::Unix);
+                    let b = fresh.request(bytes, Bytes::new(), Peer::Unix);
+                    assert_eq!(a.path_bytes(), b.path_bytes(), "{head}");
+                    assert_eq!(a.path(), b.path(), "{head}");
+                    let fields = |r: &Request| {
+                        r.headers()
+                            .map(|(n, v)| (n.to_owned(), v.to_vec()))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(fields(&a), fields(&b), "{head}");
+                    spare.keep(a);
+                }
+                (Err(a), Err(b)) => assert_eq!(a.status, b.status, "{head}"),
+                other => panic!("{head}: {other:?}"),
+            }
+        }
     }
 
     #[test]

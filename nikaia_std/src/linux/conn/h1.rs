@@ -10,7 +10,7 @@ use crate::http::h1::chunked::Chunked;
 use crate::http::h1::head::write_head;
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
-use crate::http::request::Reject;
+use crate::http::request::{Reject, Spare};
 use crate::http::site::Verdict;
 use crate::http::{Request, Response, Version};
 use crate::linux::out::Sent;
@@ -66,6 +66,8 @@ pub(super) struct H1 {
     /// space is reused once the heads sent from it are dropped, so an
     /// answer's head costs no allocation.
     heads: BytesMut,
+    /// The last answered request's buffers, for the next one's text.
+    spare: Spare,
 }
 
 impl Default for H1 {
@@ -76,6 +78,7 @@ impl Default for H1 {
             fresh: true,
             switch_to_h2: false,
             heads: BytesMut::new(),
+            spare: Spare::default(),
         }
     }
 }
@@ -148,7 +151,7 @@ impl H1 {
                 }
             }
         }
-        match parse_head(&self.rbuf, rt.max_header_bytes) {
+        match parse_head(&self.rbuf, rt.max_header_bytes, &mut self.spare) {
             Err(reject) => {
                 self.refuse(link, turn, reject);
                 Ok(true)
@@ -177,6 +180,14 @@ impl H1 {
                         BodyRead::Chunked(Chunked::new(MAX_BODY, rt.max_header_bytes))
                     }
                 };
+                if let BodyRead::Length(0) = body {
+                    // No body (nearly every GET): answered at once, the
+                    // head never boxed into a state.
+                    let head_bytes = self.rbuf.split_to(head.len).freeze();
+                    self.respond(link, turn, head, head_bytes, Bytes::new());
+                    self.next_begun();
+                    return Ok(true);
+                }
                 let waiting = match &body {
                     BodyRead::Length(n) => self.rbuf.len() < head.len + n,
                     BodyRead::Chunked(_) => true,
@@ -279,7 +290,10 @@ impl H1 {
         started: Instant,
     ) {
         match progress {
-            Progress::Ready(decided) => self.queue(link, turn, &req, decided, started),
+            Progress::Ready(decided) => {
+                self.queue(link, turn, &req, decided, started);
+                self.spare.keep(req);
+            }
             Progress::Open(job, waiting) => {
                 link.open_on_pool(turn, job, 0);
                 // Requests pipelined behind this one wait their turn.

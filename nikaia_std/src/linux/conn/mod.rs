@@ -483,11 +483,11 @@ impl Link {
         let format = turn.rt.access_log_format;
         let stats = &turn.shared.stats;
         let tls = self.transport.encrypts();
-        let done = |sent: Box<Sent>| {
+        let done = |sent: &Sent| {
             stats.record(sent.vehicle, sent.bytes, tls);
             stats.status(sent.status);
             if log_on {
-                access::sent(access, format, &sent, tls, Instant::now());
+                access::sent(access, format, sent, tls, Instant::now());
             }
         };
         let r = self
