@@ -478,7 +478,9 @@ mod tests {
         // The next answer's record reuses the last one's box: it reports
         // its own status, and the request head it held was let go.
         assert!(out.spare_sent.as_ref().is_some_and(|s| s.head.is_empty()));
-        out.push(Bytes::from_static(b"HTTP/1.1 500 Internal Server Error\r\n\r\n"));
+        out.push(Bytes::from_static(
+            b"HTTP/1.1 500 Internal Server Error\r\n\r\n",
+        ));
         out.end(sent(500));
         assert!(out.spare_sent.is_none());
         assert_eq!(drain(&mut out, &mut wire), [500]);

@@ -183,6 +183,7 @@ impl H1 {
                 if let BodyRead::Length(0) = body {
                     // No body (nearly every GET): answered at once, the
                     // head never boxed into a state.
+                    self.state = State::Idle;
                     let head_bytes = self.rbuf.split_to(head.len).freeze();
                     self.respond(link, turn, head, head_bytes, Bytes::new());
                     self.next_begun();
