@@ -183,10 +183,8 @@ impl H1 {
                 if let BodyRead::Length(0) = body {
                     // No body (nearly every GET): answered at once, the
                     // head never boxed into a state.
-                    self.state = State::Idle;
-                    let head_bytes = self.rbuf.split_to(head.len).freeze();
-                    self.respond(link, turn, head, head_bytes, Bytes::new());
-                    self.next_begun();
+                    let end = head.len;
+                    self.respond_whole(link, turn, head, body, end);
                     return Ok(true);
                 }
                 let waiting = match &body {
@@ -236,6 +234,22 @@ impl H1 {
         let State::Body(head, body) = std::mem::replace(&mut self.state, State::Idle) else {
             unreachable!("checked above");
         };
+        self.respond_whole(link, turn, *head, body, end);
+        Ok(true)
+    }
+
+    /// A request whose head and body (up to `end` in `rbuf`) are all here:
+    /// takes them off the buffer and answers it; the connection is between
+    /// requests again, or the next one's head has begun.
+    fn respond_whole(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        head: Head,
+        body: BodyRead,
+        end: usize,
+    ) {
+        self.state = State::Idle;
         let head_bytes = self.rbuf.split_to(head.len).freeze();
         let body = match body {
             BodyRead::Length(n) => self.rbuf.split_to(n).freeze(),
@@ -244,9 +258,8 @@ impl H1 {
                 Bytes::from(dec.body)
             }
         };
-        self.respond(link, turn, *head, head_bytes, body);
+        self.respond(link, turn, head, head_bytes, body);
         self.next_begun();
-        Ok(true)
     }
 
     /// Bytes of the next request are already here (unless this one waits

@@ -148,7 +148,7 @@ impl H2 {
                 self.core.shutdown(turn.now);
             }
             self.core.tick(turn.now);
-            let read = match link.out.queued() < READ_HIGH && !self.core.is_finished() {
+            let read = match self.may_read(link) {
                 true => match self.read(link, turn) {
                     Ok(read) => read,
                     Err(next) => return next,
@@ -193,10 +193,16 @@ impl H2 {
 
     /// [`super::Conn::prefetch`]: reads as [`H2::drive`] would first.
     pub(super) fn prefetch(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<(), Next> {
-        if link.out.queued() < READ_HIGH && !self.core.is_finished() {
+        if self.may_read(link) {
             self.read(link, turn)?;
         }
         Ok(())
+    }
+
+    /// Whether to read more: the output is below its mark and the
+    /// connection is not finished.
+    fn may_read(&self, link: &Link) -> bool {
+        link.out.queued() < READ_HIGH && !self.core.is_finished()
     }
 
     /// Reads and hands what came to the core. `Ok(true)`: bytes came.
