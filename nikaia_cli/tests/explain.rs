@@ -235,13 +235,11 @@ fn anywhere_sites_seen_at_run_time_are_listed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "f").unwrap();
     let sock = dir.path().join("s.sock");
-    let rt = Runtime {
-        listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()],
-        workers: 1,
-        access_log: LogTarget::Off,
-        stats_socket: Some(sock.clone()),
-        ..Runtime::default()
-    };
+    let mut rt = Runtime::default();
+    rt.listen = vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()];
+    rt.workers = 1;
+    rt.access_log = LogTarget::Off;
+    rt.stats_socket = Some(sock.clone());
     let base = dir.path().to_path_buf();
     let anywhere = Root::anywhere();
     let server = Server::with_runtime(rt)

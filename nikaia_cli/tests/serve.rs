@@ -605,12 +605,10 @@ fn a_handler_set_cache_control_wins() {
     let tmp = pages_site();
     let file = tmp.path().join("runtime.toml");
     std::fs::write(&file, CACHE_RULES).unwrap();
-    let rt = Runtime {
-        workers: 1,
-        listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()],
-        access_log: nikaia_std::rt::LogTarget::Off,
-        ..Runtime::load(&file).unwrap()
-    };
+    let mut rt = Runtime::load(&file).unwrap();
+    rt.workers = 1;
+    rt.listen = vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()];
+    rt.access_log = nikaia_std::rt::LogTarget::Off;
     let root = nikaia_std::fs::Root::dir(tmp.path().join("site")).unwrap();
     let plain = dir_handler(root.clone(), false, false);
     let own = dir_handler(root, false, false);

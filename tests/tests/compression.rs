@@ -79,10 +79,9 @@ fn serve(root: &Path, rt: Runtime) -> Running {
 }
 
 fn runtime() -> Runtime {
-    Runtime {
-        workers: 1,
-        ..test_runtime()
-    }
+    let mut rt = test_runtime();
+    rt.workers = 1;
+    rt
 }
 
 fn get(server: &Running, path: &str, headers: &str) -> Reply {
@@ -274,13 +273,11 @@ fn a_file_asked_for_once_or_too_big_for_the_bound_costs_one_compression_at_most(
     std::fs::write(dir.path().join("once.js"), text(20 << 10, 9)).unwrap();
     std::fs::write(dir.path().join("big.js"), text(20 << 10, 10)).unwrap();
     settle();
-    let server = serve(
-        dir.path(),
-        Runtime {
-            compress_cache_bytes: 2 << 10,
-            ..runtime()
-        },
-    );
+    let server = serve(dir.path(), {
+        let mut rt = runtime();
+        rt.compress_cache_bytes = 2 << 10;
+        rt
+    });
     // Once: remembered, not compressed.
     get(&server, "/once.js", "Accept-Encoding: gzip\r\n");
     std::thread::sleep(Duration::from_millis(500));
@@ -433,13 +430,11 @@ fn sidecars_win_and_some_answers_are_never_compressed() {
     assert_eq!(compressed(&server).made, 1, "{:?}", compressed(&server));
 
     // `compress = false`: nothing is queued, the file goes as it is.
-    let off = serve(
-        dir.path(),
-        Runtime {
-            compress: false,
-            ..runtime()
-        },
-    );
+    let off = serve(dir.path(), {
+        let mut rt = runtime();
+        rt.compress = false;
+        rt
+    });
     std::fs::write(dir.path().join("other.js"), text(8 << 10, 8)).unwrap();
     settle();
     for _ in 0..5 {
@@ -463,13 +458,11 @@ fn the_tables_bound_holds_under_many_files() {
     }
     settle();
     let bound = 24 << 10;
-    let server = serve(
-        dir.path(),
-        Runtime {
-            compress_cache_bytes: bound,
-            ..runtime()
-        },
-    );
+    let server = serve(dir.path(), {
+        let mut rt = runtime();
+        rt.compress_cache_bytes = bound;
+        rt
+    });
     // Each round asks for every file, then waits for the compressor to
     // take what it queued (at most 16); the bound holds at every step.
     let started = Instant::now();

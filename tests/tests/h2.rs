@@ -46,14 +46,13 @@ fn runtime_from(toml: &str, pki: Option<&TestPki>) -> Runtime {
         Some(pki) => pki.runtime(),
         None => test_runtime(),
     };
-    Runtime {
-        listen: base.listen,
-        workers: base.workers,
-        access_log: base.access_log,
-        tls_cert: base.tls_cert,
-        tls_key: base.tls_key,
-        ..parsed
-    }
+    let mut rt = parsed;
+    rt.listen = base.listen;
+    rt.workers = base.workers;
+    rt.access_log = base.access_log;
+    rt.tls_cert = base.tls_cert;
+    rt.tls_key = base.tls_key;
+    rt
 }
 
 /// `nikaia serve DIR`'s handler for every path.
@@ -1473,10 +1472,8 @@ fn files_truncated_or_renamed_over_under_h2_downloads() {
     let original = random(64 << 20, 21);
     write(&victim, &original);
     std::thread::sleep(Duration::from_millis(30));
-    let rt = Runtime {
-        error_log: LogTarget::File(log.clone()),
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.error_log = LogTarget::File(log.clone());
     let server = dir_server(rt, &root, false);
     let url = format!("{}/victim.bin", base(&server));
     let outs: Vec<PathBuf> = (0..3).map(|i| tmp.path().join(format!("t{i}"))).collect();

@@ -77,10 +77,8 @@ fn site_with(tune: impl FnOnce(&mut Runtime)) -> Site {
     std::fs::write(dir.path().join("small.bin"), pattern(SMALL, 1)).unwrap();
     std::fs::write(dir.path().join("big.bin"), pattern(BIG, 2)).unwrap();
     let root = Root::dir(dir.path()).unwrap();
-    let mut rt = Runtime {
-        send_timeout: Duration::from_secs(1),
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.send_timeout = Duration::from_secs(1);
     tune(&mut rt);
     assert!(rt.http2, "HTTP/2 is on by default");
     let server = start(

@@ -226,10 +226,8 @@ fn malformed_and_smuggling_requests_get_their_status_and_close() {
 
 #[test]
 fn headers_past_the_limit_are_431() {
-    let rt = nikaia_std::rt::Runtime {
-        max_header_bytes: 4096,
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.max_header_bytes = 4096;
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     let mut c = Client::connect(server.local_addr());
     c.send(format!(
@@ -278,10 +276,8 @@ fn request_bodies_keep_the_connection_in_sync() {
 
 #[test]
 fn a_slowloris_client_is_closed_after_header_timeout() {
-    let rt = nikaia_std::rt::Runtime {
-        header_timeout: Duration::from_millis(400),
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.header_timeout = Duration::from_millis(400);
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     let mut slow = Client::connect(server.local_addr());
     let began = Instant::now();
@@ -340,10 +336,8 @@ fn a_request_then_half_close_is_answered_and_closed_at_once() {
 
 #[test]
 fn an_idle_keep_alive_connection_is_closed() {
-    let rt = nikaia_std::rt::Runtime {
-        keepalive_timeout: Duration::from_millis(300),
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.keepalive_timeout = Duration::from_millis(300);
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     let mut c = Client::connect(server.local_addr());
     assert_eq!(c.get("/").status, 200);
@@ -354,12 +348,10 @@ fn an_idle_keep_alive_connection_is_closed() {
 #[test]
 fn a_client_that_never_reads_is_dropped_and_others_are_served() {
     let log = tempfile::NamedTempFile::new().unwrap();
-    let rt = nikaia_std::rt::Runtime {
-        send_timeout: Duration::from_millis(500),
-        workers: 1,
-        error_log: nikaia_std::rt::LogTarget::File(log.path().to_path_buf()),
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.send_timeout = Duration::from_millis(500);
+    rt.workers = 1;
+    rt.error_log = nikaia_std::rt::LogTarget::File(log.path().to_path_buf());
     let big = Bytes::from(vec![b'z'; 32 << 20]);
     let server = start(
         Server::with_runtime(rt)
@@ -511,10 +503,8 @@ fn curl_gets_every_row() {
 fn access_log_lines_go_to_the_named_file() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
-    let rt = nikaia_std::rt::Runtime {
-        access_log: nikaia_std::rt::LogTarget::File(log.clone()),
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.access_log = nikaia_std::rt::LogTarget::File(log.clone());
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     Client::connect(server.local_addr()).get("/?q=1");
     server.shutdown();
@@ -525,11 +515,9 @@ fn access_log_lines_go_to_the_named_file() {
 
 #[test]
 fn at_max_connections_the_oldest_idle_connection_makes_room() {
-    let rt = nikaia_std::rt::Runtime {
-        max_connections: 2,
-        workers: 1,
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.max_connections = 2;
+    rt.workers = 1;
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     let mut a = Client::connect(server.local_addr());
     assert_eq!(a.get("/").status, 200);
@@ -547,11 +535,9 @@ fn at_max_connections_the_oldest_idle_connection_makes_room() {
 
 #[test]
 fn at_max_connections_busy_connections_are_not_closed() {
-    let rt = nikaia_std::rt::Runtime {
-        max_connections: 2,
-        workers: 1,
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.max_connections = 2;
+    rt.workers = 1;
     let server = start(Server::with_runtime(rt).route("/", |_| "x"));
     // Two clients in the middle of a request: neither is idle.
     let mut a = Client::connect(server.local_addr());
@@ -589,11 +575,9 @@ fn logging_server(
     log: &std::path::Path,
     format: nikaia_std::rt::AccessLogFormat,
 ) -> nikaia_std::http::Running {
-    let rt = nikaia_std::rt::Runtime {
-        access_log: nikaia_std::rt::LogTarget::File(log.to_path_buf()),
-        access_log_format: format,
-        ..test_runtime()
-    };
+    let mut rt = test_runtime();
+    rt.access_log = nikaia_std::rt::LogTarget::File(log.to_path_buf());
+    rt.access_log_format = format;
     start(rows_server_with(rt))
 }
 

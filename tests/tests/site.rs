@@ -62,21 +62,17 @@ fn runtime(site: &Site, text: &str, pki: Option<&TestPki>) -> Runtime {
     std::fs::write(&file, text).unwrap();
     let parsed = Runtime::load(&file).unwrap_or_else(|e| panic!("{e:?}"));
     let base = pki.map_or_else(test_runtime, TestPki::runtime);
-    Runtime {
-        listen: if parsed.listen == Runtime::default().listen {
-            base.listen
-        } else {
-            parsed.listen.clone()
-        },
-        workers: 2,
-        tls_cert: base.tls_cert,
-        tls_key: base.tls_key,
-        access_log: match parsed.access_log {
-            LogTarget::Stderr => LogTarget::Off,
-            other => other,
-        },
-        ..parsed
+    let mut rt = parsed;
+    if rt.listen == Runtime::default().listen {
+        rt.listen = base.listen;
     }
+    rt.workers = 2;
+    rt.tls_cert = base.tls_cert;
+    rt.tls_key = base.tls_key;
+    if rt.access_log == LogTarget::Stderr {
+        rt.access_log = LogTarget::Off;
+    }
+    rt
 }
 
 /// `nikaia serve`'s routes: the directory handler for GET, HEAD and

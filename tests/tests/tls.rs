@@ -73,10 +73,8 @@ fn app(rt: Runtime, root: &Path) -> nikaia_std::http::Running {
 /// temporary directory; the server and the log's path.
 fn app_logging_errors(s: &Site, pki: &TestPki) -> (nikaia_std::http::Running, PathBuf) {
     let log = s.tmp.path().join("error.log");
-    let rt = Runtime {
-        error_log: LogTarget::File(log.clone()),
-        ..pki.runtime()
-    };
+    let mut rt = pki.runtime();
+    rt.error_log = LogTarget::File(log.clone());
     (app(rt, &s.root), log)
 }
 
@@ -477,10 +475,8 @@ fn a_tls_client_on_a_plain_port_is_closed_without_a_reply() {
 fn a_client_that_never_finishes_its_handshake_is_closed_at_the_deadline() {
     let s = site();
     let pki = TestPki::new();
-    let rt = Runtime {
-        header_timeout: Duration::from_millis(300),
-        ..pki.runtime()
-    };
+    let mut rt = pki.runtime();
+    rt.header_timeout = Duration::from_millis(300);
     let tls = app(rt, &s.root);
     let hello = client_hello(&pki);
     let silent = TcpStream::connect(tls.local_addr()).unwrap();
