@@ -117,41 +117,40 @@ tls-key = "tls/key.pem"
 "#;
     let rt = Runtime::parse(text, Path::new("/etc/nikaia/runtime.toml")).unwrap();
     let etc = PathBuf::from("/etc/nikaia");
-    assert_eq!(
-        rt,
-        Runtime {
-            listen: vec![Listen::tcp("[::1]:9000".parse().unwrap())],
-            workers: 3,
-            io_threads: 8,
-            send_file: SendFile::AtLeast(1 << 20),
-            send_file_max_chunk: 512 << 10,
-            static_cache: 0,
-            static_cache_bytes: 1 << 30,
-            precompressed: vec![Coding::Gzip, Coding::Br],
-            compress: false,
-            compress_cache_bytes: 8 << 20,
-            header_timeout: Duration::from_millis(250),
-            keepalive_timeout: Duration::ZERO,
-            send_timeout: Duration::from_secs(120),
-            max_connections: 500,
-            max_header_bytes: 65536,
-            http2: false,
-            http2_max_requests: 50,
-            access_log: LogTarget::File(etc.join("logs/access.log")),
-            access_log_format: AccessLogFormat::Json,
-            error_log: LogTarget::File("/var/log/nikaia/error.log".into()),
-            stats_socket: Some(etc.join("run/stats.sock")),
-            tls_cert: Some(etc.join("tls/cert.pem")),
-            tls_key: Some(etc.join("tls/key.pem")),
-            cache_control: CacheControl::default(),
-            not_found: None,
-            fallback: None,
-            fallback_for: nikaia_std::rt::FallbackFor::All,
-            index: vec!["index.htm".to_owned(), "home.html".to_owned()],
-            list: true,
-            site: Default::default(),
-        }
-    );
+    assert_eq!(rt, {
+        let mut rt = Runtime::default();
+        rt.listen = vec![Listen::tcp("[::1]:9000".parse().unwrap())];
+        rt.workers = 3;
+        rt.io_threads = 8;
+        rt.send_file = SendFile::AtLeast(1 << 20);
+        rt.send_file_max_chunk = 512 << 10;
+        rt.static_cache = 0;
+        rt.static_cache_bytes = 1 << 30;
+        rt.precompressed = vec![Coding::Gzip, Coding::Br];
+        rt.compress = false;
+        rt.compress_cache_bytes = 8 << 20;
+        rt.header_timeout = Duration::from_millis(250);
+        rt.keepalive_timeout = Duration::ZERO;
+        rt.send_timeout = Duration::from_secs(120);
+        rt.max_connections = 500;
+        rt.max_header_bytes = 65536;
+        rt.http2 = false;
+        rt.http2_max_requests = 50;
+        rt.access_log = LogTarget::File(etc.join("logs/access.log"));
+        rt.access_log_format = AccessLogFormat::Json;
+        rt.error_log = LogTarget::File("/var/log/nikaia/error.log".into());
+        rt.stats_socket = Some(etc.join("run/stats.sock"));
+        rt.tls_cert = Some(etc.join("tls/cert.pem"));
+        rt.tls_key = Some(etc.join("tls/key.pem"));
+        rt.cache_control = CacheControl::default();
+        rt.not_found = None;
+        rt.fallback = None;
+        rt.fallback_for = nikaia_std::rt::FallbackFor::All;
+        rt.index = vec!["index.htm".to_owned(), "home.html".to_owned()];
+        rt.list = true;
+        rt.site = Default::default();
+        rt
+    });
 }
 
 #[test]
@@ -394,11 +393,68 @@ fn listen_refuses_what_cannot_be_served() {
 
 #[test]
 fn to_toml_of_the_defaults() {
-    let rt = Runtime {
-        workers: 8, // the default depends on the machine
-        ..Runtime::default()
-    };
+    let mut rt = Runtime::default();
+    rt.workers = 8; // the default depends on the machine
     insta::assert_snapshot!(rt.to_toml());
+}
+
+#[test]
+fn certificate_tables_name_pairs_and_at_most_one_default() {
+    let rt = ok(r#"
+tls-cert = "short.pem"
+tls-key = "short.key"
+
+[[certificate]]
+cert = "/etc/site/a.pem"
+key = "a.key"
+
+[[certificate]]
+cert = "b.pem"
+key = "b.key"
+default = true
+"#);
+    let here = std::path::absolute(".").unwrap();
+    let pairs = rt.pairs();
+    assert_eq!(pairs.len(), 3);
+    assert_eq!(
+        (pairs[0].cert.clone(), pairs[0].default),
+        (here.join("short.pem"), false)
+    );
+    assert_eq!(
+        (pairs[1].cert.clone(), pairs[1].key.clone()),
+        (PathBuf::from("/etc/site/a.pem"), here.join("a.key"))
+    );
+    assert!(pairs[2].default);
+    // A `[[certificate]]` alone makes the listeners speak TLS.
+    let rt = ok("certificate = [{ cert = \"c.pem\", key = \"k.pem\" }]\n");
+    assert!(rt.has_certificates() && rt.speaks_tls(&rt.listen[0]));
+    assert!(ok("listen = { address = \"127.0.0.1:1\", tls = true }\ncertificate = [{ cert = \"c.pem\", key = \"k.pem\" }]\n").speaks_tls(&rt.listen[0]));
+
+    assert_eq!(
+        errors(
+            r#"
+[[certificate]]
+cert = "a.pem"
+default = true
+
+[[certificate]]
+key = "b.key"
+crt = "b.pem"
+
+[[certificate]]
+cert = "c.pem"
+key = "c.key"
+default = true
+"#
+        ),
+        "runtime.toml:2:1: error: key `certificate`: a certificate needs `key` (the PEM private key)\n\
+         runtime.toml:8:1: error: key `certificate`: unknown field `crt`; the fields are `cert`, `key` and `default`\n\
+         runtime.toml:13:11: error: key `certificate`: a second pair marked `default`; one pair at most is the default\n"
+    );
+    assert_eq!(
+        errors("certificate = \"a.pem\"\n"),
+        "runtime.toml:1:15: error: key `certificate`: expected a list of tables, written [[certificate]], found a string\n"
+    );
 }
 
 #[test]
@@ -421,6 +477,7 @@ error-log = "logs/it's \"quoted\".log"
 stats-socket = "/run/nikaia.sock"
 tls-cert = "cert.pem"
 tls-key = "key.pem"
+certificate = [{ cert = "a/fullchain.pem", key = "a/privkey.pem" }, { cert = "/etc/b.pem", key = "/etc/b.key", default = true }]
 cache-control = { default = "no-cache", "assets/*-[0-9a-f]*.*" = "public, max-age=31536000, immutable" }
 not-found = "404.html"
 fallback = "app/index.html"

@@ -1,6 +1,7 @@
 //! The runtime file: TOML the operator writes to tune the mechanism on the
 //! machine the program runs on. Normative text: `spec/runtime-file.md`.
 
+mod certificate;
 mod glob;
 mod htpasswd;
 mod listen;
@@ -13,6 +14,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use certificate::{format_utc, CertFiles, CertSummary};
 pub use glob::Glob;
 pub use htpasswd::Users;
 pub use listen::{HttpsRedirect, Listen, ListenAddr, UNIX_MODE};
@@ -82,7 +84,19 @@ impl Coding {
 ///
 /// Each field is the key of the same name with `_` for `-`; the keys' meaning,
 /// defaults and ranges are in `spec/runtime-file.md`.
+///
+/// A program builds one from the defaults and sets what it needs, so a key
+/// added later is not a breaking change (the struct is `non_exhaustive`):
+///
+/// ```
+/// # use nikaia_std::rt::{LogTarget, Runtime};
+/// let mut rt = Runtime::default();
+/// rt.listen = vec!["127.0.0.1:8443".parse::<std::net::SocketAddr>().unwrap().into()];
+/// rt.workers = 2;
+/// rt.access_log = LogTarget::Off;
+/// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Runtime {
     /// `listen`: every listener, in the file's order (`spec/listeners.md`).
     pub listen: Vec<Listen>,
@@ -120,8 +134,13 @@ pub struct Runtime {
     /// Where errors are logged; never `Off`.
     pub error_log: LogTarget,
     pub stats_socket: Option<PathBuf>,
+    /// `tls-cert` and `tls-key`: one certificate pair, written the short
+    /// way; it is one of [`Runtime::pairs`].
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// `[[certificate]]`: more pairs, in the file's order; a TLS handshake
+    /// gets the one that covers the name it asks for (`spec/tls.md`).
+    pub certificates: Vec<CertFiles>,
     /// `cache-control`: the header `http::dir_handler` puts on file answers.
     pub cache_control: CacheControl,
     /// `not-found`: a name under the served root answered with 404 for a
@@ -212,7 +231,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 35] = [
+pub const KEYS: [&str; 36] = [
     "listen",
     "workers",
     "io-threads",
@@ -236,6 +255,7 @@ pub const KEYS: [&str; 35] = [
     "stats-socket",
     "tls-cert",
     "tls-key",
+    "certificate",
     "cache-control",
     "not-found",
     "fallback",
@@ -276,6 +296,7 @@ impl Default for Runtime {
             stats_socket: None,
             tls_cert: None,
             tls_key: None,
+            certificates: Vec::new(),
             cache_control: CacheControl::default(),
             not_found: None,
             fallback: None,
@@ -294,11 +315,28 @@ pub(crate) fn available_cores() -> usize {
 
 impl Runtime {
     /// Whether the listener `entry` speaks TLS: its `tls`, or when left out,
-    /// whether this runtime has a certificate and key.
+    /// whether this runtime names a certificate.
     pub fn speaks_tls(&self, entry: &Listen) -> bool {
-        entry
-            .tls
-            .unwrap_or(self.tls_cert.is_some() && self.tls_key.is_some())
+        entry.tls.unwrap_or(self.has_certificates())
+    }
+
+    /// Whether any certificate pair is named (`tls-cert`/`tls-key` or a
+    /// `[[certificate]]`).
+    pub fn has_certificates(&self) -> bool {
+        (self.tls_cert.is_some() && self.tls_key.is_some()) || !self.certificates.is_empty()
+    }
+
+    /// Every certificate pair: `tls-cert`/`tls-key` first (not a default),
+    /// then the `[[certificate]]` tables in the file's order.
+    pub fn pairs(&self) -> Vec<CertFiles> {
+        let short = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(CertFiles::new(cert, key)),
+            _ => None,
+        };
+        short
+            .into_iter()
+            .chain(self.certificates.iter().cloned())
+            .collect()
     }
 
     /// The first TCP listener's address, if any (what a single-address
@@ -416,6 +454,11 @@ impl Runtime {
         line("stats-socket", self.stats_socket.as_deref().map(path));
         line("tls-cert", self.tls_cert.as_deref().map(path));
         line("tls-key", self.tls_key.as_deref().map(path));
+        let certificates: Vec<String> = self.certificates.iter().map(CertFiles::to_toml).collect();
+        line(
+            "certificate",
+            (!certificates.is_empty()).then(|| format!("[{}]", certificates.join(", "))),
+        );
         // An inline table, so keys written after it stay top-level.
         let cache_control = (!self.cache_control.is_empty()).then(|| {
             let default = self.cache_control.default.iter().map(|v| ("default", v));
@@ -448,6 +491,7 @@ impl Runtime {
 /// Something about the machine, not the file's text, that a server started
 /// with a runtime would run into: found by `Runtime::preflight` (Linux).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Finding {
     /// The key whose value leads to it.
     pub key: &'static str,

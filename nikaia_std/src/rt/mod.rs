@@ -10,10 +10,10 @@ mod vehicle;
 pub(crate) use config::available_cores;
 pub(crate) use config::{any_matches, canonical};
 pub use config::{
-    format_duration, format_size, reserved_header, AccessLogFormat, AuthRule, CacheControl, Coding,
-    ConfigError, Cors, DenyRule, FallbackFor, Finding, Glob, HeaderRule, HttpsRedirect, Listen,
-    ListenAddr, LogTarget, Net, Origins, Runtime, SecurityHeaders, SendFile, Site, TrustedProxies,
-    Users, KEYS, RUNTIME_ENV, UNIX_MODE,
+    format_duration, format_size, format_utc, reserved_header, AccessLogFormat, AuthRule,
+    CacheControl, CertFiles, CertSummary, Coding, ConfigError, Cors, DenyRule, FallbackFor,
+    Finding, Glob, HeaderRule, HttpsRedirect, Listen, ListenAddr, LogTarget, Net, Origins, Runtime,
+    SecurityHeaders, SendFile, Site, TrustedProxies, Users, KEYS, RUNTIME_ENV, UNIX_MODE,
 };
-pub use stats::{CompressedReport, H2Report, Report, TlsReport};
+pub use stats::{CertReport, CompressedReport, H2Report, Report, TlsReport};
 pub(crate) use vehicle::Vehicle;

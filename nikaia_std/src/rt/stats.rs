@@ -6,6 +6,7 @@
 /// program does), so it is reached from [`Running`](crate::http::Running),
 /// not from a request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     pub uptime_ms: u64,
     /// (vehicle, requests, body bytes) for sendfile, kept mapping, read,
@@ -91,6 +92,7 @@ pub struct H2Report {
 
 /// What a TLS listener did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TlsReport {
     /// Connections open now.
     pub connections: u64,
@@ -105,6 +107,32 @@ pub struct TlsReport {
     /// (vehicle, requests, body bytes) through TLS: kept copy, read,
     /// in-memory.
     pub vehicles: Vec<(String, u64, u64)>,
+    /// Handshakes refused because no certificate covers the name asked
+    /// for (counted in `failures` too).
+    pub unrecognized: u64,
+    /// The certificates handshakes choose among now.
+    pub certificates: Vec<CertReport>,
+}
+
+/// One certificate a server holds, as `nikaia explain` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CertReport {
+    /// Where it comes from: `"file"`.
+    pub source: String,
+    /// The chain's file.
+    pub cert: String,
+    /// The names it serves (DNS names, then IP addresses).
+    pub names: Vec<String>,
+    /// Whether it answers names no pair covers.
+    pub default: bool,
+    /// The end of its validity, in seconds since the Unix epoch (0: the
+    /// certificate does not say).
+    pub not_after: u64,
+    /// Seconds from the report to `not_after` (negative: expired).
+    pub expires_in: i64,
+    /// Handshakes completed with it.
+    pub handshakes: u64,
 }
 
 impl Report {
@@ -170,7 +198,27 @@ impl Report {
                 t.connections, t.handshakes_full, t.handshakes_resumed, t.failures, t.plain_http
             ));
             vehicles_json(&mut s, &t.vehicles);
-            s.push('}');
+            s.push_str(&format!(
+                ",\"unrecognized\":{},\"certificates\":[",
+                t.unrecognized
+            ));
+            for (i, c) in t.certificates.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                let names: Vec<String> = c.names.iter().map(|n| json_string(n)).collect();
+                s.push_str(&format!(
+                    "{{\"source\":{},\"cert\":{},\"names\":[{}],\"default\":{},\"not_after\":{},\"expires_in\":{},\"handshakes\":{}}}",
+                    json_string(&c.source),
+                    json_string(&c.cert),
+                    names.join(","),
+                    c.default,
+                    c.not_after,
+                    c.expires_in,
+                    c.handshakes
+                ));
+            }
+            s.push_str("]}");
         }
         s.push('}');
         s

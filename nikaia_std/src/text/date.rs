@@ -42,6 +42,18 @@ pub(crate) fn imf_fixdate(secs: u64) -> [u8; 29] {
     out
 }
 
+/// Formats seconds since the epoch as RFC 3339 UTC: `2027-03-01T12:00:00Z`.
+pub(crate) fn rfc3339(secs: u64) -> String {
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
 fn two(dst: &mut [u8], v: u64) {
     dst[0] = b'0' + (v / 10 % 10) as u8;
     dst[1] = b'0' + (v % 10) as u8;

@@ -10,7 +10,7 @@ const WANT: &str = "an address such as \"127.0.0.1:8080\", \"[::1]:8080\" or \
 const ENTRY_KEYS: &str = "`address`, `tls`, `https-redirect`, `mode`, `name` and `proxy-protocol`";
 
 impl Checker<'_> {
-    /// `pair`: the file sets `tls-cert` and `tls-key` (entries without
+    /// `pair`: the file names a certificate (entries without
     /// `tls` speak TLS then).
     pub(super) fn listen(
         &mut self,
@@ -186,7 +186,7 @@ impl Checker<'_> {
         if entry.tls.unwrap_or(pair) && entry.https_redirect.is_some() {
             let why = match entry.tls {
                 Some(true) => "this one has `tls = true`",
-                _ => "this one speaks TLS, since the file sets `tls-cert` and `tls-key`; add `tls = false`",
+                _ => "this one speaks TLS, since the file names a certificate; add `tls = false`",
             };
             return self.bad(
                 key,
@@ -198,7 +198,7 @@ impl Checker<'_> {
             return self.bad(
                 key,
                 item,
-                "`tls = true` needs `tls-cert` and `tls-key`, which serve every TLS listener"
+                "`tls = true` needs a certificate: `tls-cert` and `tls-key`, or a `[[certificate]]`"
                     .into(),
             );
         }
