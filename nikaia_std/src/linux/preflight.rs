@@ -2,7 +2,8 @@
 //! machine a server would start on — the stats socket's path, every `listen`
 //! address (a busy port, a Unix path that is not ours), the TLS pair.
 
-use crate::rt::{Finding, ListenAddr, Runtime};
+use crate::rt::{CertSummary, Finding, ListenAddr, Runtime};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 impl Runtime {
     /// Looks at what the settings name on this machine, as a server starting
@@ -43,34 +44,49 @@ impl Runtime {
                 }
             }
         }
-        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
-            match super::tls::Pair::load(cert, key) {
-                Err((key, message)) => found.push(Finding {
-                    key,
+        for (files, pair) in super::tls::load_pairs(self) {
+            match pair {
+                Err((part, message)) => found.push(Finding {
+                    key: super::tls::key_of(self, &files, part),
                     message,
                     warning: false,
                 }),
                 Ok(pair) => {
-                    if let Some(end) = pair.not_after() {
-                        if end <= std::time::SystemTime::now() {
-                            let date = end
-                                .duration_since(std::time::UNIX_EPOCH)
-                                .map_or(0, |d| d.as_secs());
-                            found.push(Finding {
-                                key: "tls-cert",
-                                message: format!(
-                                    "{}: the certificate expired on {} (clients will refuse it)",
-                                    cert.display(),
-                                    String::from_utf8_lossy(&crate::text::date::imf_fixdate(date))
-                                ),
-                                warning: true,
-                            });
-                        }
+                    if let Some(end) = pair.not_after.filter(|end| *end <= SystemTime::now()) {
+                        let secs = end.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                        found.push(Finding {
+                            key: super::tls::key_of(self, &files, super::tls::Part::Cert),
+                            message: format!(
+                                "{}: the certificate expired on {} (clients will refuse it)",
+                                files.cert.display(),
+                                String::from_utf8_lossy(&crate::text::date::imf_fixdate(secs))
+                            ),
+                            warning: true,
+                        });
                     }
                 }
             }
         }
         found
+    }
+}
+
+impl Runtime {
+    /// Every certificate pair that loads, with the names it serves and
+    /// its end (`nikaia check` lists them; the ones that do not load are
+    /// [`Runtime::preflight`]'s errors).
+    pub fn certificates(&self) -> Vec<CertSummary> {
+        super::tls::load_pairs(self)
+            .into_iter()
+            .filter_map(|(files, pair)| {
+                let pair = pair.ok()?;
+                Some(CertSummary {
+                    names: pair.names(),
+                    not_after: pair.not_after,
+                    files,
+                })
+            })
+            .collect()
     }
 }
 

@@ -4,7 +4,6 @@
 
 use super::shared::{connection_budget, Shared};
 use super::stats_socket::StatsSocket;
-use super::tls::Pair;
 use crate::http::app::Source;
 use crate::rt::Runtime;
 use std::sync::{Arc, Mutex};
@@ -14,7 +13,8 @@ use std::sync::{Arc, Mutex};
 pub struct Reloaded {
     /// The keys that changed in the file but keep their old value until a
     /// restart (or an upgrade): `listen`, `workers`, `io-threads`,
-    /// `tls-cert` (TLS switched on or off).
+    /// `tls-cert` or `certificate` (every certificate added where there was
+    /// none, or all removed: TLS switched on or off).
     pub restart_needed: Vec<&'static str>,
 }
 
@@ -64,25 +64,33 @@ pub(crate) fn reload(
         restart_needed.push("io-threads");
         new.io_threads = old.io_threads;
     }
-    if new.tls_cert.is_some() != old.tls_cert.is_some() {
-        restart_needed.push("tls-cert");
+    if new.has_certificates() != old.has_certificates() {
+        restart_needed.push(match new.tls_cert.is_some() != old.tls_cert.is_some() {
+            true => "tls-cert",
+            false => "certificate",
+        });
         new.tls_cert = old.tls_cert.clone();
         new.tls_key = old.tls_key.clone();
+        new.certificates = old.certificates.clone();
     }
 
     // What the machine says, as `nikaia check` would; nothing is changed
     // until all of it passed.
     let mut problems = Vec::new();
     let file = source.map_or_else(String::new, |s| format!("{}: ", s.file.display()));
-    let pair = match (&shared.tls, &new.tls_cert, &new.tls_key) {
-        (Some(_), Some(cert), Some(key)) => match Pair::load(cert, key) {
-            Ok(pair) => Some(pair),
-            Err((key, message)) => {
-                problems.push(format!("{file}error: key `{key}`: {message}"));
+    // Every pair is read again, even where its paths did not change (what
+    // a renewal needs); one that does not load refuses the reload whole.
+    let certs = match &shared.tls {
+        Some(tls) => match tls.certs_for(&new) {
+            Ok(certs) => Some(certs),
+            Err(refused) => {
+                for (key, message) in refused {
+                    problems.push(format!("{file}error: key `{key}`: {message}"));
+                }
                 None
             }
         },
-        _ => None,
+        None => None,
     };
     let moved_stats = new.stats_socket != old.stats_socket;
     if let (true, Some(path)) = (moved_stats, &new.stats_socket) {
@@ -129,8 +137,8 @@ pub(crate) fn reload(
     }
     shared.logs.access.install(access, &new.access_log);
     shared.logs.error.install(error, &new.error_log);
-    if let (Some(tls), Some(pair)) = (&shared.tls, pair) {
-        tls.reload(pair, new.http2);
+    if let (Some(tls), Some(certs)) = (&shared.tls, certs) {
+        tls.install(certs, new.http2);
     }
     shared
         .cache
@@ -146,7 +154,7 @@ pub(crate) fn reload(
     shared.logs.notice(format_args!(
         "SIGHUP: {what} reloaded; new requests use it{}",
         if shared.tls.is_some() {
-            " (and new TLS handshakes the pair read again)"
+            " (and new TLS handshakes the certificates read again)"
         } else {
             ""
         }

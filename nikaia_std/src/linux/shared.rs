@@ -35,7 +35,7 @@ pub(crate) struct Shared {
     pub(crate) pool: IoPool,
     /// The verifier threads and the table of verified credentials.
     pub(crate) auth: super::auth_pool::AuthPool,
-    /// The HTTPS side, when the runtime names a certificate and key.
+    /// The HTTPS side, when a listener speaks TLS.
     pub(crate) tls: Option<super::tls::Tls>,
     pub(crate) stop: AtomicBool,
     pub(crate) connections: AtomicUsize,
@@ -130,18 +130,16 @@ impl Files for Serving<'_> {
 
 impl Shared {
     pub(crate) fn new(router: Router, rt: Runtime, listeners: Vec<Listener>) -> io::Result<Shared> {
-        let tls = match (&rt.tls_cert, &rt.tls_key) {
-            (Some(cert), Some(key)) if listeners.iter().any(|l| l.tls) => {
-                Some(super::tls::Tls::new(cert, key, rt.http2)?)
-            }
-            _ => None,
+        let tls = match listeners.iter().any(|l| l.tls) {
+            true => Some(super::tls::Tls::new(&rt)?),
+            false => None,
         };
-        // Under TLS the kept table holds copies: rustls reads the bytes in
-        // user mode, where a mapping of a file cut short would be SIGBUS.
-        let keep = if tls.is_some() {
-            super::cache::Keep::Copies
-        } else {
-            super::cache::Keep::Mappings
+        // Any TLS listener in the process means the kept table holds
+        // copies: rustls reads the bytes in user mode, where a mapping of
+        // a file cut short would be SIGBUS.
+        let keep = match tls.is_some() {
+            true => super::cache::Keep::Copies,
+            false => super::cache::Keep::Mappings,
         };
         Ok(Shared {
             started: Instant::now(),
@@ -226,6 +224,8 @@ impl Shared {
                 failures: t.counters.failed.load(Relaxed),
                 plain_http: t.counters.plain_http.load(Relaxed),
                 vehicles: self.stats.per_vehicle(true),
+                unrecognized: t.counters.unrecognized.load(Relaxed),
+                certificates: t.report(),
             }),
             h2: self.stats.h2.report(),
         }

@@ -42,6 +42,9 @@ pub(crate) enum Input {
         error: rustls::Error,
         handshake: bool,
     },
+    /// The TLS hello asked for a name no certificate covers;
+    /// `unrecognized_name` is queued.
+    Unrecognized { name: String },
 }
 
 /// What reading a PROXY protocol header found ([`Transport::proxy_header`]).
@@ -115,6 +118,10 @@ impl Transport {
                 TlsInput::Failed { error, handshake } => {
                     let _ = session.push(self.fd.as_fd());
                     Input::Failed { error, handshake }
+                }
+                TlsInput::Unrecognized { name } => {
+                    let _ = session.push(self.fd.as_fd());
+                    Input::Unrecognized { name }
                 }
                 TlsInput::PlainHttp => {
                     self.tls = None;

@@ -318,16 +318,9 @@ impl Worker {
             if listener.proxy && !trusted(&self.rt.site.trusted_proxies, &peer) {
                 continue;
             }
-            let tls = match self.shared.tls.as_ref().filter(|_| listener.tls) {
-                Some(tls) => match tls.session() {
-                    Ok(session) => Some(Box::new(session)),
-                    Err(e) => {
-                        self.shared.logs.error(format_args!("TLS session: {e}"));
-                        continue;
-                    }
-                },
-                None => None,
-            };
+            let tls = (self.shared.tls.as_ref())
+                .filter(|_| listener.tls)
+                .map(|tls| Box::new(tls.session()));
             let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
             self.shared.connections.fetch_add(1, Ordering::Relaxed);
             let slot = self.free.pop().unwrap_or_else(|| {

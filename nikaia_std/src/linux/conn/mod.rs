@@ -539,16 +539,34 @@ impl Link {
             Input::Blocked => Err(Next::Wait),
             Input::Closed | Input::TlsOnPlain => Err(Next::Close),
             Input::Failed { error, handshake } => {
-                if let Some(tls) = &turn.shared.tls {
-                    let stage = if handshake { "handshake" } else { "session" };
-                    if let Some(unlogged) = tls.failure_to_log() {
-                        turn.shared.logs.error(format_args!(
-                            "{}: TLS {stage} failed: {error} ({unlogged} more failures not logged since the last line)",
-                            self.peer
-                        ));
-                    }
-                }
+                let stage = if handshake { "handshake" } else { "session" };
+                self.tls_failure(turn, format_args!("TLS {stage} failed: {error}"));
                 Err(Next::Close)
+            }
+            Input::Unrecognized { name } => {
+                if let Some(tls) = &turn.shared.tls {
+                    tls.counters.unrecognized.fetch_add(1, Relaxed);
+                }
+                self.tls_failure(
+                    turn,
+                    format_args!(
+                        "TLS handshake refused: no certificate covers {name:?} (unrecognized_name)"
+                    ),
+                );
+                Err(Next::Close)
+            }
+        }
+    }
+
+    /// Counts a connection the TLS session ended and logs `what` (at most
+    /// a line per 10 s, with how many were left out).
+    fn tls_failure(&self, turn: &Turn<'_>, what: std::fmt::Arguments<'_>) {
+        if let Some(tls) = &turn.shared.tls {
+            if let Some(unlogged) = tls.failure_to_log() {
+                turn.shared.logs.error(format_args!(
+                    "{}: {what} ({unlogged} more failures not logged since the last line)",
+                    self.peer
+                ));
             }
         }
     }

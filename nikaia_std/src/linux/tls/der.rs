@@ -1,10 +1,13 @@
-//! The one field of a certificate std reads itself: the end of its validity
-//! (`notAfter`), for `nikaia check`'s warning. A DER walk of five elements;
-//! an X.509 crate would bring a parser framework for one timestamp, and
-//! rustls (which validates nothing about the server's own certificate) has
-//! no accessor for it.
+//! The two fields of a certificate std reads itself: the end of its
+//! validity (`notAfter`: `nikaia check`, `nikaia explain`, which of two
+//! pairs serves a name) and the names it covers (`subjectAltName`: which
+//! handshakes it serves). A DER walk of a few elements; an X.509 crate
+//! would bring a parser framework for two fields, and rustls (which
+//! validates nothing about the server's own certificate) has no accessor
+//! for them.
 
 use crate::text::date::days_from_civil;
+use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One DER element: (tag, contents, rest after it).
@@ -28,9 +31,18 @@ const SEQUENCE: u8 = 0x30;
 const VERSION: u8 = 0xa0;
 const UTC_TIME: u8 = 0x17;
 const GENERALIZED_TIME: u8 = 0x18;
+const EXTENSIONS: u8 = 0xa3;
+const OID: u8 = 0x06;
+const BOOLEAN: u8 = 0x01;
+const OCTET_STRING: u8 = 0x04;
+/// 2.5.29.17, `id-ce-subjectAltName`.
+const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
+/// `dNSName [2] IA5String` and `iPAddress [7] OCTET STRING` of GeneralName.
+const DNS_NAME: u8 = 0x82;
+const IP_ADDRESS: u8 = 0x87;
 
-/// `tbsCertificate.validity.notAfter` of a DER certificate.
-pub(super) fn not_after(cert: &[u8]) -> Option<SystemTime> {
+/// The fields of `tbsCertificate` from `validity` on.
+fn from_validity(cert: &[u8]) -> Option<&[u8]> {
     let (SEQUENCE, cert, _) = element(cert)? else {
         return None;
     };
@@ -46,6 +58,74 @@ pub(super) fn not_after(cert: &[u8]) -> Option<SystemTime> {
     for _ in 0..3 {
         rest = element(rest)?.2;
     }
+    Some(rest)
+}
+
+/// The names a certificate covers, from its `subjectAltName` extension:
+/// DNS names as written (a wildcard keeps its `*.`) and IP addresses.
+/// Empty when it has none (the subject's common name is not a name here:
+/// clients stopped reading it).
+pub(super) fn subject_alt_names(cert: &[u8]) -> (Vec<String>, Vec<IpAddr>) {
+    let (mut dns, mut ips) = (Vec::new(), Vec::new());
+    let Some(value) = san_extension(cert) else {
+        return (dns, ips);
+    };
+    let Some((SEQUENCE, mut names, _)) = element(value) else {
+        return (dns, ips);
+    };
+    while let Some((tag, name, rest)) = element(names) {
+        match tag {
+            DNS_NAME => dns.extend(std::str::from_utf8(name).ok().map(str::to_owned)),
+            IP_ADDRESS => {
+                let v4 = <[u8; 4]>::try_from(name).map(IpAddr::from);
+                let v6 = <[u8; 16]>::try_from(name).map(IpAddr::from);
+                ips.extend(v4.or(v6).ok());
+            }
+            _ => {}
+        }
+        names = rest;
+    }
+    (dns, ips)
+}
+
+/// The `extnValue` of the `subjectAltName` extension.
+fn san_extension(cert: &[u8]) -> Option<&[u8]> {
+    // validity, subject, subjectPublicKeyInfo, then the optional fields.
+    let mut rest = from_validity(cert)?;
+    for _ in 0..3 {
+        rest = element(rest)?.2;
+    }
+    while let Some((tag, contents, after)) = element(rest) {
+        rest = after;
+        if tag != EXTENSIONS {
+            continue;
+        }
+        let (SEQUENCE, mut list, _) = element(contents)? else {
+            return None;
+        };
+        while let Some((SEQUENCE, extension, after)) = element(list) {
+            list = after;
+            let (OID, oid, mut fields) = element(extension)? else {
+                continue;
+            };
+            if oid != SUBJECT_ALT_NAME {
+                continue;
+            }
+            if let Some((BOOLEAN, _, after)) = element(fields) {
+                fields = after;
+            }
+            let (OCTET_STRING, value, _) = element(fields)? else {
+                return None;
+            };
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// `tbsCertificate.validity.notAfter` of a DER certificate.
+pub(super) fn not_after(cert: &[u8]) -> Option<SystemTime> {
+    let rest = from_validity(cert)?;
     let (SEQUENCE, validity, _) = element(rest)? else {
         return None;
     };
@@ -102,6 +182,38 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_dns_names_and_addresses_a_certificate_covers() {
+        let names = [
+            "example.org",
+            "*.example.org",
+            "127.0.0.1",
+            "::1",
+            "Files.Example.ORG",
+        ];
+        let params =
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let der = params.self_signed(&key).unwrap().der().to_vec();
+        let (dns, ips) = subject_alt_names(&der);
+        assert_eq!(dns, ["example.org", "*.example.org", "Files.Example.ORG"]);
+        assert_eq!(
+            ips,
+            [
+                "127.0.0.1".parse::<IpAddr>().unwrap(),
+                "::1".parse().unwrap()
+            ]
+        );
+        // Without the extension: no names.
+        let mut params = rcgen::CertificateParams::default();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "example.org");
+        let der = params.self_signed(&key).unwrap().der().to_vec();
+        assert_eq!(subject_alt_names(&der), (vec![], vec![]));
+    }
+
+    #[test]
     fn garbage_is_none_not_a_panic() {
         for bad in [
             &b""[..],
@@ -114,6 +226,7 @@ mod tests {
         let der = cert_valid_until(2030, 1, 1);
         for cut in 0..der.len() {
             let _ = not_after(&der[..cut]);
+            let _ = subject_alt_names(&der[..cut]);
         }
     }
 }

@@ -11,19 +11,24 @@
 //! bytes, so a small answer read from its file leaves as one record in one
 //! `sendmsg` too, as a kept one does.
 
+use super::choose::{Certs, Served};
+use super::hello::{Hello, Step, UNRECOGNIZED_NAME};
 use crate::linux::out::Wire;
 use bytes::BytesMut;
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
-use rustls::{HandshakeKind, ServerConfig, ServerConnection};
+use rustls::{HandshakeKind, ServerConnection};
 use std::fs::File;
 use std::io::{self, BufRead, IoSlice, Write as _};
 use std::os::fd::BorrowedFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// A connection's TLS state.
 pub(crate) struct Session {
-    conn: ServerConnection,
+    stage: Stage,
+    /// An alert to send before closing, when the hello was refused.
+    alert: Vec<u8>,
     /// The first byte was looked at (a plain HTTP request is told apart).
     sniffed: bool,
     /// The handshake's end was reported.
@@ -34,6 +39,19 @@ pub(crate) struct Session {
     /// that follows it ([`TlsWire`]'s `more`), at most [`HOLD_MAX`] bytes.
     /// Kept (cleared, not freed) for the connection's next head.
     held: Vec<u8>,
+}
+
+/// Where the handshake is.
+enum Stage {
+    /// Waiting for the ClientHello, which chooses the pair.
+    Hello(Box<Hello>),
+    /// The session with the pair chosen for it.
+    Serving {
+        conn: Box<ServerConnection>,
+        pair: Arc<Served>,
+    },
+    /// The hello was refused; the alert goes, then the connection closes.
+    Refused,
 }
 
 /// The most plaintext held back for the bytes that follow it: one record's
@@ -54,6 +72,9 @@ pub(crate) enum Input {
     Blocked,
     /// The first bytes are a plain HTTP request, not a TLS handshake.
     PlainHttp,
+    /// No certificate covers the name the hello asked for (or, without a
+    /// name, the address it reached); `unrecognized_name` is queued.
+    Unrecognized { name: String },
     /// A protocol error; an alert is queued. `handshake`: it happened
     /// before the handshake finished.
     Failed {
@@ -65,19 +86,75 @@ pub(crate) enum Input {
 }
 
 impl Session {
-    pub(crate) fn new(config: Arc<ServerConfig>) -> Result<Session, rustls::Error> {
-        Ok(Session {
-            conn: ServerConnection::new(config)?,
+    /// A session that chooses its pair from `certs` when the hello comes.
+    pub(crate) fn new(certs: Arc<Certs>) -> Session {
+        Session {
+            stage: Stage::Hello(Box::new(Hello::new(certs))),
+            alert: Vec::new(),
             sniffed: false,
             established: false,
             notified: false,
             held: Vec::new(),
-        })
+        }
     }
 
     /// Whether ALPN chose HTTP/2.
     pub(crate) fn alpn_h2(&self) -> bool {
-        self.conn.alpn_protocol() == Some(b"h2")
+        match &self.stage {
+            Stage::Serving { conn, .. } => conn.alpn_protocol() == Some(b"h2"),
+            _ => false,
+        }
+    }
+
+    /// The session, once the hello chose its pair.
+    fn conn(&mut self) -> Option<&mut ServerConnection> {
+        match &mut self.stage {
+            Stage::Serving { conn, .. } => Some(conn),
+            _ => None,
+        }
+    }
+
+    /// Reads the hello and chooses the pair (`None`: chosen, go on to the
+    /// session), or says why the connection cannot go on.
+    fn hello(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        drained: &mut bool,
+        peer_closed: bool,
+    ) -> Option<Input> {
+        let Stage::Hello(hello) = &mut self.stage else {
+            return None;
+        };
+        match hello.read(fd, drained, peer_closed) {
+            Step::Blocked => Some(Input::Blocked),
+            Step::Closed => Some(Input::Eof),
+            Step::Chosen(mut conn, pair) => {
+                // Records that came with the hello are taken now: the
+                // socket may say nothing more until the reply is read.
+                let processed = conn.process_new_packets();
+                self.stage = Stage::Serving { conn, pair };
+                if let Err(error) = processed {
+                    return Some(Input::Failed {
+                        error,
+                        handshake: true,
+                    });
+                }
+                None
+            }
+            Step::Unrecognized { name } => {
+                self.stage = Stage::Refused;
+                self.alert = UNRECOGNIZED_NAME.to_vec();
+                Some(Input::Unrecognized { name })
+            }
+            Step::Failed { error, alert } => {
+                self.stage = Stage::Refused;
+                self.alert = alert;
+                Some(Input::Failed {
+                    error,
+                    handshake: true,
+                })
+            }
+        }
     }
 
     /// Moves what the socket has through the session into `rbuf`. `drained`
@@ -91,6 +168,30 @@ impl Session {
         peer_closed: bool,
     ) -> Input {
         loop {
+            if let Stage::Hello(_) = self.stage {
+                if !self.sniffed {
+                    if *drained {
+                        return Input::Blocked;
+                    }
+                    match sniff(fd) {
+                        Sniff::Tls => self.sniffed = true,
+                        Sniff::PlainHttp => return Input::PlainHttp,
+                        Sniff::Empty => {
+                            *drained = true;
+                            return Input::Blocked;
+                        }
+                        Sniff::Eof => return Input::Eof,
+                        Sniff::Broken => return Input::Broken,
+                    }
+                }
+                if let Some(input) = self.hello(fd, drained, peer_closed) {
+                    return input;
+                }
+                // The pair is chosen: its reply goes out at once.
+                if self.push(fd).is_err() {
+                    return Input::Broken;
+                }
+            }
             // Plaintext decrypted earlier goes first.
             match self.drain_plaintext(rbuf) {
                 Ok(true) => return Input::Data,
@@ -100,20 +201,11 @@ impl Session {
             if *drained {
                 return Input::Blocked;
             }
-            if !self.sniffed {
-                match sniff(fd) {
-                    Sniff::Tls => self.sniffed = true,
-                    Sniff::PlainHttp => return Input::PlainHttp,
-                    Sniff::Empty => {
-                        *drained = true;
-                        return Input::Blocked;
-                    }
-                    Sniff::Eof => return Input::Eof,
-                    Sniff::Broken => return Input::Broken,
-                }
-            }
+            let Some(conn) = self.conn() else {
+                return Input::Eof;
+            };
             let mut src = FdRead { fd, short: false };
-            match self.conn.read_tls(&mut src) {
+            match conn.read_tls(&mut src) {
                 Ok(_) => *drained = src.short && !peer_closed,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     *drained = true;
@@ -122,10 +214,10 @@ impl Session {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return Input::Broken,
             }
-            if let Err(error) = self.conn.process_new_packets() {
+            if let Err(error) = conn.process_new_packets() {
                 return Input::Failed {
                     error,
-                    handshake: self.conn.is_handshaking(),
+                    handshake: conn.is_handshaking(),
                 };
             }
             // Handshake messages (or a key update's) to send back.
@@ -139,7 +231,10 @@ impl Session {
     /// `Err(())`: the peer closed and nothing is left.
     fn drain_plaintext(&mut self, rbuf: &mut BytesMut) -> Result<bool, ()> {
         let mut got = false;
-        let mut reader = self.conn.reader();
+        let Some(conn) = self.conn() else {
+            return Err(());
+        };
+        let mut reader = conn.reader();
         loop {
             let n = match reader.fill_buf() {
                 Ok([]) if got => return Ok(true),
@@ -184,14 +279,17 @@ impl Session {
     /// write (records of up to 16 KiB across the slices). Returns how much
     /// of `iov` was taken; what rustls took of the held bytes leaves them.
     fn write_plaintext(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+        let Stage::Serving { conn, .. } = &mut self.stage else {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        };
         if self.held.is_empty() {
-            return self.conn.writer().write_vectored(iov);
+            return conn.writer().write_vectored(iov);
         }
         let mut all = [IoSlice::new(&[]); MAX_IOV + 1];
         all[0] = IoSlice::new(&self.held);
         let n_iov = iov.len().min(MAX_IOV);
         all[1..=n_iov].copy_from_slice(&iov[..n_iov]);
-        let took = self.conn.writer().write_vectored(&all[..=n_iov])?;
+        let took = conn.writer().write_vectored(&all[..=n_iov])?;
         let of_held = took.min(self.held.len());
         self.held.drain(..of_held);
         Ok(took - of_held)
@@ -200,8 +298,14 @@ impl Session {
     /// Writes queued records to the socket. `Ok(true)`: none remain;
     /// `Ok(false)`: the socket is full.
     fn push_records(&mut self, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
-        while self.conn.wants_write() {
-            match self.conn.write_tls(&mut FdWrite { fd }) {
+        if !self.push_alert(fd)? {
+            return Ok(false);
+        }
+        let Some(conn) = self.conn() else {
+            return Ok(true);
+        };
+        while conn.wants_write() {
+            match conn.write_tls(&mut FdWrite { fd }) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -215,9 +319,26 @@ impl Session {
         Ok(true)
     }
 
-    /// Whether records (or a held head) wait to be written.
+    /// Writes the refusal's alert. `Ok(true)`: none is left.
+    fn push_alert(&mut self, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
+        while !self.alert.is_empty() {
+            match rustix::net::send(fd, &self.alert, SendFlags::NOSIGNAL) {
+                Ok(n) => drop(self.alert.drain(..n)),
+                Err(Errno::AGAIN) => return Ok(false),
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether records (or a held head, or an alert) wait to be written.
     pub(crate) fn pending(&self) -> bool {
-        self.conn.wants_write() || !self.held.is_empty()
+        let records = match &self.stage {
+            Stage::Serving { conn, .. } => conn.wants_write(),
+            _ => false,
+        };
+        records || !self.held.is_empty() || !self.alert.is_empty()
     }
 
     /// Sends what the session holds, then `close_notify` (once): it is the
@@ -229,18 +350,26 @@ impl Session {
         }
         if !self.notified {
             self.notified = true;
-            self.conn.send_close_notify();
+            // Before a session there is nothing to close.
+            if let Some(conn) = self.conn() {
+                conn.send_close_notify();
+            }
         }
         self.push_records(fd)
     }
 
-    /// The kind of handshake, once, when it has just finished.
+    /// The kind of handshake, once, when it has just finished; counted for
+    /// the pair that made it.
     pub(crate) fn established(&mut self) -> Option<HandshakeKind> {
-        if self.established || self.conn.is_handshaking() {
+        let Stage::Serving { conn, pair } = &self.stage else {
+            return None;
+        };
+        if self.established || conn.is_handshaking() {
             return None;
         }
         self.established = true;
-        self.conn.handshake_kind()
+        pair.handshakes.fetch_add(1, Ordering::Relaxed);
+        conn.handshake_kind()
     }
 }
 
@@ -269,9 +398,9 @@ fn sniff(fd: BorrowedFd<'_>) -> Sniff {
 }
 
 /// The socket as rustls reads it; notes a short read (the socket is empty).
-struct FdRead<'a> {
-    fd: BorrowedFd<'a>,
-    short: bool,
+pub(super) struct FdRead<'a> {
+    pub(super) fd: BorrowedFd<'a>,
+    pub(super) short: bool,
 }
 
 impl io::Read for FdRead<'_> {
