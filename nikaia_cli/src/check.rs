@@ -2,9 +2,10 @@
 
 use std::path::Path;
 
-use nikaia_std::rt::Runtime;
+use nikaia_std::rt::{format_utc, Runtime};
 
-/// Valid: the effective configuration on stdout, 0. Invalid, or naming
+/// Valid: the effective configuration on stdout, then each certificate pair
+/// that loads (as comments: its names and its end), 0. Invalid, or naming
 /// something on this machine a server could not start with (a stats-socket
 /// path that is not a socket): every error on stderr, one per line, 1.
 /// Warnings go to stderr too and leave the status 0.
@@ -12,6 +13,7 @@ pub fn run(file: &Path) -> u8 {
     match Runtime::load(file) {
         Ok(runtime) => {
             print!("{}", runtime.to_toml());
+            print!("{}", certificates(&runtime));
             let mut status = 0;
             for finding in runtime.preflight() {
                 let level = if finding.warning { "warning" } else { "error" };
@@ -34,4 +36,32 @@ pub fn run(file: &Path) -> u8 {
             1
         }
     }
+}
+
+/// The pairs that load, as comments after the configuration: which names
+/// each one serves, until when, and which is the default.
+fn certificates(runtime: &Runtime) -> String {
+    let pairs = runtime.certificates();
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("# {} certificate pair(s) load:\n", pairs.len());
+    let sole = pairs.len() == 1;
+    for pair in pairs {
+        let default = match (pair.files.default, sole) {
+            (true, _) => " (the default)",
+            (false, true) => " (the default: the only pair)",
+            _ => "",
+        };
+        let end = pair.not_after.map_or_else(
+            || "no end date".to_owned(),
+            |t| format!("not after {}", format_utc(t)),
+        );
+        out += &format!(
+            "#   {}{default}: {}; {end}\n",
+            pair.files.cert.display(),
+            pair.names.join(", ")
+        );
+    }
+    out
 }

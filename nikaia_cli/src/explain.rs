@@ -9,6 +9,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod prometheus;
+pub use prometheus::prometheus;
+
 #[derive(clap::Args, Debug)]
 pub struct ExplainArgs {
     /// The server's stats socket (default: `stats-socket` from --runtime)
@@ -169,6 +172,7 @@ pub fn render(socket: &Path, r: &Value) -> String {
         );
         out += "through TLS:\n";
         out += &vehicles(&tls["vehicles"]);
+        out += &certificates(tls);
     }
     let sites = r["anywhere"].as_array().cloned().unwrap_or_default();
     if sites.is_empty() {
@@ -186,280 +190,52 @@ pub fn render(socket: &Path, r: &Value) -> String {
     out
 }
 
-/// The report in the Prometheus text exposition format (0.0.4): a HELP and
-/// a TYPE line per metric, names prefixed `nikaia_`, counters ending in
-/// `_total`. Metrics of a part the server does not have (TLS) are left out.
-pub fn prometheus(r: &Value) -> String {
-    let mut p = Exposition::default();
-    p.metric(
-        "nikaia_uptime_seconds",
-        "gauge",
-        "Seconds since the server started.",
-        &[(vec![], n(&r["uptime_ms"]) as f64 / 1000.0)],
+/// The certificates handshakes choose among: each one's names, end and
+/// handshakes, and the handshakes refused for a name none covers.
+fn certificates(tls: &Value) -> String {
+    let list = tls["certificates"].as_array().cloned().unwrap_or_default();
+    let mut out = format!(
+        "certificates ({}; {} handshakes refused for a name none covers):\n",
+        list.len(),
+        n(&tls["unrecognized"])
     );
-    let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"];
-    p.counter(
-        "nikaia_responses_total",
-        "Responses by status class (refused requests included).",
-        classes
-            .iter()
-            .map(|c| (vec![("class", c.to_string())], n(&r["statuses"][c])))
-            .collect(),
-    );
-    let tls = &r["tls"];
-    let mut requests = Vec::new();
-    let mut bytes = Vec::new();
-    for (transport, list) in [("plain", &r["vehicles"]), ("tls", &tls["vehicles"])] {
-        for v in list.as_array().into_iter().flatten() {
-            let labels = vec![
-                ("vehicle", v["vehicle"].as_str().unwrap_or("?").to_owned()),
-                ("transport", transport.to_owned()),
-            ];
-            requests.push((labels.clone(), n(&v["requests"])));
-            bytes.push((labels, n(&v["bytes"])));
-        }
-    }
-    p.counter(
-        "nikaia_vehicle_responses_total",
-        "Responses whose last byte was written, by how the body travelled.",
-        requests,
-    );
-    p.counter(
-        "nikaia_vehicle_body_bytes_total",
-        "Body bytes written, by how the body travelled.",
-        bytes,
-    );
-    table(
-        &mut p,
-        "kept",
-        &r["cache"],
-        &[
-            ("hits", "Files answered from the kept table."),
-            ("misses", "Files opened while the kept table is on."),
-            ("evictions", "Kept entries dropped for room."),
-            (
-                "invalidations",
-                "Kept entries dropped because the file changed.",
-            ),
-            (
-                "checks",
-                "statx calls that checked a kept name (shared by the requests read before each).",
-            ),
-        ],
-        [
-            "Entries in the kept table.",
-            "Bytes of files the kept table holds.",
-        ],
-    );
-    table(
-        &mut p,
-        "compressed",
-        &r["compressed"],
-        &[
-            ("hits", "Answers sent from a kept compressed variant."),
-            ("misses", "Lookups of a compressed variant not kept."),
-            ("made", "Compressed variants made."),
-            (
-                "no_gain",
-                "Compressions that did not make the file smaller.",
-            ),
-            ("evictions", "Compressed variants dropped for room."),
-            (
-                "invalidations",
-                "Compressed variants dropped because the file changed.",
-            ),
-            ("dropped", "Compressions not queued: the queue was full."),
-        ],
-        [
-            "Compressed variants kept.",
-            "Bytes of compressed variants kept.",
-        ],
-    );
-    p.gauge(
-        "nikaia_connections",
-        "Connections open now.",
-        n(&r["connections"]),
-    );
-    p.counter(
-        "nikaia_io_pool_opens_total",
-        "Opens finished on the io pool (not from the kernel's caches).",
-        vec![(vec![], n(&r["pool_opens"]))],
-    );
-    p.counter(
-        "nikaia_io_pool_cold_reads_total",
-        "File windows read on the io pool (pages not in the page cache).",
-        vec![(vec![], n(&r["cold_reads"]))],
-    );
-    p.gauge(
-        "nikaia_io_pool_queued",
-        "Jobs waiting for an io-pool thread now.",
-        n(&r["pool_queued"]),
-    );
-    p.counter(
-        "nikaia_idle_closed_total",
-        "Idle connections closed to admit new ones at max-connections.",
-        vec![(vec![], n(&r["idle_closed"]))],
-    );
-    p.counter(
-        "nikaia_send_timeouts_total",
-        "Connections closed because an answer made no progress for send-timeout.",
-        vec![(vec![], n(&r["send_timeouts"]))],
-    );
-    p.counter(
-        "nikaia_truncated_total",
-        "File bodies cut short after their head went out.",
-        vec![(vec![], n(&r["truncated"]))],
-    );
-    let h2 = &r["h2"];
-    if h2.is_object() {
-        p.counter(
-            "nikaia_h2_connections_total",
-            "Connections that spoke HTTP/2 (h2 and h2c).",
-            vec![(vec![], n(&h2["connections"]))],
-        );
-        p.counter(
-            "nikaia_h2_streams_total",
-            "HTTP/2 streams clients opened.",
-            vec![(vec![], n(&h2["streams"]))],
-        );
-        p.counter(
-            "nikaia_h2_resets_total",
-            "HTTP/2 RST_STREAM frames, sent or received.",
-            vec![
-                (
-                    vec![("direction", "sent".to_owned())],
-                    n(&h2["resets_sent"]),
-                ),
-                (
-                    vec![("direction", "received".to_owned())],
-                    n(&h2["resets_received"]),
-                ),
-            ],
-        );
-        let goaway: Vec<_> = h2["goaway"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(code, count)| (vec![("code", code.clone())], n(count)))
+    for c in &list {
+        let names: Vec<&str> = (c["names"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
             .collect();
-        if !goaway.is_empty() {
-            p.counter(
-                "nikaia_h2_goaway_total",
-                "HTTP/2 GOAWAY frames sent, by error code.",
-                goaway,
-            );
-        }
-        p.counter(
-            "nikaia_h2_flood_closes_total",
-            "HTTP/2 connections closed for a flood (ENHANCE_YOUR_CALM).",
-            vec![(vec![], n(&h2["floods"]))],
-        );
-        p.counter(
-            "nikaia_h2_stalled_streams_total",
-            "HTTP/2 streams reset because they made no progress for send-timeout.",
-            vec![(vec![], n(&h2["stalled"]))],
-        );
-    }
-    if tls.is_object() {
-        p.counter(
-            "nikaia_tls_handshakes_total",
-            "TLS handshakes: full, resumed, or failed (connections ended by a protocol error).",
-            [
-                ("full", "handshakes_full"),
-                ("resumed", "handshakes_resumed"),
-                ("failed", "failures"),
-            ]
-            .iter()
-            .map(|(result, key)| (vec![("result", result.to_string())], n(&tls[key])))
-            .collect(),
-        );
-        p.counter(
-            "nikaia_tls_plain_http_total",
-            "Plain HTTP requests answered 400 on the TLS port.",
-            vec![(vec![], n(&tls["plain_http"]))],
-        );
-    }
-    let sites: Vec<_> = r["anywhere"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| {
-            let site = s["site"].as_str().unwrap_or("?").to_owned();
-            (vec![("site", site)], n(&s["opens"]))
-        })
-        .collect();
-    if !sites.is_empty() {
-        p.counter(
-            "nikaia_anywhere_opens_total",
-            "Files opened through roots made at each Root::anywhere() site.",
-            sites,
-        );
-    }
-    p.0
-}
-
-/// A table's families (the kept table, the compressed variants): a
-/// counter `nikaia_{name}_{key}_total` per counter of `obj`, and the
-/// gauges `nikaia_{name}_entries` and `nikaia_{name}_bytes`.
-fn table(
-    p: &mut Exposition,
-    name: &str,
-    obj: &Value,
-    counters: &[(&str, &str)],
-    [entries, bytes]: [&str; 2],
-) {
-    for (key, help) in counters {
-        p.counter(
-            &format!("nikaia_{name}_{key}_total"),
-            help,
-            vec![(vec![], n(&obj[key]))],
-        );
-    }
-    p.gauge(
-        &format!("nikaia_{name}_entries"),
-        entries,
-        n(&obj["entries"]),
-    );
-    p.gauge(&format!("nikaia_{name}_bytes"), bytes, n(&obj["bytes"]));
-}
-
-type Labels = Vec<(&'static str, String)>;
-
-#[derive(Default)]
-struct Exposition(String);
-
-impl Exposition {
-    fn counter(&mut self, name: &str, help: &str, samples: Vec<(Labels, u64)>) {
-        let samples: Vec<_> = samples.into_iter().map(|(l, v)| (l, v as f64)).collect();
-        self.metric(name, "counter", help, &samples);
-    }
-
-    fn gauge(&mut self, name: &str, help: &str, value: u64) {
-        self.metric(name, "gauge", help, &[(vec![], value as f64)]);
-    }
-
-    fn metric(&mut self, name: &str, kind: &str, help: &str, samples: &[(Labels, f64)]) {
-        use std::fmt::Write;
-        let _ = writeln!(self.0, "# HELP {name} {help}");
-        let _ = writeln!(self.0, "# TYPE {name} {kind}");
-        for (labels, value) in samples {
-            self.0.push_str(name);
-            if !labels.is_empty() {
-                self.0.push('{');
-                for (i, (key, value)) in labels.iter().enumerate() {
-                    if i > 0 {
-                        self.0.push(',');
-                    }
-                    let value = value
-                        .replace('\\', "\\\\")
-                        .replace('"', "\\\"")
-                        .replace('\n', "\\n");
-                    let _ = write!(self.0, "{key}=\"{value}\"");
+        let default = if c["default"].as_bool() == Some(true) {
+            ", the default"
+        } else {
+            ""
+        };
+        let end = match c["not_after"].as_u64() {
+            Some(secs) if secs > 0 => {
+                let at =
+                    nikaia_std::rt::format_utc(std::time::UNIX_EPOCH + Duration::from_secs(secs));
+                let left = c["expires_in"].as_i64().unwrap_or(0);
+                match left {
+                    ..=0 => format!("expired {at}"),
+                    _ => format!("not after {at}, in {}", days(left as u64)),
                 }
-                self.0.push('}');
             }
-            let _ = writeln!(self.0, " {value}");
-        }
+            _ => "no end date".to_owned(),
+        };
+        out += &format!(
+            "  {} ({}{default})\n      {}\n      {end}; {} handshakes\n",
+            c["cert"].as_str().unwrap_or("?"),
+            c["source"].as_str().unwrap_or("?"),
+            names.join(", "),
+            n(&c["handshakes"]),
+        );
+    }
+    out
+}
+
+/// A span of seconds as days and hours: `86d 04h`, `3h 20m`.
+fn days(secs: u64) -> String {
+    match secs {
+        0..=86_399 => format!("{}h {:02}m", secs / 3600, secs / 60 % 60),
+        _ => format!("{}d {:02}h", secs / 86_400, secs / 3600 % 24),
     }
 }
 

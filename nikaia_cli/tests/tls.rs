@@ -257,3 +257,137 @@ fn explain_shows_handshakes_and_tls_vehicles() {
     assert_eq!(tls_requests, 6.0, "{prom}");
     stop(child);
 }
+
+#[test]
+fn check_lists_each_pair_and_explain_shows_them() {
+    let pki = TestPki::new();
+    let (b_cert, b_key) = pki.write_pair("b", "pair b", &["b.example", "*.b.example"], 2100);
+    let table = format!(
+        "stats-socket = \"stats.sock\"\n[[certificate]]\ncert = \"{}\"\nkey = \"{}\"\ndefault = true\n",
+        b_cert.display(),
+        b_key.display()
+    );
+    let dir = setup(&pki, &table);
+    let out = nikaia(dir.path(), &["check", "runtime.toml"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        listed.contains("# 2 certificate pair(s) load:\n"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(&format!(
+            "#   {}: localhost, 127.0.0.1; not after 2100-01-01T00:00:00Z\n",
+            pki.cert.display()
+        )),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(&format!(
+            "#   {} (the default): b.example, *.b.example; not after 2100-01-01T00:00:00Z\n",
+            b_cert.display()
+        )),
+        "{listed}"
+    );
+
+    // A pair of a table whose key is another's: an error of `certificate`,
+    // and the server does not start.
+    let (_, stray) = pki.make_for("stray", &["b.example"], 2100);
+    let stray_key = dir.path().join("stray.key");
+    std::fs::write(&stray_key, stray).unwrap();
+    let rt = std::fs::read_to_string(dir.path().join("runtime.toml")).unwrap();
+    let mismatch = rt.replace(
+        &b_key.display().to_string(),
+        &stray_key.display().to_string(),
+    );
+    std::fs::write(dir.path().join("mismatch.toml"), mismatch).unwrap();
+    let out = nikaia(dir.path(), &["check", "mismatch.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error: key `certificate`"), "{err}");
+    assert!(
+        err.contains("stray.key: the private key does not match"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(dir.path().join("site"))
+        .arg("--runtime")
+        .arg(dir.path().join("mismatch.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not match"));
+    // A certificate that names nothing serves nothing.
+    let (bare_cert, bare_key) = pki.write_pair("bare", "no names", &[], 2100);
+    let bare = rt
+        .replace(
+            &b_cert.display().to_string(),
+            &bare_cert.display().to_string(),
+        )
+        .replace(
+            &b_key.display().to_string(),
+            &bare_key.display().to_string(),
+        );
+    std::fs::write(dir.path().join("bare.toml"), bare).unwrap();
+    let out = nikaia(dir.path(), &["check", "bare.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("names no DNS name or IP address"), "{err}");
+
+    // explain lists the pairs with their names, end and handshakes.
+    let (child, addr) = serve(dir.path());
+    let config = pki.client_config();
+    let mut c = TlsClient::connect_named(addr, config.clone(), "files.b.example").unwrap();
+    assert_eq!(c.get("/").status, 200);
+    assert_eq!(c.peer_common_name(), "pair b");
+    let out = nikaia(
+        dir.path(),
+        &["explain", "--runtime", "runtime.toml", "--json"],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let certs = &report["tls"]["certificates"];
+    assert_eq!(certs.as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(
+        certs[1]["names"],
+        serde_json::json!(["b.example", "*.b.example"])
+    );
+    assert_eq!(certs[1]["default"], true);
+    assert_eq!(certs[1]["source"], "file");
+    assert_eq!(certs[1]["not_after"], 4_102_444_800u64);
+    assert_eq!(certs[1]["handshakes"], 1, "{report}");
+    assert_eq!(certs[0]["handshakes"], 0, "{report}");
+    assert!(certs[1]["expires_in"].as_i64().unwrap() > 0);
+    let out = nikaia(dir.path(), &["explain", "--runtime", "runtime.toml"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("certificates (2; 0 handshakes refused"),
+        "{text}"
+    );
+    assert!(text.contains("b.example, *.b.example"), "{text}");
+    assert!(
+        text.contains("not after 2100-01-01T00:00:00Z, in "),
+        "{text}"
+    );
+    assert!(text.contains("(file, the default)"), "{text}");
+    let out = nikaia(
+        dir.path(),
+        &["explain", "--runtime", "runtime.toml", "--prometheus"],
+    );
+    let prom = common::parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    let b = b_cert.display().to_string();
+    let b = [
+        ("cert", b.as_str()),
+        ("names", "b.example,*.b.example"),
+        ("source", "file"),
+    ];
+    let sample = |family, labels: &[(&str, &str)]| common::prometheus_sample(&prom, family, labels);
+    assert_eq!(sample("nikaia_tls_certificate_handshakes", &b), 1.0);
+    assert_eq!(
+        sample("nikaia_tls_certificate_not_after_seconds", &b),
+        4_102_444_800.0
+    );
+    assert!(sample("nikaia_tls_certificate_expiry_seconds", &b) > 0.0);
+    assert_eq!(sample("nikaia_tls_unrecognized_name", &[]), 0.0);
+    stop(child);
+}

@@ -11,12 +11,11 @@ use std::time::Duration;
 
 /// A runtime for tests: loopback, port 0, two workers, quiet logs.
 pub fn test_runtime() -> Runtime {
-    Runtime {
-        listen: vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()],
-        workers: 2,
-        access_log: LogTarget::Off,
-        ..Runtime::default()
-    }
+    let mut rt = Runtime::default();
+    rt.listen = vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()];
+    rt.workers = 2;
+    rt.access_log = LogTarget::Off;
+    rt
 }
 
 /// Starts `server` and returns the running handle.
@@ -82,6 +81,11 @@ impl<S: Read + Write> Conn<S> {
         self.read_reply(false)
     }
 
+    /// The buffered stream, to read what the server sent as raw bytes.
+    pub fn reader(&mut self) -> &mut BufReader<S> {
+        &mut self.reader
+    }
+
     /// True when the server closed the connection (EOF or reset) within the
     /// read timeout, with nothing more sent.
     pub fn is_closed(&mut self) -> bool {
@@ -116,20 +120,41 @@ impl Conn<TlsStream> {
 
     /// Completes a handshake over a socket already connected.
     pub fn over(tcp: TcpStream, config: Arc<rustls::ClientConfig>) -> TlsClient {
+        TlsClient::handshake(tcp, config, "localhost").expect("TLS handshake")
+    }
+
+    /// Connects and shakes hands asking for `name` (a DNS name is sent as
+    /// SNI; an IP address sends none); the handshake's error if it failed.
+    pub fn connect_named(
+        addr: SocketAddr,
+        config: Arc<rustls::ClientConfig>,
+        name: &str,
+    ) -> io::Result<TlsClient> {
+        TlsClient::handshake(TcpStream::connect(addr)?, config, name)
+    }
+
+    fn handshake(
+        tcp: TcpStream,
+        config: Arc<rustls::ClientConfig>,
+        name: &str,
+    ) -> io::Result<TlsClient> {
         tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         tcp.set_nodelay(true).unwrap();
-        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let name = rustls::pki_types::ServerName::try_from(name.to_owned()).unwrap();
         let conn = rustls::ClientConnection::new(config, name).unwrap();
         let mut stream = rustls::StreamOwned::new(conn, tcp);
         while stream.conn.is_handshaking() {
-            stream
-                .conn
-                .complete_io(&mut stream.sock)
-                .expect("TLS handshake");
+            stream.conn.complete_io(&mut stream.sock)?;
         }
-        Conn {
+        Ok(Conn {
             reader: BufReader::new(stream),
-        }
+        })
+    }
+
+    /// The common name of the certificate the server presented.
+    pub fn peer_common_name(&self) -> String {
+        let der = self.session().peer_certificates().unwrap()[0].to_vec();
+        common_name(&der)
     }
 
     pub fn session(&self) -> &rustls::ClientConnection {
@@ -193,6 +218,19 @@ pub fn read_reply(reader: &mut impl BufRead, head_only: bool) -> io::Result<Repl
     Ok(reply)
 }
 
+/// The common name in a certificate's DER, as the test certificates write
+/// it (a UTF8String after the commonName OID).
+pub fn common_name(der: &[u8]) -> String {
+    const CN: [u8; 5] = [0x06, 0x03, 0x55, 0x04, 0x03];
+    // The subject's is the last one (the issuer's comes first).
+    let at = der
+        .windows(5)
+        .rposition(|w| w == CN)
+        .expect("a common name");
+    let len = der[at + 6] as usize;
+    String::from_utf8_lossy(&der[at + 7..at + 7 + len]).into_owned()
+}
+
 /// A certificate authority and a server certificate for `localhost` and
 /// 127.0.0.1 that it signed, made fresh for a test, with the PEM files a
 /// runtime file names.
@@ -240,12 +278,39 @@ impl TestPki {
     /// (certificate PEM, key PEM) of a server certificate valid until the
     /// first day of `until_year`.
     pub fn make(&self, name: &str, until_year: i32) -> (String, String) {
+        self.make_for(name, &["localhost", "127.0.0.1"], until_year)
+    }
+
+    /// Writes a pair for `names` (DNS names, `*.` wildcards, IP addresses)
+    /// with the common name `cn`, valid until the first day of
+    /// `until_year`, to `STEM.pem` and `STEM.key` in the PKI's directory;
+    /// their paths.
+    pub fn write_pair(
+        &self,
+        stem: &str,
+        cn: &str,
+        names: &[&str],
+        until_year: i32,
+    ) -> (std::path::PathBuf, std::path::PathBuf) {
+        let (cert, key) = self.make_for(cn, names, until_year);
+        let paths = (
+            self.dir.path().join(format!("{stem}.pem")),
+            self.dir.path().join(format!("{stem}.key")),
+        );
+        std::fs::write(&paths.0, cert).unwrap();
+        std::fs::write(&paths.1, key).unwrap();
+        paths
+    }
+
+    /// (certificate PEM, key PEM) of a certificate for `names` with the
+    /// common name `cn`.
+    pub fn make_for(&self, cn: &str, names: &[&str], until_year: i32) -> (String, String) {
         let mut params =
-            rcgen::CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
                 .unwrap();
         params
             .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
+            .push(rcgen::DnType::CommonName, cn);
         params.not_before = rcgen::date_time_ymd(2020, 1, 1);
         params.not_after = rcgen::date_time_ymd(until_year, 1, 1);
         let key = rcgen::KeyPair::generate().unwrap();
@@ -256,11 +321,10 @@ impl TestPki {
     /// A runtime serving HTTPS with this certificate (loopback, port 0, two
     /// workers, quiet logs).
     pub fn runtime(&self) -> Runtime {
-        Runtime {
-            tls_cert: Some(self.cert.clone()),
-            tls_key: Some(self.key.clone()),
-            ..test_runtime()
-        }
+        let mut rt = test_runtime();
+        rt.tls_cert = Some(self.cert.clone());
+        rt.tls_key = Some(self.key.clone());
+        rt
     }
 
     /// A client configuration trusting the test CA, offering `http/1.1`.

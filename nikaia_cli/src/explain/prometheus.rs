@@ -1,0 +1,327 @@
+//! `nikaia explain --prometheus`: the report in the Prometheus text
+//! exposition format.
+
+use super::n;
+use serde_json::Value;
+
+/// The report in the Prometheus text exposition format (0.0.4): a HELP and
+/// a TYPE line per metric, names prefixed `nikaia_`, counters ending in
+/// `_total`. Metrics of a part the server does not have (TLS) are left out.
+pub fn prometheus(r: &Value) -> String {
+    let mut p = Exposition::default();
+    p.metric(
+        "nikaia_uptime_seconds",
+        "gauge",
+        "Seconds since the server started.",
+        &[(vec![], n(&r["uptime_ms"]) as f64 / 1000.0)],
+    );
+    let classes = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+    p.counter(
+        "nikaia_responses_total",
+        "Responses by status class (refused requests included).",
+        classes
+            .iter()
+            .map(|c| (vec![("class", c.to_string())], n(&r["statuses"][c])))
+            .collect(),
+    );
+    let tls = &r["tls"];
+    let mut requests = Vec::new();
+    let mut bytes = Vec::new();
+    for (transport, list) in [("plain", &r["vehicles"]), ("tls", &tls["vehicles"])] {
+        for v in list.as_array().into_iter().flatten() {
+            let labels = vec![
+                ("vehicle", v["vehicle"].as_str().unwrap_or("?").to_owned()),
+                ("transport", transport.to_owned()),
+            ];
+            requests.push((labels.clone(), n(&v["requests"])));
+            bytes.push((labels, n(&v["bytes"])));
+        }
+    }
+    p.counter(
+        "nikaia_vehicle_responses_total",
+        "Responses whose last byte was written, by how the body travelled.",
+        requests,
+    );
+    p.counter(
+        "nikaia_vehicle_body_bytes_total",
+        "Body bytes written, by how the body travelled.",
+        bytes,
+    );
+    table(
+        &mut p,
+        "kept",
+        &r["cache"],
+        &[
+            ("hits", "Files answered from the kept table."),
+            ("misses", "Files opened while the kept table is on."),
+            ("evictions", "Kept entries dropped for room."),
+            (
+                "invalidations",
+                "Kept entries dropped because the file changed.",
+            ),
+            (
+                "checks",
+                "statx calls that checked a kept name (shared by the requests read before each).",
+            ),
+        ],
+        [
+            "Entries in the kept table.",
+            "Bytes of files the kept table holds.",
+        ],
+    );
+    table(
+        &mut p,
+        "compressed",
+        &r["compressed"],
+        &[
+            ("hits", "Answers sent from a kept compressed variant."),
+            ("misses", "Lookups of a compressed variant not kept."),
+            ("made", "Compressed variants made."),
+            (
+                "no_gain",
+                "Compressions that did not make the file smaller.",
+            ),
+            ("evictions", "Compressed variants dropped for room."),
+            (
+                "invalidations",
+                "Compressed variants dropped because the file changed.",
+            ),
+            ("dropped", "Compressions not queued: the queue was full."),
+        ],
+        [
+            "Compressed variants kept.",
+            "Bytes of compressed variants kept.",
+        ],
+    );
+    p.gauge(
+        "nikaia_connections",
+        "Connections open now.",
+        n(&r["connections"]),
+    );
+    p.counter(
+        "nikaia_io_pool_opens_total",
+        "Opens finished on the io pool (not from the kernel's caches).",
+        vec![(vec![], n(&r["pool_opens"]))],
+    );
+    p.counter(
+        "nikaia_io_pool_cold_reads_total",
+        "File windows read on the io pool (pages not in the page cache).",
+        vec![(vec![], n(&r["cold_reads"]))],
+    );
+    p.gauge(
+        "nikaia_io_pool_queued",
+        "Jobs waiting for an io-pool thread now.",
+        n(&r["pool_queued"]),
+    );
+    p.counter(
+        "nikaia_idle_closed_total",
+        "Idle connections closed to admit new ones at max-connections.",
+        vec![(vec![], n(&r["idle_closed"]))],
+    );
+    p.counter(
+        "nikaia_send_timeouts_total",
+        "Connections closed because an answer made no progress for send-timeout.",
+        vec![(vec![], n(&r["send_timeouts"]))],
+    );
+    p.counter(
+        "nikaia_truncated_total",
+        "File bodies cut short after their head went out.",
+        vec![(vec![], n(&r["truncated"]))],
+    );
+    let h2 = &r["h2"];
+    if h2.is_object() {
+        p.counter(
+            "nikaia_h2_connections_total",
+            "Connections that spoke HTTP/2 (h2 and h2c).",
+            vec![(vec![], n(&h2["connections"]))],
+        );
+        p.counter(
+            "nikaia_h2_streams_total",
+            "HTTP/2 streams clients opened.",
+            vec![(vec![], n(&h2["streams"]))],
+        );
+        p.counter(
+            "nikaia_h2_resets_total",
+            "HTTP/2 RST_STREAM frames, sent or received.",
+            vec![
+                (
+                    vec![("direction", "sent".to_owned())],
+                    n(&h2["resets_sent"]),
+                ),
+                (
+                    vec![("direction", "received".to_owned())],
+                    n(&h2["resets_received"]),
+                ),
+            ],
+        );
+        let goaway: Vec<_> = h2["goaway"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(code, count)| (vec![("code", code.clone())], n(count)))
+            .collect();
+        if !goaway.is_empty() {
+            p.counter(
+                "nikaia_h2_goaway_total",
+                "HTTP/2 GOAWAY frames sent, by error code.",
+                goaway,
+            );
+        }
+        p.counter(
+            "nikaia_h2_flood_closes_total",
+            "HTTP/2 connections closed for a flood (ENHANCE_YOUR_CALM).",
+            vec![(vec![], n(&h2["floods"]))],
+        );
+        p.counter(
+            "nikaia_h2_stalled_streams_total",
+            "HTTP/2 streams reset because they made no progress for send-timeout.",
+            vec![(vec![], n(&h2["stalled"]))],
+        );
+    }
+    if tls.is_object() {
+        p.counter(
+            "nikaia_tls_handshakes_total",
+            "TLS handshakes: full, resumed, or failed (connections ended by a protocol error).",
+            [
+                ("full", "handshakes_full"),
+                ("resumed", "handshakes_resumed"),
+                ("failed", "failures"),
+            ]
+            .iter()
+            .map(|(result, key)| (vec![("result", result.to_string())], n(&tls[key])))
+            .collect(),
+        );
+        p.counter(
+            "nikaia_tls_plain_http_total",
+            "Plain HTTP requests answered 400 on the TLS port.",
+            vec![(vec![], n(&tls["plain_http"]))],
+        );
+        p.counter(
+            "nikaia_tls_unrecognized_name_total",
+            "TLS handshakes refused because no certificate covers the name asked for.",
+            vec![(vec![], n(&tls["unrecognized"]))],
+        );
+        certificates(&mut p, &tls["certificates"]);
+    }
+    let sites: Vec<_> = r["anywhere"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let site = s["site"].as_str().unwrap_or("?").to_owned();
+            (vec![("site", site)], n(&s["opens"]))
+        })
+        .collect();
+    if !sites.is_empty() {
+        p.counter(
+            "nikaia_anywhere_opens_total",
+            "Files opened through roots made at each Root::anywhere() site.",
+            sites,
+        );
+    }
+    p.0
+}
+
+/// A table's families (the kept table, the compressed variants): a
+/// counter `nikaia_{name}_{key}_total` per counter of `obj`, and the
+/// gauges `nikaia_{name}_entries` and `nikaia_{name}_bytes`.
+fn table(
+    p: &mut Exposition,
+    name: &str,
+    obj: &Value,
+    counters: &[(&str, &str)],
+    [entries, bytes]: [&str; 2],
+) {
+    for (key, help) in counters {
+        p.counter(
+            &format!("nikaia_{name}_{key}_total"),
+            help,
+            vec![(vec![], n(&obj[key]))],
+        );
+    }
+    p.gauge(
+        &format!("nikaia_{name}_entries"),
+        entries,
+        n(&obj["entries"]),
+    );
+    p.gauge(&format!("nikaia_{name}_bytes"), bytes, n(&obj["bytes"]));
+}
+
+/// Per certificate: its end, the seconds left to it, its handshakes;
+/// labelled by the chain's file and the names it serves.
+fn certificates(p: &mut Exposition, list: &Value) {
+    let list = list.as_array().cloned().unwrap_or_default();
+    let labels = |c: &Value| -> Labels {
+        let names: Vec<&str> = (c["names"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        vec![
+            ("cert", c["cert"].as_str().unwrap_or("?").to_owned()),
+            ("names", names.join(",")),
+            ("source", c["source"].as_str().unwrap_or("?").to_owned()),
+        ]
+    };
+    let each = |key: &str| -> Vec<(Labels, f64)> {
+        (list.iter())
+            .map(|c| (labels(c), c[key].as_f64().unwrap_or(0.0)))
+            .collect()
+    };
+    p.metric(
+        "nikaia_tls_certificate_not_after_seconds",
+        "gauge",
+        "The end of a certificate's validity, in seconds since the Unix epoch.",
+        &each("not_after"),
+    );
+    p.metric(
+        "nikaia_tls_certificate_expiry_seconds",
+        "gauge",
+        "Seconds left until a certificate's end of validity (negative: expired).",
+        &each("expires_in"),
+    );
+    p.metric(
+        "nikaia_tls_certificate_handshakes_total",
+        "counter",
+        "TLS handshakes completed with a certificate.",
+        &each("handshakes"),
+    );
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+#[derive(Default)]
+struct Exposition(String);
+
+impl Exposition {
+    fn counter(&mut self, name: &str, help: &str, samples: Vec<(Labels, u64)>) {
+        let samples: Vec<_> = samples.into_iter().map(|(l, v)| (l, v as f64)).collect();
+        self.metric(name, "counter", help, &samples);
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, value: u64) {
+        self.metric(name, "gauge", help, &[(vec![], value as f64)]);
+    }
+
+    fn metric(&mut self, name: &str, kind: &str, help: &str, samples: &[(Labels, f64)]) {
+        use std::fmt::Write;
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+        for (labels, value) in samples {
+            self.0.push_str(name);
+            if !labels.is_empty() {
+                self.0.push('{');
+                for (i, (key, value)) in labels.iter().enumerate() {
+                    if i > 0 {
+                        self.0.push(',');
+                    }
+                    let value = value
+                        .replace('\\', "\\\\")
+                        .replace('"', "\\\"")
+                        .replace('\n', "\\n");
+                    let _ = write!(self.0, "{key}=\"{value}\"");
+                }
+                self.0.push('}');
+            }
+            let _ = writeln!(self.0, " {value}");
+        }
+    }
+}
