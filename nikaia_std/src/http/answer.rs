@@ -157,7 +157,12 @@ fn decide(
     if let Some(rt) = files.runtime() {
         req.client = super::client::resolve(&rt.site.trusted_proxies, req);
     }
-    let resp = match redirect.and_then(|r| r.answer(req)) {
+    // An ACME validation on a plain listener comes before everything: the
+    // redirect, the site's rules, every route (`spec/tls.md`).
+    let validation = (!files.tls())
+        .then(|| super::redirect::http01(req, |host, token| files.http01(host, token)))
+        .flatten();
+    let resp = match validation.or_else(|| redirect.and_then(|r| r.answer(req))) {
         Some(resp) => resp,
         None => route(router, req),
     };

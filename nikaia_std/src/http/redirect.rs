@@ -11,6 +11,42 @@ use std::net::IpAddr;
 /// `--webroot` (and every ACME client's HTTP-01) answers there.
 pub const ACME_CHALLENGE: &str = "/.well-known/acme-challenge/";
 
+/// What the server holds for an HTTP-01 validation (`spec/tls.md`,
+/// "Challenges"): asked of the backend for a GET or HEAD of
+/// [`ACME_CHALLENGE`]`TOKEN` on a plain listener, before anything else.
+pub(crate) enum Http01 {
+    /// The key authorization to answer with.
+    Answer(bytes::Bytes),
+    /// The host is a name the server's ACME manages and the token is not
+    /// held: 404.
+    NotHeld,
+    /// Not the server's: the request goes on as any other (certbot's
+    /// `--webroot` files, the redirect).
+    NotOurs,
+}
+
+/// The answer to an HTTP-01 validation `req` asks for, if the server's
+/// ACME decides it: `validation` looks the token up for the host.
+pub(crate) fn http01(
+    req: &Request,
+    validation: impl FnOnce(Option<&str>, &str) -> Http01,
+) -> Option<Response> {
+    let token = req.path().strip_prefix(ACME_CHALLENGE)?;
+    if token.is_empty() || token.contains('/') || !matches!(req.method(), "GET" | "HEAD") {
+        return None;
+    }
+    match validation(req.header("host"), token) {
+        Http01::Answer(key_authorization) => Some(
+            Response::new(200)
+                .header("Content-Type", "text/plain")
+                .header("Cache-Control", "no-store")
+                .body(key_authorization),
+        ),
+        Http01::NotHeld => Some(Response::status_page(404)),
+        Http01::NotOurs => None,
+    }
+}
+
 /// A listener's redirect.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ToHttps {

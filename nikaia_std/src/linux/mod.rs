@@ -7,16 +7,21 @@
 //! (`transport.rs`, `tls/`), a connection with its protocol unit (`conn/`:
 //! `h1.rs` today), the send queue (`out.rs`), the vehicles (`send.rs`), the
 //! kept table (`cache.rs`), the kept compressed variants (`variants.rs`), the io pool (`pool.rs`), the counters
-//! (`stats.rs`), the stats socket and the log sinks.
+//! (`stats.rs`), the stats socket and the log sinks; ACME's validations in
+//! flight (`challenges.rs`) and, with the `acme` feature, its client and
+//! the thread that obtains and renews certificates (`acme/`).
 //!
 //! What an answer is, is decided in `http/`; this side calls its pipeline
 //! (`http::answer`) and frames the result.
 
+#[cfg(feature = "acme")]
+mod acme;
 mod activation;
 mod auth_pool;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub(crate) mod cache;
+pub(crate) mod challenges;
 mod clock;
 mod conn;
 #[cfg(feature = "fuzzing")]

@@ -67,6 +67,101 @@ impl Runtime {
                 }
             }
         }
+        if let Some(acme) = &self.acme {
+            found.extend(self.acme_findings(acme));
+        }
+        found
+    }
+
+    /// What `[acme]` would meet: a program without the feature, a storage
+    /// that is not private, a key file or roots that do not read, and no
+    /// listener for the challenges allowed (HTTP-01 needs a plain listener
+    /// on port 80 as the CA sees it, TLS-ALPN-01 a TLS one on 443).
+    fn acme_findings(&self, acme: &crate::rt::Acme) -> Vec<Finding> {
+        let mut found = Vec::new();
+        let mut problem = |message: String, warning: bool| {
+            found.push(Finding {
+                key: "acme",
+                message,
+                warning,
+            })
+        };
+        #[cfg(not(feature = "acme"))]
+        problem(super::server::NO_ACME.to_owned(), false);
+        match std::fs::symlink_metadata(&acme.storage) {
+            Ok(meta) => {
+                use std::os::unix::fs::MetadataExt;
+                let me = rustix::process::geteuid().as_raw();
+                let storage = acme.storage.display();
+                if !meta.is_dir() {
+                    problem(format!("storage {storage}: not a directory"), false);
+                } else if meta.uid() != me {
+                    problem(
+                        format!(
+                            "storage {storage}: it belongs to user {}, not to this user {me}",
+                            meta.uid()
+                        ),
+                        false,
+                    );
+                } else if meta.mode() & 0o077 != 0 {
+                    problem(format!("storage {storage}: its mode is {:04o}; keys are kept there, so it must be 0700", meta.mode() & 0o777), false);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => problem(format!("storage {}: {e}", acme.storage.display()), false),
+        }
+        if let Some(eab) = &acme.eab {
+            // Read to check it, never shown.
+            if let Err(e) = std::fs::read_to_string(&eab.hmac_key_file) {
+                problem(
+                    format!("eab-hmac-key {}: {e}", eab.hmac_key_file.display()),
+                    false,
+                );
+            }
+        }
+        if let Some(roots) = &acme.ca_roots {
+            use rustls_pki_types::pem::PemObject;
+            let certs: Result<Vec<_>, _> =
+                match rustls_pki_types::CertificateDer::pem_file_iter(roots) {
+                    Ok(iter) => iter.collect(),
+                    Err(e) => Err(e),
+                };
+            match certs {
+                Ok(certs) if !certs.is_empty() => {}
+                Ok(_) => problem(
+                    format!("ca-roots {}: holds no PEM certificate", roots.display()),
+                    false,
+                ),
+                Err(e) => problem(format!("ca-roots {}: {e}", roots.display()), false),
+            }
+        }
+        let tcp = |tls: bool| {
+            (self.listen.iter())
+                .filter(|l| self.speaks_tls(l) == tls)
+                .filter_map(|l| match l.address {
+                    ListenAddr::Tcp(addr) => Some(addr.port()),
+                    ListenAddr::Unix(_) => None,
+                })
+                .collect::<Vec<u16>>()
+        };
+        let (plain, tls) = (tcp(false), tcp(true));
+        let http01 = acme.challenges.contains(&crate::rt::ChallengeKind::Http01);
+        let alpn01 = acme
+            .challenges
+            .contains(&crate::rt::ChallengeKind::TlsAlpn01);
+        let usable = (http01 && !plain.is_empty()) || (alpn01 && !tls.is_empty());
+        if !usable {
+            problem(
+                "no listener can answer the challenges allowed: HTTP-01 needs a plain TCP listener (port 80), TLS-ALPN-01 a TLS one (port 443)".into(),
+                false,
+            );
+        }
+        if http01 && !plain.is_empty() && !plain.contains(&80) {
+            problem(format!("HTTP-01 is validated on port 80 and no plain listener is on it (ports {plain:?}): right only if port 80 is forwarded to one of them"), true);
+        }
+        if alpn01 && !tls.is_empty() && !tls.contains(&443) {
+            problem(format!("TLS-ALPN-01 is validated on port 443 and no TLS listener is on it (ports {tls:?}): right only if port 443 is forwarded to one of them"), true);
+        }
         found
     }
 }

@@ -81,7 +81,7 @@ pub(crate) fn reload(
     // Every pair is read again, even where its paths did not change (what
     // a renewal needs); one that does not load refuses the reload whole.
     let certs = match &shared.tls {
-        Some(tls) => match tls.certs_for(&new) {
+        Some(_) => match super::tls::Tls::load(&new) {
             Ok(certs) => Some(certs),
             Err(refused) => {
                 for (key, message) in refused {
@@ -92,6 +92,13 @@ pub(crate) fn reload(
         },
         None => None,
     };
+    #[cfg(not(feature = "acme"))]
+    if new.acme.is_some() {
+        problems.push(format!(
+            "{file}error: key `acme`: {}",
+            super::server::NO_ACME
+        ));
+    }
     let moved_stats = new.stats_socket != old.stats_socket;
     if let (true, Some(path)) = (moved_stats, &new.stats_socket) {
         if let Err(e) = super::unix_path::inspect(path, &super::stats_socket::what(path)) {
@@ -140,6 +147,8 @@ pub(crate) fn reload(
     if let (Some(tls), Some(certs)) = (&shared.tls, certs) {
         tls.install(certs, new.http2);
     }
+    #[cfg(feature = "acme")]
+    acme(shared, &new);
     shared
         .cache
         .resize(new.static_cache, new.static_cache_bytes);
@@ -166,4 +175,37 @@ pub(crate) fn reload(
         ));
     }
     Ok(Reloaded { restart_needed })
+}
+
+/// Hands the new `[acme]` table to the manager: started where it was not
+/// running, stopped (its pairs no longer served) where the table is gone.
+/// A storage the manager cannot open is logged; the rest of the reload
+/// stands.
+#[cfg(feature = "acme")]
+fn acme(shared: &Arc<Shared>, new: &Runtime) {
+    let mut slot = shared.acme.lock().unwrap_or_else(|e| e.into_inner());
+    let started = match (slot.as_ref(), &new.acme) {
+        (Some(manager), Some(acme)) => manager.configure(shared, acme).map(|()| None),
+        (None, Some(acme)) => super::acme::Manager::start(shared, acme).map(Some),
+        (Some(manager), None) => {
+            manager.stop();
+            if let Some(tls) = &shared.tls {
+                tls.clear_acme();
+            }
+            shared.challenges.set_managed(Vec::new());
+            shared
+                .acme_status
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+            *slot = None;
+            Ok(None)
+        }
+        (None, None) => Ok(None),
+    };
+    match started {
+        Ok(Some(manager)) => *slot = Some(manager),
+        Ok(None) => {}
+        Err(e) => shared.logs.error(format_args!("SIGHUP: key `acme`: {e}")),
+    }
 }

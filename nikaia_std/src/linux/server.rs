@@ -41,6 +41,7 @@ impl Server {
             shared.logs.notice(format_args!("{notice}"));
         }
         let rt = shared.runtime();
+        start_acme(&shared, rt.acme.as_ref())?;
         let mut adopted: Vec<usize> = (shared.listeners().iter())
             .filter_map(|l| l.passed)
             .collect();
@@ -105,6 +106,32 @@ impl Server {
     }
 }
 
+/// Starts obtaining and renewing the `[acme]` names, the stored pairs
+/// served at once; refused in a program built without ACME.
+pub(crate) fn start_acme(shared: &Arc<Shared>, acme: Option<&crate::rt::Acme>) -> io::Result<()> {
+    let Some(acme) = acme else {
+        return Ok(());
+    };
+    #[cfg(feature = "acme")]
+    {
+        let manager = super::acme::Manager::start(shared, acme)?;
+        *shared.acme.lock().unwrap_or_else(|e| e.into_inner()) = Some(manager);
+        Ok(())
+    }
+    #[cfg(not(feature = "acme"))]
+    {
+        let _ = (shared, acme);
+        Err(io::Error::other(NO_ACME))
+    }
+}
+
+/// Why a program without ACME refuses an `[acme]` table.
+#[cfg(not(feature = "acme"))]
+pub(crate) const NO_ACME: &str =
+    "the runtime file has an [acme] table, and this program was built \
+    without nikaia_std's `acme` feature; build it with `--features nikaia_std/acme` (the nikaia \
+    tool has it), or name the certificates in [[certificate]] tables";
+
 /// The path of a passed Unix socket.
 fn passed_path(fd: &std::os::fd::OwnedFd) -> Option<std::path::PathBuf> {
     match listen::socket_address(fd).ok()? {
@@ -140,6 +167,16 @@ struct Ready {
 impl Control {
     fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        #[cfg(feature = "acme")]
+        if let Some(acme) = self
+            .shared
+            .acme
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            acme.stop();
+        }
         // The workers hold the listeners from here on; each lets go as it
         // stops accepting.
         drop(std::mem::take(

@@ -37,6 +37,14 @@ pub(crate) struct Shared {
     pub(crate) auth: super::auth_pool::AuthPool,
     /// The HTTPS side, when a listener speaks TLS.
     pub(crate) tls: Option<super::tls::Tls>,
+    /// ACME's validations in flight, answered on every listener.
+    pub(crate) challenges: Arc<super::challenges::Challenges>,
+    /// What ACME reports of each of its names (`nikaia explain`); empty
+    /// without it.
+    pub(crate) acme_status: Mutex<Vec<crate::rt::CertReport>>,
+    /// The ACME manager, while `[acme]` is set.
+    #[cfg(feature = "acme")]
+    pub(crate) acme: Mutex<Option<Arc<super::acme::Manager>>>,
     pub(crate) stop: AtomicBool,
     pub(crate) connections: AtomicUsize,
     /// `max-connections`, lowered if the descriptor limit cannot hold it.
@@ -104,6 +112,10 @@ impl Files for Serving<'_> {
         self.tls
     }
 
+    fn http01(&self, host: Option<&str>, token: &str) -> crate::http::redirect::Http01 {
+        self.shared.challenges.http01(host, token)
+    }
+
     fn verified(&self, check: &crate::http::site::Check) -> bool {
         self.shared.auth.known(check)
     }
@@ -129,9 +141,38 @@ impl Files for Serving<'_> {
 }
 
 impl Shared {
+    /// The certificates TLS serves, with what ACME says of its names (the
+    /// names still without a certificate too).
+    fn certificates(&self, tls: &super::tls::Tls) -> Vec<crate::rt::CertReport> {
+        let mut served = tls.report();
+        let acme = self.acme_status.lock().unwrap_or_else(|e| e.into_inner());
+        for status in acme.iter() {
+            let same = |c: &&mut crate::rt::CertReport| c.source == "acme" && c.cert == status.cert;
+            match served.iter_mut().find(same) {
+                Some(entry) => {
+                    entry.next_renewal = status.next_renewal;
+                    entry.last_attempt = status.last_attempt;
+                    entry.last_error = status.last_error.clone();
+                    entry.orders = status.orders;
+                    entry.failures = status.failures;
+                }
+                None => served.push(status.clone()),
+            }
+        }
+        let answered = self
+            .challenges
+            .answered
+            .load(std::sync::atomic::Ordering::Relaxed);
+        for entry in served.iter_mut().filter(|c| c.source == "acme") {
+            entry.challenges = answered;
+        }
+        served
+    }
+
     pub(crate) fn new(router: Router, rt: Runtime, listeners: Vec<Listener>) -> io::Result<Shared> {
+        let challenges = Arc::new(super::challenges::Challenges::default());
         let tls = match listeners.iter().any(|l| l.tls) {
-            true => Some(super::tls::Tls::new(&rt)?),
+            true => Some(super::tls::Tls::new(&rt, challenges.clone())?),
             false => None,
         };
         // Any TLS listener in the process means the kept table holds
@@ -145,6 +186,10 @@ impl Shared {
             started: Instant::now(),
             router,
             tls,
+            challenges,
+            acme_status: Mutex::default(),
+            #[cfg(feature = "acme")]
+            acme: Mutex::default(),
             cache: Cache::new(rt.static_cache, rt.static_cache_bytes, keep),
             variants: super::variants::Variants::new(rt.compress, rt.compress_cache_bytes)?,
             stats: Stats::default(),
@@ -225,7 +270,7 @@ impl Shared {
                 plain_http: t.counters.plain_http.load(Relaxed),
                 vehicles: self.stats.per_vehicle(true),
                 unrecognized: t.counters.unrecognized.load(Relaxed),
-                certificates: t.report(),
+                certificates: self.certificates(t),
             }),
             h2: self.stats.h2.report(),
         }

@@ -1,6 +1,7 @@
 //! The runtime file: TOML the operator writes to tune the mechanism on the
 //! machine the program runs on. Normative text: `spec/runtime-file.md`.
 
+mod acme;
 mod certificate;
 mod glob;
 mod htpasswd;
@@ -14,6 +15,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use acme::{
+    default_storage, Acme, ChallengeKind, Eab, KeyType, LETS_ENCRYPT, LETS_ENCRYPT_STAGING,
+};
 pub use certificate::{format_utc, CertFiles, CertSummary};
 pub use glob::Glob;
 pub use htpasswd::Users;
@@ -141,6 +145,9 @@ pub struct Runtime {
     /// `[[certificate]]`: more pairs, in the file's order; a TLS handshake
     /// gets the one that covers the name it asks for (`spec/tls.md`).
     pub certificates: Vec<CertFiles>,
+    /// `[acme]`: certificates the server obtains and renews itself
+    /// (`spec/tls.md`, "Automatic HTTPS").
+    pub acme: Option<Acme>,
     /// `cache-control`: the header `http::dir_handler` puts on file answers.
     pub cache_control: CacheControl,
     /// `not-found`: a name under the served root answered with 404 for a
@@ -231,7 +238,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 36] = [
+pub const KEYS: [&str; 37] = [
     "listen",
     "workers",
     "io-threads",
@@ -256,6 +263,7 @@ pub const KEYS: [&str; 36] = [
     "tls-cert",
     "tls-key",
     "certificate",
+    "acme",
     "cache-control",
     "not-found",
     "fallback",
@@ -297,6 +305,7 @@ impl Default for Runtime {
             tls_cert: None,
             tls_key: None,
             certificates: Vec::new(),
+            acme: None,
             cache_control: CacheControl::default(),
             not_found: None,
             fallback: None,
@@ -320,10 +329,12 @@ impl Runtime {
         entry.tls.unwrap_or(self.has_certificates())
     }
 
-    /// Whether any certificate pair is named (`tls-cert`/`tls-key` or a
-    /// `[[certificate]]`).
+    /// Whether any certificate is named (`tls-cert`/`tls-key` or a
+    /// `[[certificate]]`) or obtained (`[acme]`).
     pub fn has_certificates(&self) -> bool {
-        (self.tls_cert.is_some() && self.tls_key.is_some()) || !self.certificates.is_empty()
+        (self.tls_cert.is_some() && self.tls_key.is_some())
+            || !self.certificates.is_empty()
+            || self.acme.is_some()
     }
 
     /// Every certificate pair: `tls-cert`/`tls-key` first (not a default),
@@ -459,6 +470,7 @@ impl Runtime {
             "certificate",
             (!certificates.is_empty()).then(|| format!("[{}]", certificates.join(", "))),
         );
+        line("acme", self.acme.as_ref().map(Acme::to_toml));
         // An inline table, so keys written after it stay top-level.
         let cache_control = (!self.cache_control.is_empty()).then(|| {
             let default = self.cache_control.default.iter().map(|v| ("default", v));

@@ -10,10 +10,11 @@ mod vehicle;
 pub(crate) use config::available_cores;
 pub(crate) use config::{any_matches, canonical};
 pub use config::{
-    format_duration, format_size, format_utc, reserved_header, AccessLogFormat, AuthRule,
-    CacheControl, CertFiles, CertSummary, Coding, ConfigError, Cors, DenyRule, FallbackFor,
-    Finding, Glob, HeaderRule, HttpsRedirect, Listen, ListenAddr, LogTarget, Net, Origins, Runtime,
-    SecurityHeaders, SendFile, Site, TrustedProxies, Users, KEYS, RUNTIME_ENV, UNIX_MODE,
+    default_storage, format_duration, format_size, format_utc, reserved_header, AccessLogFormat,
+    Acme, AuthRule, CacheControl, CertFiles, CertSummary, ChallengeKind, Coding, ConfigError, Cors,
+    DenyRule, Eab, FallbackFor, Finding, Glob, HeaderRule, HttpsRedirect, KeyType, Listen,
+    ListenAddr, LogTarget, Net, Origins, Runtime, SecurityHeaders, SendFile, Site, TrustedProxies,
+    Users, KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
 };
 pub use stats::{CertReport, CompressedReport, H2Report, Report, TlsReport};
 pub(crate) use vehicle::Vehicle;

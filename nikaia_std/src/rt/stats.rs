@@ -133,6 +133,30 @@ pub struct CertReport {
     pub expires_in: i64,
     /// Handshakes completed with it.
     pub handshakes: u64,
+    /// ACME only: when it is renewed next (seconds since the Unix epoch; 0
+    /// where there is no schedule).
+    pub next_renewal: u64,
+    /// ACME only: when the CA was last asked for it (0: not yet), and what
+    /// went wrong then (empty: nothing).
+    pub last_attempt: u64,
+    pub last_error: String,
+    /// ACME only: orders placed for it, attempts that failed, and the CA's
+    /// validations answered.
+    pub orders: u64,
+    pub failures: u64,
+    pub challenges: u64,
+}
+
+impl CertReport {
+    /// A report of the certificate `cert` from `source` (`file`, `acme`),
+    /// every count at zero.
+    pub fn new(source: &str, cert: impl Into<String>) -> CertReport {
+        CertReport {
+            source: source.to_owned(),
+            cert: cert.into(),
+            ..CertReport::default()
+        }
+    }
 }
 
 impl Report {
@@ -208,7 +232,7 @@ impl Report {
                 }
                 let names: Vec<String> = c.names.iter().map(|n| json_string(n)).collect();
                 s.push_str(&format!(
-                    "{{\"source\":{},\"cert\":{},\"names\":[{}],\"default\":{},\"not_after\":{},\"expires_in\":{},\"handshakes\":{}}}",
+                    "{{\"source\":{},\"cert\":{},\"names\":[{}],\"default\":{},\"not_after\":{},\"expires_in\":{},\"handshakes\":{}",
                     json_string(&c.source),
                     json_string(&c.cert),
                     names.join(","),
@@ -217,6 +241,18 @@ impl Report {
                     c.expires_in,
                     c.handshakes
                 ));
+                if c.source == "acme" {
+                    s.push_str(&format!(
+                        ",\"next_renewal\":{},\"last_attempt\":{},\"last_error\":{},\"orders\":{},\"failures\":{},\"challenges\":{}",
+                        c.next_renewal,
+                        c.last_attempt,
+                        json_string(&c.last_error),
+                        c.orders,
+                        c.failures,
+                        c.challenges
+                    ));
+                }
+                s.push('}');
             }
             s.push_str("]}");
         }

@@ -199,6 +199,11 @@ pub(crate) trait Files {
     fn runtime(&self) -> Option<&crate::rt::Runtime> {
         None
     }
+    /// What the server's ACME holds for an HTTP-01 validation of `token`
+    /// asked for `host`: nothing, where there is no ACME.
+    fn http01(&self, _host: Option<&str>, _token: &str) -> crate::http::redirect::Http01 {
+        crate::http::redirect::Http01::NotOurs
+    }
     /// Whether the connection is TLS (HSTS, auth on plain listeners).
     fn tls(&self) -> bool {
         false

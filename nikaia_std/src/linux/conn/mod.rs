@@ -547,6 +547,17 @@ impl Link {
                 if let Some(tls) = &turn.shared.tls {
                     tls.counters.unrecognized.fetch_add(1, Relaxed);
                 }
+                // A name ACME is still obtaining a certificate for: a line
+                // once per name, not a failure.
+                if let Some(log) = turn.shared.challenges.refusal_to_log(&name) {
+                    if log {
+                        turn.shared.logs.error(format_args!(
+                            "{}: TLS handshake for {name:?} refused: its certificate is not obtained yet (ACME; `nikaia explain` shows the next attempt)",
+                            self.peer
+                        ));
+                    }
+                    return Err(Next::Close);
+                }
                 self.tls_failure(
                     turn,
                     format_args!(

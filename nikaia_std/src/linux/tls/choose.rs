@@ -10,18 +10,46 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Where a pair comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Files the runtime file names.
+    File(CertFiles),
+    /// Obtained by ACME for this name.
+    Acme(String),
+}
 
 /// One pair as the server serves it.
 pub(crate) struct Served {
-    pub(crate) pair: Pair,
-    /// Where it was read from, as the runtime file names it.
-    pub(crate) files: CertFiles,
+    pub(crate) pair: Arc<Pair>,
+    pub(crate) source: Source,
     /// The configuration of the handshakes it answers: the server's
     /// (ALPN, resumption) with this pair's certificate.
     pub(crate) config: Arc<ServerConfig>,
     /// Handshakes completed with it; carried over a reload that keeps the
-    /// pair's files.
+    /// pair's source.
     pub(crate) handshakes: Arc<AtomicU64>,
+}
+
+impl Served {
+    /// Whether it is marked `default` in the runtime file.
+    fn marked_default(&self) -> bool {
+        matches!(&self.source, Source::File(f) if f.default)
+    }
+
+    /// How it ranks against another pair covering the same name, at `now`:
+    /// a pair still valid beats an expired one; then a file pair beats an
+    /// ACME one (the operator's choice); then the one that ends later.
+    fn rank(&self, now: SystemTime) -> (bool, bool, Option<SystemTime>) {
+        let valid = self.pair.not_after.is_none_or(|end| end > now);
+        (
+            valid,
+            matches!(self.source, Source::File(_)),
+            self.pair.not_after,
+        )
+    }
 }
 
 /// The pairs a server holds, indexed by the names they cover; swapped whole
@@ -39,16 +67,18 @@ pub(crate) struct Certs {
 }
 
 impl Certs {
-    /// Indexes `served`, in the runtime file's order. Where two pairs cover
-    /// one name, the one that expires later serves it (the first, when
-    /// they end together).
-    pub(crate) fn new(served: Vec<Served>) -> Certs {
+    /// Indexes `served`, in the runtime file's order (the ACME pairs
+    /// after). Where two pairs cover one name, [`Served::rank`] at `now`
+    /// decides (the first, when they rank alike): so the later of two
+    /// certificates serves, and a file pair beats an ACME one until it has
+    /// expired.
+    pub(crate) fn new(served: Vec<Served>, now: SystemTime) -> Certs {
         let served: Vec<Arc<Served>> = served.into_iter().map(Arc::new).collect();
         let mut certs = Certs {
             exact: HashMap::new(),
             wildcard: HashMap::new(),
             ips: HashMap::new(),
-            default: served.iter().position(|s| s.files.default),
+            default: served.iter().position(|s| s.marked_default()),
             served: Vec::new(),
         };
         if served.len() == 1 {
@@ -56,7 +86,7 @@ impl Certs {
         }
         for (i, s) in served.iter().enumerate() {
             let later = |slot: &mut usize| {
-                if s.pair.not_after > served[*slot].pair.not_after {
+                if s.rank(now) > served[*slot].rank(now) {
                     *slot = i;
                 }
             };
@@ -121,12 +151,32 @@ impl Certs {
         &self.served
     }
 
-    /// The handshake counter a pair with these files had in this set, to
-    /// carry over a reload.
-    pub(crate) fn handshakes_of(&self, files: &CertFiles) -> Option<Arc<AtomicU64>> {
+    /// The handshake counter a pair from this source had in this set, to
+    /// carry over a rebuild.
+    pub(crate) fn handshakes_of(&self, source: &Source) -> Option<Arc<AtomicU64>> {
         self.served
             .iter()
-            .find(|s| s.files.cert == files.cert && s.files.key == files.key)
+            .find(|s| same(&s.source, source))
             .map(|s| s.handshakes.clone())
+    }
+
+    #[cfg_attr(not(feature = "acme"), allow(dead_code))]
+    /// The earliest end of a pair in the set, after `now`: when the choice
+    /// may change without a new pair (an expired one stops winning).
+    pub(crate) fn next_expiry(&self, now: SystemTime) -> Option<SystemTime> {
+        (self.served.iter())
+            .filter_map(|s| s.pair.not_after)
+            .filter(|end| *end > now)
+            .min()
+    }
+}
+
+/// Whether two sources are the same pair's: the same files (whether or not
+/// marked default), or the same ACME name.
+fn same(a: &Source, b: &Source) -> bool {
+    match (a, b) {
+        (Source::File(a), Source::File(b)) => a.cert == b.cert && a.key == b.key,
+        (Source::Acme(a), Source::Acme(b)) => a == b,
+        _ => false,
     }
 }

@@ -1,10 +1,11 @@
-//! The two fields of a certificate std reads itself: the end of its
-//! validity (`notAfter`: `nikaia check`, `nikaia explain`, which of two
-//! pairs serves a name) and the names it covers (`subjectAltName`: which
-//! handshakes it serves). A DER walk of a few elements; an X.509 crate
-//! would bring a parser framework for two fields, and rustls (which
-//! validates nothing about the server's own certificate) has no accessor
-//! for them.
+//! The fields of a certificate std reads itself: its validity (`notAfter`
+//! for `nikaia check`, `nikaia explain` and which of two pairs serves a
+//! name; `notBefore` too for when ACME renews), the names it covers
+//! (`subjectAltName`: which handshakes it serves), and its ACME renewal
+//! identifier (authority key identifier and serial). A DER walk of a few
+//! elements; an X.509 crate would bring a parser framework for these, and
+//! rustls (which validates nothing about the server's own certificate)
+//! has no accessor for them.
 
 use crate::text::date::days_from_civil;
 use std::net::IpAddr;
@@ -37,6 +38,10 @@ const BOOLEAN: u8 = 0x01;
 const OCTET_STRING: u8 = 0x04;
 /// 2.5.29.17, `id-ce-subjectAltName`.
 const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
+/// 2.5.29.35, `id-ce-authorityKeyIdentifier`, and its `keyIdentifier [0]`.
+const AUTHORITY_KEY_ID: &[u8] = &[0x55, 0x1d, 0x23];
+const KEY_IDENTIFIER: u8 = 0x80;
+const INTEGER: u8 = 0x02;
 /// `dNSName [2] IA5String` and `iPAddress [7] OCTET STRING` of GeneralName.
 const DNS_NAME: u8 = 0x82;
 const IP_ADDRESS: u8 = 0x87;
@@ -90,6 +95,11 @@ pub(super) fn subject_alt_names(cert: &[u8]) -> (Vec<String>, Vec<IpAddr>) {
 
 /// The `extnValue` of the `subjectAltName` extension.
 fn san_extension(cert: &[u8]) -> Option<&[u8]> {
+    extension(cert, SUBJECT_ALT_NAME)
+}
+
+/// The `extnValue` of the extension `id`.
+fn extension<'c>(cert: &'c [u8], id: &[u8]) -> Option<&'c [u8]> {
     // validity, subject, subjectPublicKeyInfo, then the optional fields.
     let mut rest = from_validity(cert)?;
     for _ in 0..3 {
@@ -108,7 +118,7 @@ fn san_extension(cert: &[u8]) -> Option<&[u8]> {
             let (OID, oid, mut fields) = element(extension)? else {
                 continue;
             };
-            if oid != SUBJECT_ALT_NAME {
+            if oid != id {
                 continue;
             }
             if let Some((BOOLEAN, _, after)) = element(fields) {
@@ -130,7 +140,65 @@ pub(super) fn not_after(cert: &[u8]) -> Option<SystemTime> {
         return None;
     };
     let (_, _, after_not_before) = element(validity)?;
-    let (tag, time, _) = element(after_not_before)?;
+    time(after_not_before)
+}
+
+/// `tbsCertificate.validity.notBefore` of a DER certificate.
+pub(super) fn not_before(cert: &[u8]) -> Option<SystemTime> {
+    let rest = from_validity(cert)?;
+    let (SEQUENCE, validity, _) = element(rest)? else {
+        return None;
+    };
+    time(validity)
+}
+
+/// The certificate's identifier in ACME renewal information (RFC 9773
+/// §4.1): base64url of the authority key identifier's `keyIdentifier`,
+/// a dot, base64url of the serial number's content octets.
+pub(super) fn ari_id(cert: &[u8]) -> Option<String> {
+    let (SEQUENCE, c, _) = element(cert)? else {
+        return None;
+    };
+    let (SEQUENCE, tbs, _) = element(c)? else {
+        return None;
+    };
+    let mut rest = tbs;
+    let (tag, _, after) = element(rest)?;
+    if tag == VERSION {
+        rest = after;
+    }
+    let (INTEGER, serial, _) = element(rest)? else {
+        return None;
+    };
+    let aki = extension(cert, AUTHORITY_KEY_ID)?;
+    let (SEQUENCE, aki, _) = element(aki)? else {
+        return None;
+    };
+    let (KEY_IDENTIFIER, key_id, _) = element(aki)? else {
+        return None;
+    };
+    Some(format!("{}.{}", b64url(key_id), b64url(serial)))
+}
+
+/// base64url without padding.
+fn b64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// A UTCTime or GeneralizedTime element at the start of `der`.
+fn time(der: &[u8]) -> Option<SystemTime> {
+    let (tag, time, _) = element(der)?;
     let text = std::str::from_utf8(time).ok()?;
     let text = text.strip_suffix('Z')?;
     let (year, rest) = match tag {
@@ -226,7 +294,42 @@ mod tests {
         let der = cert_valid_until(2030, 1, 1);
         for cut in 0..der.len() {
             let _ = not_after(&der[..cut]);
+            let _ = not_before(&der[..cut]);
             let _ = subject_alt_names(&der[..cut]);
+            let _ = ari_id(&der[..cut]);
         }
+    }
+}
+
+#[cfg(test)]
+mod ari_tests {
+    use super::*;
+
+    #[test]
+    fn the_renewal_identifier_of_rfc_9773s_example() {
+        // RFC 9773 §4.1: a certificate with keyIdentifier
+        // 69:88:5B:6B:87:46:40:41:E1:B3:7B:84:7B:A0:AE:2C:DE:01:C8:D4 and
+        // serial 00:87:65:43:21 has the identifier below; made here with
+        // rcgen, signed by a CA whose key identifier is that.
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.key_identifier_method = rcgen::KeyIdMethod::PreSpecified(vec![
+            0x69, 0x88, 0x5B, 0x6B, 0x87, 0x46, 0x40, 0x41, 0xE1, 0xB3, 0x7B, 0x84, 0x7B, 0xA0,
+            0xAE, 0x2C, 0xDE, 0x01, 0xC8, 0xD4,
+        ]);
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let mut leaf = rcgen::CertificateParams::new(vec!["example.org".to_owned()]).unwrap();
+        leaf.serial_number = Some(rcgen::SerialNumber::from_slice(&[
+            0x00, 0x87, 0x65, 0x43, 0x21,
+        ]));
+        leaf.use_authority_key_identifier_extension = true;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let der = leaf.signed_by(&key, &issuer).unwrap().der().to_vec();
+        assert_eq!(
+            ari_id(&der).as_deref(),
+            Some("aYhba4dGQEHhs3uEe6CuLN4ByNQ.AIdlQyE")
+        );
+        assert!(not_before(&der).is_some());
     }
 }

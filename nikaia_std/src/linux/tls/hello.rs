@@ -1,10 +1,14 @@
 //! A TLS connection's first step: the ClientHello read whole, before any
 //! configuration is chosen, then the pair that serves it chosen from
 //! memory ([`Certs::choose`]) or the handshake refused with
-//! `unrecognized_name`.
+//! `unrecognized_name`. A hello offering only `acme-tls/1` is a CA's
+//! TLS-ALPN-01 validation: it gets the challenge's certificate, or
+//! nothing, and is never a failure.
 
 use super::choose::{Certs, Served};
 use super::session::FdRead;
+use super::ACME_TLS_ALPN;
+use crate::linux::challenges::Challenges;
 use rustls::server::Acceptor;
 use rustls::ServerConnection;
 use std::io;
@@ -17,6 +21,7 @@ pub(super) struct Hello {
     acceptor: Acceptor,
     /// The set the connection was accepted with.
     certs: Arc<Certs>,
+    challenges: Arc<Challenges>,
 }
 
 /// What one [`Hello::read`] came to.
@@ -27,6 +32,12 @@ pub(super) enum Step {
     Closed,
     /// The pair is chosen and the session made; its reply is queued.
     Chosen(Box<ServerConnection>, Arc<Served>),
+    /// A TLS-ALPN-01 validation, answered with the challenge's
+    /// certificate; the connection closes once the handshake is done.
+    Challenge(Box<ServerConnection>),
+    /// A TLS-ALPN-01 validation of a name with none in flight: refused
+    /// with `unrecognized_name`, neither logged nor counted.
+    NoChallenge,
     /// No pair covers the name: `name` is what the client asked for (or
     /// the address it reached, without a name).
     Unrecognized { name: String },
@@ -42,10 +53,11 @@ pub(super) enum Step {
 pub(super) const UNRECOGNIZED_NAME: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
 
 impl Hello {
-    pub(super) fn new(certs: Arc<Certs>) -> Hello {
+    pub(super) fn new(certs: Arc<Certs>, challenges: Arc<Challenges>) -> Hello {
         Hello {
             acceptor: Acceptor::default(),
             certs,
+            challenges,
         }
     }
 
@@ -90,6 +102,16 @@ impl Hello {
     fn choose(&self, fd: BorrowedFd<'_>, accepted: rustls::server::Accepted) -> Step {
         let hello = accepted.client_hello();
         let sni = hello.server_name();
+        let validation = hello.alpn().is_some_and(|mut offered| {
+            offered.next() == Some(ACME_TLS_ALPN) && offered.next().is_none()
+        });
+        if validation {
+            let config = sni.and_then(|name| self.challenges.alpn(name));
+            return match config.map(|config| accepted.into_connection(config)) {
+                Some(Ok(conn)) => Step::Challenge(Box::new(conn)),
+                Some(Err(_)) | None => Step::NoChallenge,
+            };
+        }
         let Some(served) = self.certs.choose(sni, || local_ip(fd)) else {
             let name = match sni {
                 Some(name) => name.to_owned(),

@@ -22,6 +22,13 @@ pub(crate) struct Pair {
     pub(crate) ips: Vec<IpAddr>,
     /// When the leaf stops being valid, if its DER says.
     pub(crate) not_after: Option<SystemTime>,
+    #[cfg_attr(not(feature = "acme"), allow(dead_code))]
+    /// When it began to be.
+    pub(crate) not_before: Option<SystemTime>,
+    #[cfg_attr(not(feature = "acme"), allow(dead_code))]
+    /// Its identifier in ACME renewal information (RFC 9773), when it has
+    /// an authority key identifier.
+    pub(crate) ari_id: Option<String>,
 }
 
 /// Which file of a pair a problem is about.
@@ -68,6 +75,8 @@ impl Pair {
             ));
         }
         let not_after = der::not_after(leaf.as_ref());
+        let not_before = der::not_before(leaf.as_ref());
+        let ari_id = der::ari_id(leaf.as_ref());
         let der = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| {
             (
                 Part::Key,
@@ -83,6 +92,8 @@ impl Pair {
             dns,
             ips,
             not_after,
+            not_before,
+            ari_id,
         })
     }
 

@@ -13,6 +13,7 @@
 
 use super::choose::{Certs, Served};
 use super::hello::{Hello, Step, UNRECOGNIZED_NAME};
+use crate::linux::challenges::Challenges;
 use crate::linux::out::Wire;
 use bytes::BytesMut;
 use rustix::io::Errno;
@@ -45,10 +46,11 @@ pub(crate) struct Session {
 enum Stage {
     /// Waiting for the ClientHello, which chooses the pair.
     Hello(Box<Hello>),
-    /// The session with the pair chosen for it.
+    /// The session with the pair chosen for it (none: a TLS-ALPN-01
+    /// validation, closed once its handshake is done).
     Serving {
         conn: Box<ServerConnection>,
-        pair: Arc<Served>,
+        pair: Option<Arc<Served>>,
     },
     /// The hello was refused; the alert goes, then the connection closes.
     Refused,
@@ -86,10 +88,11 @@ pub(crate) enum Input {
 }
 
 impl Session {
-    /// A session that chooses its pair from `certs` when the hello comes.
-    pub(crate) fn new(certs: Arc<Certs>) -> Session {
+    /// A session that chooses its pair from `certs` when the hello comes
+    /// (or a validation's certificate from `challenges`).
+    pub(crate) fn new(certs: Arc<Certs>, challenges: Arc<Challenges>) -> Session {
         Session {
-            stage: Stage::Hello(Box::new(Hello::new(certs))),
+            stage: Stage::Hello(Box::new(Hello::new(certs, challenges))),
             alert: Vec::new(),
             sniffed: false,
             established: false,
@@ -132,7 +135,10 @@ impl Session {
                 // Records that came with the hello are taken now: the
                 // socket may say nothing more until the reply is read.
                 let processed = conn.process_new_packets();
-                self.stage = Stage::Serving { conn, pair };
+                self.stage = Stage::Serving {
+                    conn,
+                    pair: Some(pair),
+                };
                 if let Err(error) = processed {
                     return Some(Input::Failed {
                         error,
@@ -140,6 +146,15 @@ impl Session {
                     });
                 }
                 None
+            }
+            Step::Challenge(conn) => {
+                self.stage = Stage::Serving { conn, pair: None };
+                None
+            }
+            Step::NoChallenge => {
+                self.stage = Stage::Refused;
+                self.alert = UNRECOGNIZED_NAME.to_vec();
+                Some(Input::Eof)
             }
             Step::Unrecognized { name } => {
                 self.stage = Stage::Refused;
@@ -190,6 +205,12 @@ impl Session {
                 // The pair is chosen: its reply goes out at once.
                 if self.push(fd).is_err() {
                     return Input::Broken;
+                }
+            }
+            // A validation is done once its handshake is: the CA closes.
+            if let Stage::Serving { conn, pair: None } = &self.stage {
+                if !conn.is_handshaking() {
+                    return Input::Eof;
                 }
             }
             // Plaintext decrypted earlier goes first.
@@ -368,7 +389,7 @@ impl Session {
             return None;
         }
         self.established = true;
-        pair.handshakes.fetch_add(1, Ordering::Relaxed);
+        pair.as_ref()?.handshakes.fetch_add(1, Ordering::Relaxed);
         conn.handshake_kind()
     }
 }

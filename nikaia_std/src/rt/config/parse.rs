@@ -7,6 +7,7 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+mod acme;
 mod certificate;
 mod listen;
 mod pages;
@@ -97,7 +98,7 @@ impl Checker<'_> {
         let mut entries: Vec<_> = table.iter().collect();
         entries.sort_by_key(|(key, _)| key.span().start);
         let given = |k: &str| entries.iter().any(|(key, _)| *key.get_ref() == *k);
-        let pair = (given("tls-cert") && given("tls-key")) || given("certificate");
+        let pair = (given("tls-cert") && given("tls-key")) || given("certificate") || given("acme");
         for &(key, value) in &entries {
             let name: &str = key.get_ref();
             match name {
@@ -157,6 +158,7 @@ impl Checker<'_> {
                 "tls-cert" => rt.tls_cert = self.path(name, value),
                 "tls-key" => rt.tls_key = self.path(name, value),
                 "certificate" => put(&mut rt.certificates, self.certificates(name, value)),
+                "acme" => rt.acme = self.acme(name, value),
                 "cache-control" => put(&mut rt.cache_control, self.cache_control(name, value)),
                 "not-found" => rt.not_found = self.served_name(name, value),
                 "fallback" => rt.fallback = self.served_name(name, value),
