@@ -525,7 +525,7 @@ fn graceful_shutdown_is_two_goaways_around_a_ping() {
     assert_eq!(out[0].kind, kind::GOAWAY);
     assert_eq!(&out[0].payload[..4], &3u32.to_be_bytes());
     p.get(5, "/");
-    assert_eq!(p.requests(), [], "after the final GOAWAY");
+    assert_eq!(p.requests(), Vec::<u32>::new(), "after the final GOAWAY");
     p.answer(1, 1);
     p.answer(3, 1);
     assert!(p.core.is_finished());
