@@ -23,6 +23,7 @@ Control (plain JSON over the same HTTPS, no JWS):
   POST /control/config {...}     lifetime (s), profiles {name: lifetime},
                                  ari: [start, end] seconds from now (null:
                                  2/3 of the lifetime, ±1 %), ari_retry (s),
+                                 ari_off (no renewalInfo in the directory),
                                  rate_limit: {orders: N, retry_after: s},
                                  down: seconds (every request closed unanswered)
   GET  /control/orders           orders placed: [{id, names, replaces, profile}]
@@ -80,7 +81,7 @@ open(f"{DIR}/tls.pem", "wb").write(pem(tls_cert))
 open(f"{DIR}/tls.key", "wb").write(tls_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
 
 CONFIG = {"lifetime": 90 * 86400, "profiles": {"classic": 90 * 86400, "shortlived": 6 * 86400},
-          "ari": None, "ari_retry": 3600, "rate_limit": None, "down_until": 0}
+          "ari": None, "ari_retry": 3600, "ari_off": False, "rate_limit": None, "down_until": 0}
 NONCES, ACCOUNTS, ORDERS, AUTHZS, CHALLS, CERTS = set(), {}, {}, {}, {}, {}
 LOG = []
 
@@ -220,6 +221,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def down(self):
         if time.time() < CONFIG["down_until"]:
+            self.note("down")
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return True
@@ -240,9 +242,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.note(self.path.split("/")[1])
         if self.path == "/dir":
             meta = {"termsOfService": f"{BASE}/terms", "profiles": {p: f"{l} s" for p, l in CONFIG["profiles"].items()}}
-            return self.send(200, {"newNonce": f"{BASE}/nonce", "newAccount": f"{BASE}/new-account", "newOrder": f"{BASE}/new-order",
-                                   "revokeCert": f"{BASE}/revoke", "keyChange": f"{BASE}/key-change",
-                                   "renewalInfo": f"{BASE}/renewal-info", "meta": meta})
+            directory = {"newNonce": f"{BASE}/nonce", "newAccount": f"{BASE}/new-account", "newOrder": f"{BASE}/new-order",
+                         "revokeCert": f"{BASE}/revoke", "keyChange": f"{BASE}/key-change", "meta": meta}
+            if not CONFIG["ari_off"]:
+                directory["renewalInfo"] = f"{BASE}/renewal-info"
+            return self.send(200, directory)
         if self.path == "/nonce":
             return self.send(200 if self.command == "GET" else 200)
         if self.path.startswith("/renewal-info/"):

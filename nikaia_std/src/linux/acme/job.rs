@@ -199,6 +199,7 @@ fn session(acme: &Acme, store: &Store) -> Result<Ca, Failure> {
             let key = jws::AccountKey::generate().map_err(Failure::new)?;
             let pem = pem("PRIVATE KEY", key.pkcs8());
             store.write("account.key", pem.as_bytes(), None)?;
+            super::checkpoint("the account key stored");
             key
         }
     };
@@ -231,6 +232,7 @@ fn session(acme: &Acme, store: &Store) -> Result<Ca, Failure> {
                 &acme.contact,
                 eab.as_ref().map(|(k, v)| (k.as_str(), v.as_slice())),
             )?;
+            super::checkpoint("the account registered");
             store.write(
                 "account.json",
                 json!({"url": url, "terms": ca.directory.terms})

@@ -318,8 +318,11 @@ impl Manager {
             Err(failure) => {
                 name.failures += 1;
                 name.failed += 1;
-                let wait = schedule::backoff(name.failures, store::random_u64())
-                    .max(failure.retry_after.unwrap_or_default());
+                // The CA's Retry-After when it said one (rate limits, 503),
+                // else the backoff.
+                let wait = failure
+                    .retry_after
+                    .unwrap_or_else(|| schedule::backoff(name.failures, store::random_u64()));
                 // An account the CA lost (a CA reset) is made again at
                 // once, the first time.
                 let wait = match failure.is("accountDoesNotExist") && name.failures == 1 {
@@ -365,6 +368,28 @@ impl Manager {
             })
             .collect();
         *lock(&shared.acme_status) = reports;
+    }
+}
+
+/// A point of an order or a write where a crash must lose nothing: with
+/// `NIKAIA_ACME_CRASH_AFTER=N` in the environment, the process kills
+/// itself (SIGKILL) at the Nth point it passes. The tests use it to crash
+/// at every one (`spec/tls.md`, "Storage"); without the variable it is a
+/// counter's load.
+pub(super) fn checkpoint(what: &str) {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::OnceLock;
+    static AFTER: OnceLock<Option<u64>> = OnceLock::new();
+    static PASSED: AtomicU64 = AtomicU64::new(0);
+    let after = AFTER.get_or_init(|| std::env::var("NIKAIA_ACME_CRASH_AFTER").ok()?.parse().ok());
+    if let Some(after) = after {
+        if PASSED.fetch_add(1, Ordering::SeqCst) + 1 == *after {
+            eprintln!("nikaia: NIKAIA_ACME_CRASH_AFTER={after}: killed at {what}");
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        }
     }
 }
 

@@ -77,8 +77,10 @@ pub(super) fn obtain(
                 placed => placed?,
             };
             placed();
+            super::checkpoint("an order placed");
             let record = json!({"order": url, "key": key});
             store.write(&order_file(want.name), record.to_string().as_bytes(), None)?;
+            super::checkpoint("an order stored");
             (url, key, order)
         }
     };
@@ -110,7 +112,9 @@ pub(super) fn obtain(
                     .as_str()
                     .ok_or_else(|| Failure::new(format!("{url}: the order has no finalize URL")))?
                     .to_owned();
-                ca.finalize(&finalize, &csr(&key_pem, want.name)?)?
+                let order = ca.finalize(&finalize, &csr(&key_pem, want.name)?)?;
+                super::checkpoint("finalized");
+                order
             }
             "processing" => {
                 let (body, retry) = ca.get(&url)?;
@@ -127,6 +131,7 @@ pub(super) fn obtain(
                     })?
                     .to_owned();
                 let chain = ca.certificate(&cert)?;
+                super::checkpoint("the chain downloaded");
                 let mut bundle = key_pem.clone().into_bytes();
                 bundle.extend_from_slice(&chain);
                 let pair = Pair::from_pem(&bundle, &bundle).map_err(|(_, why)| {
@@ -225,15 +230,20 @@ fn authorize(
     // The answer stays offered until the authorization is final: the CA
     // checks from several places, more than once.
     let result = (|| {
+        super::checkpoint("a validation offered");
         if challenge["status"] == "pending" {
             ca.respond(challenge_url)?;
+            super::checkpoint("a validation asked for");
         }
         let mut wait = Poll::new();
         let started = Instant::now();
         loop {
             let (authz, retry) = ca.get(url)?;
             match authz["status"].as_str() {
-                Some("valid") => return Ok(()),
+                Some("valid") => {
+                    super::checkpoint("an authorization valid");
+                    return Ok(());
+                }
                 Some("pending") | Some("processing")
                     if started.elapsed() < ORDER_DEADLINE && !stop.load(Ordering::Relaxed) =>
                 {

@@ -11,8 +11,10 @@ use std::time::{Duration, SystemTime};
 
 /// How often a request refused for its nonce is sent again with the nonce
 /// the refusal carries: enough that a CA refusing nine in ten (Pebble's
-/// `PEBBLE_WFE_NONCEREJECT=90`) still answers.
-const NONCE_RETRIES: u32 = 40;
+/// `PEBBLE_WFE_NONCEREJECT=90`) still answers each of an order's ten
+/// requests but once in a hundred thousand orders (0.9^200 ≈ 7·10⁻¹⁰ a
+/// request). A CA refuses a nonce rarely; each retry is one round trip.
+const NONCE_RETRIES: u32 = 200;
 
 /// What went wrong talking to the CA.
 #[derive(Debug)]

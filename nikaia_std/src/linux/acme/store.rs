@@ -133,11 +133,13 @@ impl Store {
         let written = write_all(&fd, bytes).and_then(|()| rfs::fsync(&fd).map_err(io::Error::from));
         drop(fd);
         let renamed = written.and_then(|()| {
+            super::checkpoint("a temporary written and synced");
             if let Some(previous) = keep_previous {
                 match rfs::renameat(&self.dir, name, &self.dir, previous) {
                     Ok(()) | Err(Errno::NOENT) => {}
                     Err(e) => return Err(self.at(name, e)),
                 }
+                super::checkpoint("the previous file kept");
             }
             rfs::renameat(&self.dir, temp.as_str(), &self.dir, name).map_err(|e| self.at(name, e))
         });
@@ -145,6 +147,7 @@ impl Store {
             let _ = rfs::unlinkat(&self.dir, temp.as_str(), rfs::AtFlags::empty());
             return Err(e);
         }
+        super::checkpoint("renamed");
         rfs::fsync(&self.dir).map_err(|e| self.at(".", e))
     }
 
