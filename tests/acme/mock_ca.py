@@ -21,8 +21,10 @@ usage: mock_ca.py DIR PORT HTTP_PORT TLS_PORT
 Control (plain JSON over the same HTTPS, no JWS):
   GET  /control/log              every request so far: [{t, method, path, what}]
   POST /control/config {...}     lifetime (s), profiles {name: lifetime},
-                                 ari: [start, end] seconds from now (null:
-                                 2/3 of the lifetime, ±1 %), ari_retry (s),
+                                 ari: [start, end] seconds from now for the
+                                 certificates issued before it is set (the
+                                 others, and null: 2/3 of the lifetime,
+                                 ±1 %), ari_retry (s),
                                  ari_off (no renewalInfo in the directory),
                                  rate_limit: {orders: N, retry_after: s},
                                  down: seconds (every request closed unanswered)
@@ -81,7 +83,8 @@ open(f"{DIR}/tls.pem", "wb").write(pem(tls_cert))
 open(f"{DIR}/tls.key", "wb").write(tls_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
 
 CONFIG = {"lifetime": 90 * 86400, "profiles": {"classic": 90 * 86400, "shortlived": 6 * 86400},
-          "ari": None, "ari_retry": 3600, "ari_off": False, "rate_limit": None, "down_until": 0}
+          "ari": None, "ari_retry": 3600, "ari_off": False, "ari_set_at": 0,
+          "rate_limit": None, "down_until": 0}
 NONCES, ACCOUNTS, ORDERS, AUTHZS, CHALLS, CERTS = set(), {}, {}, {}, {}, {}
 LOG = []
 
@@ -256,7 +259,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not found:
                 return self.problem(Problem(404, "malformed", "no such certificate"))
             c = found[0]["cert"]
-            if CONFIG["ari"] is not None:
+            # A window set by the tests moves the certificates issued
+            # before it was set; the ones issued after keep the default.
+            if CONFIG["ari"] is not None and c.not_valid_before_utc.timestamp() <= CONFIG["ari_set_at"]:
                 start, end = now() + datetime.timedelta(seconds=CONFIG["ari"][0]), now() + datetime.timedelta(seconds=CONFIG["ari"][1])
             else:
                 nb, na = c.not_valid_before_utc, c.not_valid_after_utc
@@ -399,6 +404,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 change = json.loads(raw)
                 if "down" in change:
                     CONFIG["down_until"] = time.time() + change.pop("down")
+                if "ari" in change:
+                    CONFIG["ari_set_at"] = time.time()
                 CONFIG.update(change)
                 return self.send(200, {k: v for k, v in CONFIG.items()})
         self.send(404, {})

@@ -95,6 +95,11 @@ impl Ca {
 
     /// The mock CA (ARI, profiles, lifetimes, Retry-After, down).
     pub fn mock() -> Ca {
+        Ca::mock_with(&[])
+    }
+
+    /// The mock CA with `env` (a faked clock).
+    pub fn mock_with(env: &[(&str, &str)]) -> Ca {
         let dir = tempfile::tempdir().unwrap();
         let mut ca = Ca {
             dir,
@@ -102,7 +107,10 @@ impl Ca {
             port: free_port(),
             http: free_port(),
             tls: free_port(),
-            env: Vec::new(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             children: Vec::new(),
         };
         ca.start();
@@ -161,6 +169,7 @@ impl Ca {
                 let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/acme/mock_ca.py");
                 let _ = std::fs::remove_file(self.dir.path().join("ready"));
                 let mock = Command::new("python3")
+                    .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                     .arg(script)
                     .arg(self.dir.path())
                     .args([self.port, self.http, self.tls].map(|p| p.to_string()))

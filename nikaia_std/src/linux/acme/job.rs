@@ -132,28 +132,27 @@ impl Job {
                 not_before,
                 not_after,
             };
-            let window = match ca.renewal_info(id) {
-                Ok(Some((start, end, retry))) => {
-                    let ask_again = now + schedule::window_poll(retry);
-                    schedule::choose_in_window(start, end, store::random_u64())
-                        .map(|t| (t, ask_again))
-                }
-                Ok(None) => None,
-                // A window that cannot be read: renew by the lifetime.
+            // The time chosen in the window, and when to ask again.
+            let (window, ask_again) = match ca.renewal_info(id) {
+                Ok(Some((start, end, retry))) => (
+                    schedule::choose_in_window(start, end, store::random_u64()),
+                    Some(now + schedule::window_poll(retry)),
+                ),
+                Ok(None) => (None, None),
+                // A window that cannot be read: renew by the lifetime, and
+                // ask again after a backoff.
                 Err(f) => {
                     shared.logs.error(format_args!(
                         "ACME {}: renewal window: {}",
                         self.domain, f.message
                     ));
-                    None
+                    (None, Some(now + schedule::backoff(1, store::random_u64())))
                 }
             };
-            let due = validity.due(window.map(|(choice, _)| choice));
+            let due = validity.due(window);
             if due > now {
-                return Ok(match window {
-                    Some(window) => Done::Window(window),
-                    None => Done::Window((due, due)),
-                });
+                let choice = window.unwrap_or_else(|| validity.by_lifetime());
+                return Ok(Done::Window((choice, ask_again.unwrap_or(due))));
             }
         }
         if let Some(profile) = &self.acme.profile {

@@ -37,13 +37,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How often the thread looks at the clock and the storage.
-const TICK: Duration = Duration::from_millis(250);
+pub(super) const TICK: Duration = Duration::from_millis(250);
 /// How soon a name whose lock another process holds is looked at again.
 const ELSEWHERE: Duration = Duration::from_secs(2);
 
 /// The ACME side of a running server.
 pub(crate) struct Manager {
     state: Mutex<State>,
+    /// This process's mark in the storage, for another process on it.
+    presence: Mutex<Option<store::Presence>>,
     /// Set when the server stops or `[acme]` is removed: the thread ends.
     stop: AtomicBool,
 }
@@ -101,6 +103,7 @@ impl Manager {
                 names: BTreeMap::new(),
                 ari: None,
             }),
+            presence: Mutex::new(store.present().ok()),
             stop: AtomicBool::new(false),
         });
         manager.adopt(shared, acme, &store);
@@ -116,6 +119,7 @@ impl Manager {
     /// storage reads the pairs stored there.
     pub(crate) fn configure(&self, shared: &Arc<Shared>, acme: &Acme) -> io::Result<()> {
         let store = Store::open(&acme.storage, &acme.directory)?;
+        *lock(&self.presence) = store.present().ok();
         let removed: Vec<String> = {
             let mut state = lock(&self.state);
             let moved =

@@ -99,7 +99,14 @@ impl Validations for Offer<'_> {
             json!({"kind": kind.name(), "token": token, "key_authorization": key_authorization});
         self.store
             .write(&challenge_file(name), record.to_string().as_bytes(), None)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        // Another process on the same storage (an upgrade's, a second
+        // instance) may be the one the CA reaches: give its thread a poll
+        // to offer the answer too before the CA is told to look.
+        if self.store.others_present() {
+            std::thread::sleep(super::TICK * 2);
+        }
+        Ok(())
     }
 
     fn withdraw(&self, name: &str, token: &str) {

@@ -72,11 +72,12 @@ pub(super) fn backoff(failures: u32, random: u64) -> Duration {
 }
 
 /// How long to wait before asking the CA for a renewal window again: its
-/// `Retry-After`, kept between a minute and a day; six hours without one.
+/// `Retry-After` (the CA's load is the CA's to set), at most a day; six
+/// hours without one.
 pub(super) fn window_poll(retry_after: Option<Duration>) -> Duration {
     retry_after
         .unwrap_or(Duration::from_secs(6 * 3600))
-        .clamp(Duration::from_secs(60), Duration::from_secs(86_400))
+        .clamp(Duration::from_secs(1), Duration::from_secs(86_400))
 }
 
 #[cfg(test)]
@@ -139,7 +140,11 @@ mod tests {
         assert_eq!(backoff(500, mid).as_secs(), 3 * 3600);
         assert_eq!(backoff(1, 0).as_secs(), 48);
         assert_eq!(backoff(1, u64::MAX).as_secs(), 72);
-        assert_eq!(window_poll(Some(Duration::from_secs(1))).as_secs(), 60);
+        assert_eq!(window_poll(Some(Duration::ZERO)).as_secs(), 1);
+        assert_eq!(
+            window_poll(Some(Duration::from_secs(90_000))).as_secs(),
+            86_400
+        );
         assert_eq!(window_poll(None).as_secs(), 6 * 3600);
     }
 }

@@ -45,6 +45,12 @@ pub(super) struct Version {
 /// kernel only as long as this process lives.
 pub(super) struct Lock(#[allow(dead_code)] OwnedFd);
 
+/// This process's mark in a CA's directory: `present.<pid>`, locked while
+/// it lives, so another process sees it shares the storage.
+pub(super) struct Presence {
+    _lock: Lock,
+}
+
 const DIR_MODE: u32 = 0o700;
 const FILE_MODE: u32 = 0o600;
 /// A temporary file older than this is a crashed writer's, swept at open.
@@ -189,6 +195,43 @@ impl Store {
         .map_err(|e| self.at(&name, e))?;
         rfs::flock(&fd, rfs::FlockOperation::LockExclusive).map_err(|e| self.at(&name, e))?;
         Ok(Lock(fd))
+    }
+
+    /// Marks this process present (for as long as the mark lives).
+    pub(super) fn present(&self) -> io::Result<Presence> {
+        let me = format!("present.{}", rustix::process::getpid().as_raw_nonzero());
+        let lock = self
+            .try_lock(&me)?
+            .ok_or_else(|| io::Error::other("the presence mark is taken"))?;
+        Ok(Presence { _lock: lock })
+    }
+
+    /// Whether another live process marked itself present; the marks of
+    /// dead ones (their lock gone with them) are removed.
+    pub(super) fn others_present(&self) -> bool {
+        let me = format!(
+            "present.{}.lock",
+            rustix::process::getpid().as_raw_nonzero()
+        );
+        let Ok(dir) = rfs::Dir::read_from(&self.dir) else {
+            return false;
+        };
+        let mut others = false;
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("present.") || !name.ends_with(".lock") || name == me {
+                continue;
+            }
+            let stem = name.trim_end_matches(".lock");
+            match self.try_lock(stem) {
+                Ok(Some(_dead)) => {
+                    let _ = rfs::unlinkat(&self.dir, name.as_str(), rfs::AtFlags::empty());
+                }
+                Ok(None) => others = true,
+                Err(_) => {}
+            }
+        }
+        others
     }
 
     /// Removes the temporary files of writers that crashed (older than ten
