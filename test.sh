@@ -15,6 +15,13 @@ command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
 command -v nghttp >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
 # systemd-socket-activate: socket activation's real parent (nikaia_cli/tests/lifecycle.rs).
 command -v systemd-socket-activate >/dev/null 2>&1 || need+=(systemd)
+# ACME (nikaia_cli/tests/acme*.rs): Debian's Pebble and its DNS, lego
+# against the mock CA, libfaketime for a jumped clock, unshare for a
+# full tmpfs and a private /etc/hosts.
+command -v pebble >/dev/null 2>&1 && command -v pebble-challtestsrv >/dev/null 2>&1 || need+=(pebble)
+command -v lego >/dev/null 2>&1 || need+=(lego)
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || need+=(faketime)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -26,6 +33,10 @@ fi
 python3 -c 'import prometheus_client' 2>/dev/null ||
     python3 -m pip install -q prometheus-client 2>/dev/null ||
     python3 -m pip install -q --break-system-packages prometheus-client
+# The mock ACME CA's X.509 and JWS (tests/acme/mock_ca.py).
+python3 -c 'import cryptography' 2>/dev/null ||
+    python3 -m pip install -q cryptography 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages cryptography
 # The Python HTTP/2 library (PyPI h2), for HTTP/2 checks written in Python.
 python3 -c 'import h2' 2>/dev/null ||
     python3 -m pip install -q h2 2>/dev/null ||
@@ -41,7 +52,11 @@ nikaia_std/wasm/build.sh
 # nikaia_std's fuzzing entry points are a feature (never in a program's
 # build); the corpus replay tests need them.
 cargo clippy --workspace --all-targets --locked --features nikaia_std/fuzzing,nikaia_std/bench -- -D warnings
+# nikaia_std without ACME (the nikaia tool turns it on for the workspace).
+cargo clippy -p nikaia_std --all-targets --locked --features fuzzing -- -D warnings
 cargo clippy -p nikaia_std -p nikaia_wasm --target wasm32-unknown-unknown --lib --tests --locked -- -D warnings
 cargo test --workspace --locked --features nikaia_std/fuzzing
+# nikaia_std's own tests without ACME: a program given [acme] refuses to start.
+cargo test -p nikaia_std --locked --features fuzzing
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
     cargo test -p nikaia_std --target wasm32-unknown-unknown --locked --lib --tests

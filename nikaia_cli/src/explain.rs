@@ -227,8 +227,34 @@ fn certificates(tls: &Value) -> String {
             names.join(", "),
             n(&c["handshakes"]),
         );
+        if c["source"] == "acme" {
+            out += &acme(c);
+        }
     }
     out
+}
+
+/// An ACME certificate's schedule: when it is looked at next, the last
+/// attempt and what went wrong, the orders and failures.
+fn acme(c: &Value) -> String {
+    let at = |key: &str| match c[key].as_u64() {
+        Some(secs) if secs > 0 => {
+            nikaia_std::rt::format_utc(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+        }
+        _ => "never".to_owned(),
+    };
+    let error = match c["last_error"].as_str() {
+        Some("") | None => "no error".to_owned(),
+        Some(e) => format!("error: {e}"),
+    };
+    format!(
+        "      next renewal {}; last attempt {} ({error})\n      {} orders, {} failed attempts, {} validations answered\n",
+        at("next_renewal"),
+        at("last_attempt"),
+        n(&c["orders"]),
+        n(&c["failures"]),
+        n(&c["challenges"]),
+    )
 }
 
 /// A span of seconds as days and hours: `86d 04h`, `3h 20m`.

@@ -269,3 +269,184 @@ fn sigkill_after_finalize_then_a_restart_resumes_the_order() {
         "and not finalized again"
     );
 }
+
+#[test]
+fn check_validates_the_acme_table_and_never_prints_the_eab_key() {
+    let ca = Ca::pebble(&[]);
+    let site = Site::new(
+        &ca,
+        &["check.nikaia.test"],
+        "challenges = [\"http-01\"]",
+        "",
+    );
+    let check = |file: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+            .arg("check")
+            .arg(file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    assert_eq!(
+        check(&site.runtime).0,
+        Some(0),
+        "{}",
+        check(&site.runtime).1
+    );
+    // A storage others may read: refused (keys live there).
+    std::fs::create_dir(&site.storage).unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&site.storage).unwrap().permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(
+        &site.storage,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (status, text) = check(&site.runtime);
+    assert_eq!(status, Some(1), "{text}");
+    assert!(
+        text.contains("error: key `acme`: storage") && text.contains("must be 0700"),
+        "{text}"
+    );
+    // The server refuses to start with it too.
+    let out = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(site.dir.path().join("site"))
+        .arg("--runtime")
+        .arg(&site.runtime)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be 0700"));
+    std::fs::set_permissions(
+        &site.storage,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    // HTTP-01 alone with no plain listener: nothing can answer it.
+    let text = std::fs::read_to_string(&site.runtime).unwrap();
+    let tls_only = site.dir.path().join("tls-only.toml");
+    let plain = format!(
+        ", {{ address = \"127.0.0.1:{}\", tls = false, https-redirect = true }}",
+        site.http
+    );
+    std::fs::write(&tls_only, text.replace(&plain, "")).unwrap();
+    let (status, out) = check(&tls_only);
+    assert_eq!(status, Some(1), "{out}");
+    assert!(
+        out.contains("no listener can answer the challenges allowed"),
+        "{out}"
+    );
+    // Listeners on other ports than 80 and 443: a warning (a port may be
+    // forwarded).
+    let (status, out) = check(&site.runtime);
+    assert_eq!(status, Some(0), "{out}");
+    assert!(
+        out.contains("warning: key `acme`: HTTP-01 is validated on port 80"),
+        "{out}"
+    );
+    // An EAB key file: read to check it, never printed.
+    let key = site.dir.path().join("eab.key");
+    std::fs::write(&key, "c2VjcmV0LWhtYWMta2V5LXRoYXQtbXVzdC1ub3Qtc2hvdw").unwrap();
+    let eab = site.dir.path().join("eab.toml");
+    std::fs::write(
+        &eab,
+        format!(
+            "{text}eab-kid = \"kid-7\"\neab-hmac-key = {:?}\n",
+            key.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (status, out) = check(&eab);
+    assert_eq!(status, Some(0), "{out}");
+    assert!(out.contains("eab-hmac-key = "), "{out}");
+    assert!(!out.contains("c2VjcmV0"), "the key is printed: {out}");
+    std::fs::remove_file(&key).unwrap();
+    let (status, out) = check(&eab);
+    assert_eq!(status, Some(1), "{out}");
+    assert!(
+        out.contains("eab-hmac-key") && out.contains("No such file"),
+        "{out}"
+    );
+}
+
+#[test]
+fn explain_shows_each_acme_certificate_in_text_and_prometheus() {
+    let ca = Ca::pebble(&[]);
+    let site = Site::new(&ca, &["shown.nikaia.test"], "", "");
+    let _server = site.serve();
+    served(&site, &ca, "shown.nikaia.test");
+    let text = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .args(["explain", "--runtime"])
+        .arg(&site.runtime)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("  shown.nikaia.test (acme"), "{text}");
+    assert!(text.contains("next renewal 20"), "{text}");
+    assert!(text.contains("(no error)"), "{text}");
+    assert!(text.contains("1 orders, 0 failed attempts"), "{text}");
+    let prom = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .args(["explain", "--prometheus", "--runtime"])
+        .arg(&site.runtime)
+        .output()
+        .unwrap();
+    let prom = common::parse_prometheus(&String::from_utf8(prom.stdout).unwrap());
+    let labels = [
+        ("cert", "shown.nikaia.test"),
+        ("names", "shown.nikaia.test"),
+        ("source", "acme"),
+    ];
+    assert_eq!(
+        common::prometheus_sample(&prom, "nikaia_acme_orders", &labels),
+        1.0
+    );
+    assert_eq!(
+        common::prometheus_sample(&prom, "nikaia_acme_failing", &labels),
+        0.0
+    );
+    assert!(common::prometheus_sample(&prom, "nikaia_acme_next_renewal_seconds", &labels) > 1.7e9);
+    assert!(
+        common::prometheus_sample(&prom, "nikaia_tls_certificate_expiry_seconds", &labels) > 0.0
+    );
+}
+
+#[test]
+fn serve_domain_sets_up_a_public_site_on_80_and_443() {
+    // Ports 80 and 443 of every address: root's, and free.
+    let free = ["0.0.0.0:80", "0.0.0.0:443"]
+        .iter()
+        .all(|a| std::net::TcpListener::bind(a).is_ok());
+    if !rustix::process::geteuid().is_root() || !free {
+        panic!("this test binds ports 80 and 443: run it as root on a machine where they are free");
+    }
+    let ca = harness::Ca::mock_on(80, 443);
+    // The runtime file gives the CA and the storage; --domain the rest.
+    let site = Site::new(&ca, &["unused.nikaia.test"], "", "");
+    let text = std::fs::read_to_string(&site.runtime).unwrap();
+    let acme = &text[text.find("[acme]").unwrap()..];
+    let runtime = site.dir.path().join("domain.toml");
+    std::fs::write(&runtime, format!("workers = 1\naccess-log = \"off\"\nerror-log = \"error.log\"\nstats-socket = \"stats.sock\"\n{acme}")).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve")
+        .arg(site.dir.path().join("site"))
+        .args(["--domain", "Public.Nikaia.Test", "--runtime"])
+        .arg(&runtime);
+    let (_server, line) = common::spawn_serving(cmd);
+    assert!(line.contains("https://0.0.0.0:443/"), "{line}");
+    assert!(line.contains("http://0.0.0.0:80/"), "{line}");
+    let config = client(&ca.issuer_root(), &[b"h2"]);
+    wait_until("the certificate on 443", 30, || {
+        handshake(443, &config, "public.nikaia.test").is_ok()
+    });
+    let (status, head) = plain_get(80, "public.nikaia.test", "/x?y");
+    assert_eq!(status, 308, "{head}");
+    assert!(
+        head.contains("Location: https://public.nikaia.test/x?y"),
+        "{head}"
+    );
+}

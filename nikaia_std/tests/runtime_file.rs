@@ -399,6 +399,61 @@ fn to_toml_of_the_defaults() {
 }
 
 #[test]
+fn an_acme_table_names_dns_names_and_says_the_terms_are_agreed() {
+    let rt = ok(r#"
+[acme]
+domains = ["Example.ORG", "www.example.org."]
+contact = "ops@example.org"
+directory = "https://acme-staging-v02.api.letsencrypt.org/directory"
+agree-to-terms = true
+storage = "state/acme"
+profile = "tlsserver"
+key-type = "ecdsa-p384"
+challenges = ["tls-alpn-01"]
+eab-kid = "kid-1"
+eab-hmac-key = "eab.key"
+"#);
+    let acme = rt.acme.as_ref().unwrap();
+    assert_eq!(acme.domains, ["example.org", "www.example.org"]);
+    assert_eq!(acme.contact, ["mailto:ops@example.org"]);
+    assert_eq!(acme.storage, std::path::absolute("state/acme").unwrap());
+    assert_eq!(acme.key_type, nikaia_std::rt::KeyType::EcdsaP384);
+    assert_eq!(acme.challenges, [nikaia_std::rt::ChallengeKind::TlsAlpn01]);
+    assert_eq!(acme.eab.as_ref().unwrap().kid, "kid-1");
+    // It makes the listeners speak TLS, and round-trips.
+    assert!(rt.speaks_tls(&rt.listen[0]));
+    assert_eq!(ok(&rt.to_toml()), rt);
+    let defaults = ok("[acme]\ndomains = [\"example.org\"]\nagree-to-terms = true\n");
+    let acme = defaults.acme.unwrap();
+    assert_eq!(acme.directory, nikaia_std::rt::LETS_ENCRYPT);
+    assert_eq!(acme.challenges.len(), 2);
+
+    assert_eq!(
+        errors(
+            r#"
+[acme]
+domains = ["*.example.org", "192.0.2.1", "localhost", "ok.example", "ok.example"]
+directory = "http://ca.example/dir"
+challenges = ["dns-01"]
+eab-kid = "k"
+agree-to-terms = false
+"#
+        ),
+        "runtime.toml:3:12: error: key `acme`: `domains`: \"*.example.org\": a wildcard needs the DNS-01 challenge, which is not offered\n\
+         runtime.toml:3:29: error: key `acme`: `domains`: \"192.0.2.1\": an IP address, not a DNS name\n\
+         runtime.toml:3:42: error: key `acme`: `domains`: \"localhost\": a DNS name of one label (a CA issues only for names with a dot)\n\
+         runtime.toml:3:69: error: key `acme`: `domains`: \"ok.example\" is named twice\n\
+         runtime.toml:4:13: error: key `acme`: `directory`: \"http://ca.example/dir\" is not an https:// URL (a CA's directory is served over HTTPS)\n\
+         runtime.toml:5:15: error: key `acme`: `challenges`: \"dns-01\" is not offered (it needs the DNS zone's API)\n\
+         runtime.toml:6:11: error: key `acme`: `eab-kid` needs `eab-hmac-key`, the file holding the key\n"
+    );
+    assert_eq!(
+        errors("[acme]\ndomains = [\"example.org\"]\n"),
+        "runtime.toml:1:1: error: key `acme`: no account is made until `agree-to-terms = true` says the operator agreed to the CA's terms of service (the directory's `meta.termsOfService`)\n"
+    );
+}
+
+#[test]
 fn certificate_tables_name_pairs_and_at_most_one_default() {
     let rt = ok(r#"
 tls-cert = "short.pem"

@@ -284,6 +284,58 @@ fn certificates(p: &mut Exposition, list: &Value) {
         "TLS handshakes completed with a certificate.",
         &each("handshakes"),
     );
+    // ACME's schedule, for its certificates only.
+    let acme: Vec<Value> = list
+        .iter()
+        .filter(|c| c["source"] == "acme")
+        .cloned()
+        .collect();
+    if acme.is_empty() {
+        return;
+    }
+    let each = |key: &str| -> Vec<(Labels, f64)> {
+        (acme.iter())
+            .map(|c| (labels(c), c[key].as_f64().unwrap_or(0.0)))
+            .collect()
+    };
+    p.metric(
+        "nikaia_acme_next_renewal_seconds",
+        "gauge",
+        "When ACME looks at a certificate next (renews it, or asks the CA for its window), in seconds since the Unix epoch.",
+        &each("next_renewal"),
+    );
+    p.metric(
+        "nikaia_acme_last_attempt_seconds",
+        "gauge",
+        "When ACME last asked the CA about a certificate, in seconds since the Unix epoch (0: never).",
+        &each("last_attempt"),
+    );
+    let failing: Vec<(Labels, f64)> = (acme.iter())
+        .map(|c| {
+            (
+                labels(c),
+                f64::from(c["last_error"].as_str().is_some_and(|e| !e.is_empty())),
+            )
+        })
+        .collect();
+    p.metric(
+        "nikaia_acme_failing",
+        "gauge",
+        "1 while a certificate's last ACME attempt failed (its error in nikaia explain).",
+        &failing,
+    );
+    p.metric(
+        "nikaia_acme_orders_total",
+        "counter",
+        "Orders ACME placed for a certificate.",
+        &each("orders"),
+    );
+    p.metric(
+        "nikaia_acme_failures_total",
+        "counter",
+        "ACME attempts for a certificate that failed.",
+        &each("failures"),
+    );
 }
 
 type Labels = Vec<(&'static str, String)>;

@@ -98,6 +98,21 @@ impl Ca {
         Ca::mock_with(&[])
     }
 
+    /// The mock CA validating at these ports.
+    pub fn mock_on(http: u16, tls: u16) -> Ca {
+        let mut ca = Ca {
+            dir: tempfile::tempdir().unwrap(),
+            kind: Kind::Mock,
+            port: free_port(),
+            http,
+            tls,
+            env: Vec::new(),
+            children: Vec::new(),
+        };
+        ca.start();
+        ca
+    }
+
     /// The mock CA with `env` (a faked clock).
     pub fn mock_with(env: &[(&str, &str)]) -> Ca {
         let dir = tempfile::tempdir().unwrap();
