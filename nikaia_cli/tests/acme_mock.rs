@@ -104,7 +104,7 @@ fn an_ari_window_moved_earlier_renews_with_replaces() {
     // Windows are asked for again every second.
     ca.config(json!({"ari_retry": 1}));
     let site = Site::new(&ca, &["ari.nikaia.test"], "", "");
-    let _server = site.serve();
+    let server = site.serve();
     let first = served(&site, &ca, "ari.nikaia.test");
     assert_eq!(ca.orders().len(), 1);
     // The CA moves the window into the past: renew now.
@@ -124,6 +124,26 @@ fn an_ari_window_moved_earlier_renews_with_replaces() {
     );
     assert_eq!(orders[1]["status"], "valid");
     assert!(count(&ca.log(), "renewal-info") >= 1);
+    // A stored pair that does not load (a disk's damage, a hand's edit) is
+    // logged and the one before it served; the server starts anyway.
+    drop(server);
+    let stored = site.storage.join(ca_dir(&ca)).join("ari.nikaia.test.pem");
+    wait_until("the renewed pair stored", 10, || {
+        std::fs::read(&stored).is_ok_and(|b| pem_leaf(&b) == second)
+    });
+    std::fs::write(&stored, b"-----BEGIN PRIVATE KEY-----\ntorn\n").unwrap();
+    ca.config(json!({"down": 30}));
+    let _server = site.serve();
+    let config = client(&ca.issuer_root(), &[b"http/1.1"]);
+    assert_eq!(
+        handshake(site.tls, &config, "ari.nikaia.test").unwrap(),
+        first
+    );
+    assert!(
+        site.log().contains("ari.nikaia.test.pem does not load"),
+        "{}",
+        site.log()
+    );
 }
 
 #[test]

@@ -195,7 +195,7 @@ def issue(o, csr_der):
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(CA_KEY.public_key()), critical=False)
             .sign(CA_KEY, hashes.SHA256()))
     cid = secrets.token_hex(8)
-    CERTS[cid] = {"cert": cert, "account": o["account"], "id": cert_id(cert), "replaced": False}
+    CERTS[cid] = {"cert": cert, "account": o["account"], "id": cert_id(cert), "replaced": False, "issued": time.time()}
     o["cert"], o["status"] = cid, "valid"
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -261,7 +261,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             c = found[0]["cert"]
             # A window set by the tests moves the certificates issued
             # before it was set; the ones issued after keep the default.
-            if CONFIG["ari"] is not None and c.not_valid_before_utc.timestamp() <= CONFIG["ari_set_at"]:
+            if CONFIG["ari"] is not None and found[0]["issued"] <= CONFIG["ari_set_at"]:
                 start, end = now() + datetime.timedelta(seconds=CONFIG["ari"][0]), now() + datetime.timedelta(seconds=CONFIG["ari"][1])
             else:
                 nb, na = c.not_valid_before_utc, c.not_valid_after_utc
@@ -310,6 +310,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         payload = json.loads(unb64(jws["payload"])) if jws["payload"] else None
         parts = self.path.strip("/").split("/")
         self.note(parts[0])
+        if parts[0] in ("order", "authz", "cert") and payload is not None:
+            raise Problem(400, "malformed", "a POST-as-GET has an empty payload")
         if parts[0] == "new-account":
             tp = thumbprint(jwk)
             for aid, a in ACCOUNTS.items():

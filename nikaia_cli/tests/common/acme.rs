@@ -12,14 +12,25 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A free TCP port on 127.0.0.1 (taken and let go: another may take it
-/// first, rarely).
+/// A free TCP port on 127.0.0.1, below the ephemeral range (32768 and
+/// up on Linux), so the clients' own connections never take it between
+/// the servers that listen on it one after another.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // Each test process starts somewhere else in 20000..32000.
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id() % 12_000,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    loop {
+        let port = 20_000 + (NEXT.fetch_add(1, Ordering::SeqCst) % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Polls `ready` every 50 ms until it says yes; fails the test after
