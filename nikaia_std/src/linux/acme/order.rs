@@ -85,6 +85,8 @@ pub(super) fn obtain(
         }
     };
     let mut wait = Poll::new();
+    // The CA's `Retry-After` on the order, when it gave one.
+    let mut retry = None;
     loop {
         if stop.load(Ordering::Relaxed) {
             return Err(Failure::new("the server is stopping"));
@@ -105,22 +107,34 @@ pub(super) fn obtain(
                 for authz in authorizations {
                     authorize(ca, &authz, want, validations, stop)?;
                 }
-                ca.get(&url)?.0
+                // Every authorization valid: the order is ready (RFC 8555
+                // §7.1.6), finalized without asking; a CA that says it is
+                // not yet is asked.
+                order["status"] = "ready".into();
+                order
             }
             "ready" => {
                 let finalize = order["finalize"]
                     .as_str()
                     .ok_or_else(|| Failure::new(format!("{url}: the order has no finalize URL")))?
                     .to_owned();
-                let order = ca.finalize(&finalize, &csr(&key_pem, want.name)?)?;
-                super::checkpoint("finalized");
-                order
+                match ca.finalize(&finalize, &csr(&key_pem, want.name)?) {
+                    Ok(order) => {
+                        super::checkpoint("finalized");
+                        order
+                    }
+                    Err(f) if f.is("orderNotReady") => {
+                        wait.sleep(None, stop);
+                        ca.get(&url)?.0
+                    }
+                    Err(f) => return Err(f),
+                }
             }
             "processing" => {
-                let (body, retry) = ca.get(&url)?;
-                if body["status"] == "processing" {
-                    wait.sleep(retry, stop);
-                }
+                // The CA signs: a moment before asking.
+                wait.sleep(retry, stop);
+                let (body, again) = ca.get(&url)?;
+                retry = again;
                 body
             }
             "valid" => {
@@ -237,18 +251,19 @@ fn authorize(
         }
         let mut wait = Poll::new();
         let started = Instant::now();
+        let mut retry = None;
         loop {
-            let (authz, retry) = ca.get(url)?;
+            // The CA validates: a moment before each look.
+            wait.sleep(retry, stop);
+            let (authz, again) = ca.get(url)?;
+            retry = again;
             match authz["status"].as_str() {
                 Some("valid") => {
                     super::checkpoint("an authorization valid");
                     return Ok(());
                 }
                 Some("pending") | Some("processing")
-                    if started.elapsed() < ORDER_DEADLINE && !stop.load(Ordering::Relaxed) =>
-                {
-                    wait.sleep(retry, stop)
-                }
+                    if started.elapsed() < ORDER_DEADLINE && !stop.load(Ordering::Relaxed) => {}
                 status => {
                     let detail = (authz["challenges"].as_array().into_iter().flatten())
                         .find_map(|c| c["error"]["detail"].as_str())
