@@ -10,28 +10,9 @@ mod common;
 #[path = "common/acme.rs"]
 mod harness;
 
-use harness::{client, handshake, plain_get, wait_until, Ca, Site};
+use harness::{client, handshake, plain_get, served, wait_until, Ca, Site};
 use std::process::Command;
 use std::time::Instant;
-
-/// Waits until a handshake for `name` verifies against the CA's root;
-/// the leaf's DER.
-fn served(site: &Site, ca: &Ca, name: &str) -> Vec<u8> {
-    let config = client(&ca.issuer_root(), &[b"http/1.1"]);
-    let mut leaf = Vec::new();
-    wait_until(
-        &format!("a certificate for {name}\n{}", site.log()),
-        30,
-        || match handshake(site.tls, &config, name) {
-            Ok(der) => {
-                leaf = der;
-                true
-            }
-            Err(_) => false,
-        },
-    );
-    leaf
-}
 
 fn curl(site: &Site, ca: &Ca, name: &str, http2: bool) -> String {
     let out = Command::new("curl")

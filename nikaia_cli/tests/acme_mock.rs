@@ -12,7 +12,7 @@ mod common;
 #[path = "common/acme.rs"]
 mod harness;
 
-use harness::{client, handshake, put, wait_until, Ca, Site};
+use harness::{client, handshake, put, served, served_when, wait_until, Ca, Site};
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,35 +21,6 @@ use std::time::Duration;
 
 fn full() -> bool {
     std::env::var_os("NIKAIA_ACME_FULL").is_some_and(|v| v == "1")
-}
-
-/// Waits until a handshake for `name` verifies against the CA's root and
-/// gives a leaf `accept` takes; the leaf.
-fn served_when(
-    site: &Site,
-    ca: &Ca,
-    name: &str,
-    secs: u64,
-    accept: impl Fn(&[u8]) -> bool,
-) -> Vec<u8> {
-    let config = client(&ca.issuer_root(), &[b"http/1.1"]);
-    let mut leaf = Vec::new();
-    wait_until(
-        &format!("a certificate for {name}\n{}", site.log()),
-        secs,
-        || match handshake(site.tls, &config, name) {
-            Ok(der) if accept(&der) => {
-                leaf = der;
-                true
-            }
-            _ => false,
-        },
-    );
-    leaf
-}
-
-fn served(site: &Site, ca: &Ca, name: &str) -> Vec<u8> {
-    served_when(site, ca, name, 30, |_| true)
 }
 
 fn count(log: &[serde_json::Value], what: &str) -> usize {

@@ -421,6 +421,36 @@ impl Site {
     }
 }
 
+/// Waits until a handshake with `site` for `name` verifies against the
+/// CA's root and gives a leaf `accept` takes; the leaf.
+pub fn served_when(
+    site: &Site,
+    ca: &Ca,
+    name: &str,
+    secs: u64,
+    accept: impl Fn(&[u8]) -> bool,
+) -> Vec<u8> {
+    let config = client(&ca.issuer_root(), &[b"http/1.1"]);
+    let mut leaf = Vec::new();
+    wait_until(
+        &format!("a certificate for {name}\n{}", site.log()),
+        secs,
+        || match handshake(site.tls, &config, name) {
+            Ok(der) if accept(&der) => {
+                leaf = der;
+                true
+            }
+            _ => false,
+        },
+    );
+    leaf
+}
+
+/// The first certificate `site` serves for `name`, within 30 s.
+pub fn served(site: &Site, ca: &Ca, name: &str) -> Vec<u8> {
+    served_when(site, ca, name, 30, |_| true)
+}
+
 /// A TLS client trusting the PEM roots at `roots`, offering `alpn`.
 pub fn client(roots: &Path, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
     use rustls::pki_types::pem::PemObject;

@@ -156,6 +156,12 @@ impl Runtime {
                 false,
             );
         }
+        if tls.is_empty() {
+            problem(
+                "no TCP listener speaks TLS: the certificates obtained would serve no one".into(),
+                true,
+            );
+        }
         if http01 && !plain.is_empty() && !plain.contains(&80) {
             problem(format!("HTTP-01 is validated on port 80 and no plain listener is on it (ports {plain:?}): right only if port 80 is forwarded to one of them"), true);
         }

@@ -2,6 +2,8 @@
 //! target or transport in them: percent-coding, HTML escaping, civil dates,
 //! RFC 9110 tokens.
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) mod base64;
 pub(crate) mod date;
 pub(crate) mod html;
 pub(crate) mod percent;

@@ -1,7 +1,6 @@
 //! What an ACME request is signed with (RFC 8555 §6.2, RFC 7515): the
 //! account's ECDSA P-256 key, its JWK and thumbprint (RFC 7638), the
-//! flattened JWS of a request, an external account binding (HS256), and
-//! base64url without padding.
+//! flattened JWS of a request, and an external account binding (HS256).
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
@@ -112,66 +111,11 @@ impl AccountKey {
     }
 }
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// base64url without padding (RFC 4648 §5, as JWS writes it).
-pub(super) fn b64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
-/// Decodes base64url, with or without padding (an EAB key as CAs hand it
-/// out). `None`: not base64url.
-pub(super) fn b64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim().trim_end_matches('=');
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in text.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return None,
-        };
-        acc = acc << 6 | v as u32;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
+pub(super) use crate::text::base64::{decode as b64_decode, url as b64};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64url_round_trips_without_padding() {
-        assert_eq!(b64(b""), "");
-        assert_eq!(b64(b"f"), "Zg");
-        assert_eq!(b64(b"fo"), "Zm8");
-        assert_eq!(b64(b"foo"), "Zm9v");
-        assert_eq!(b64(&[0xfb, 0xff]), "-_8");
-        for n in 0..70u8 {
-            let bytes: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
-            assert_eq!(b64_decode(&b64(&bytes)).unwrap(), bytes);
-        }
-        assert_eq!(b64_decode("Zm9v=").unwrap(), b"foo");
-        assert_eq!(b64_decode("a b"), None);
-    }
 
     #[test]
     fn a_signature_verifies_against_the_jwk() {

@@ -177,15 +177,36 @@ impl Manager {
     /// The thread: every tick, the storage and the clock.
     fn run(self: Arc<Self>, shared: &Arc<Shared>) {
         let mut expiry_seen = None;
+        // The storage, opened again only when a reload moves it (or after
+        // it could not be opened: logged once).
+        let mut store: Option<(std::path::PathBuf, String, Store)> = None;
+        let mut failing = false;
         while !self.stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
             let now = SystemTime::now();
             let (storage, directory) = {
                 let state = lock(&self.state);
                 (state.acme.storage.clone(), state.acme.directory.clone())
             };
-            match Store::open(&storage, &directory) {
-                Ok(store) => self.poll_storage(shared, &store, now),
-                Err(e) => shared.logs.error(format_args!("ACME: {e}")),
+            let current = store
+                .as_ref()
+                .is_some_and(|(s, d, _)| *s == storage && *d == directory);
+            if !current {
+                store = match Store::open(&storage, &directory) {
+                    Ok(opened) => {
+                        failing = false;
+                        Some((storage, directory, opened))
+                    }
+                    Err(e) => {
+                        if !failing {
+                            shared.logs.error(format_args!("ACME: {e}"));
+                        }
+                        failing = true;
+                        None
+                    }
+                };
+            }
+            if let Some((_, _, store)) = &store {
+                self.poll_storage(shared, store, now);
             }
             self.start_due(shared, now);
             // A pair that just expired stops winning over the others.

@@ -168,23 +168,17 @@ impl Store {
     /// Takes `<what>.lock` without waiting: `None` while another process
     /// (or another thread of this one) holds it.
     pub(super) fn try_lock(&self, what: &str) -> io::Result<Option<Lock>> {
-        let name = format!("{what}.lock");
-        let fd = rfs::openat(
-            &self.dir,
-            name.as_str(),
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(FILE_MODE),
-        )
-        .map_err(|e| self.at(&name, e))?;
-        match rfs::flock(&fd, rfs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Some(Lock(fd))),
-            Err(Errno::WOULDBLOCK) => Ok(None),
-            Err(e) => Err(self.at(&name, e)),
-        }
+        self.take(what, rfs::FlockOperation::NonBlockingLockExclusive)
     }
 
     /// Takes `<what>.lock`, waiting for it.
     pub(super) fn lock(&self, what: &str) -> io::Result<Lock> {
+        let taken = self.take(what, rfs::FlockOperation::LockExclusive)?;
+        taken.ok_or_else(|| io::Error::other("a lock taken with waiting was refused"))
+    }
+
+    /// Opens (creating) `<what>.lock` and locks it with `how`.
+    fn take(&self, what: &str, how: rfs::FlockOperation) -> io::Result<Option<Lock>> {
         let name = format!("{what}.lock");
         let fd = rfs::openat(
             &self.dir,
@@ -193,8 +187,11 @@ impl Store {
             Mode::from_raw_mode(FILE_MODE),
         )
         .map_err(|e| self.at(&name, e))?;
-        rfs::flock(&fd, rfs::FlockOperation::LockExclusive).map_err(|e| self.at(&name, e))?;
-        Ok(Lock(fd))
+        match rfs::flock(&fd, how) {
+            Ok(()) => Ok(Some(Lock(fd))),
+            Err(Errno::WOULDBLOCK) => Ok(None),
+            Err(e) => Err(self.at(&name, e)),
+        }
     }
 
     /// Marks this process present (for as long as the mark lives).

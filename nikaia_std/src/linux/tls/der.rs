@@ -177,23 +177,11 @@ pub(super) fn ari_id(cert: &[u8]) -> Option<String> {
     let (KEY_IDENTIFIER, key_id, _) = element(aki)? else {
         return None;
     };
-    Some(format!("{}.{}", b64url(key_id), b64url(serial)))
-}
-
-/// base64url without padding.
-fn b64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
+    Some(format!(
+        "{}.{}",
+        crate::text::base64::url(key_id),
+        crate::text::base64::url(serial)
+    ))
 }
 
 /// A UTCTime or GeneralizedTime element at the start of `der`.

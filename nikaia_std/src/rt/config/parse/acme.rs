@@ -2,7 +2,7 @@
 //! (`spec/tls.md`, "Automatic HTTPS").
 
 use super::tables::fields;
-use super::{a, Checker, Value};
+use super::{Checker, Value};
 use crate::rt::config::acme::{dns_name_problem, Acme, ChallengeKind, Eab, KeyType};
 use toml::de::DeValue;
 
@@ -12,14 +12,7 @@ const KNOWN: &str = "`domains`, `contact`, `directory`, `agree-to-terms`, `ca-ro
 impl Checker<'_> {
     /// `[acme]`.
     pub(super) fn acme(&mut self, key: &str, value: &Value<'_>) -> Option<Acme> {
-        let DeValue::Table(table) = value.get_ref() else {
-            let found = a(value.get_ref());
-            return self.bad(
-                key,
-                value,
-                format!("expected a table with {KNOWN}, found {found}"),
-            );
-        };
+        let table = self.table(key, value, KNOWN)?;
         let mut acme = Acme::new(Vec::new());
         let mut ok = true;
         let (mut domains_at, mut kid, mut hmac) = (None, None, None);

@@ -179,14 +179,7 @@ impl Checker<'_> {
     pub(super) fn cors(&mut self, key: &str, value: &Value<'_>) -> Option<Cors> {
         const KNOWN: &str =
             "`origins`, `methods`, `headers`, `expose`, `credentials` and `max-age`";
-        let DeValue::Table(table) = value.get_ref() else {
-            let found = a(value.get_ref());
-            return self.bad(
-                key,
-                value,
-                format!("expected a table with {KNOWN}, found {found}"),
-            );
-        };
+        let table = self.table(key, value, KNOWN)?;
         let mut cors = Cors::default();
         let mut ok = true;
         let mut origins_at = None;

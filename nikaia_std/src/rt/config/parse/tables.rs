@@ -16,6 +16,24 @@ pub(super) fn fields<'t, 'i>(table: &'t DeTable<'i>) -> Fields<'t, 'i> {
 }
 
 impl Checker<'_> {
+    /// The table `value` is (`[key]` or inline), or an error naming the
+    /// fields it takes.
+    pub(super) fn table<'v, 'i>(
+        &mut self,
+        key: &str,
+        value: &'v Value<'i>,
+        known: &str,
+    ) -> Option<&'v DeTable<'i>> {
+        match value.get_ref() {
+            DeValue::Table(table) => Some(table),
+            other => self.bad(
+                key,
+                value,
+                format!("expected a table with {known}, found {}", a(other)),
+            ),
+        }
+    }
+
     /// The tables of an array of tables (`[[headers]]`), or an error.
     pub(super) fn tables<'v, 'i>(
         &mut self,
