@@ -5,70 +5,20 @@
 //! [`answer`], runs the open the pipeline asks for where it may wait for the
 //! disk ([`Progress::Open`]), and frames what comes out; it decides nothing.
 
-use super::file::{self, Fetched, File, Files, Job, Pages, Plan, Prepared, Step, Then};
+mod payload;
+
+pub(crate) use payload::{page, Answer, Payload};
+
+use self::payload::finish;
+use super::file::{self, Fetched, File, Files, Job, Pages, Prepared, Step, Then};
 use super::redirect::ToHttps;
 use super::request::Request;
-use super::response::{bodiless, Body, Response};
+use super::response::{Body, Response};
 use super::router::{Found, Router};
 use super::site::{self, dress::Subject, Check, Gate, Grant, Verdict};
-use crate::fs::OpenFile;
-use crate::rt::{Runtime, Vehicle};
-use bytes::Bytes;
+use crate::rt::Runtime;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, LazyLock};
-
-/// A decided answer: the head's material and what follows it.
-pub(crate) struct Answer {
-    /// Status and header fields; its body has moved to `payload`.
-    pub resp: Response,
-    /// The Content-Length (also for HEAD, which sends no body).
-    pub length: u64,
-    pub payload: Payload,
-    /// The connection closes after this answer.
-    pub close: bool,
-    /// The user whose credentials the answer was let through with.
-    pub user: Option<String>,
-}
-
-/// What follows an answer's head.
-pub(crate) enum Payload {
-    /// Nothing: HEAD, a bodiless status, an empty body.
-    None,
-    /// Bytes the handler had (`String`, `Bytes`, `html::Raw`, a status page).
-    Memory(Bytes),
-    /// A program's `fs::Mapped`: bytes of a mapping, never read in user
-    /// mode by the backend (under TLS it has the kernel copy them first).
-    Mapped(Bytes),
-    /// Bytes of the kept table (D8).
-    Kept(Bytes),
-    /// A range of a file opened for this request, by `vehicle`.
-    File {
-        file: Arc<OpenFile>,
-        start: u64,
-        end: u64,
-        vehicle: Vehicle,
-    },
-}
-
-impl Payload {
-    /// How these bytes travel, for the counters and the access log.
-    pub(crate) fn vehicle(&self) -> Vehicle {
-        match self {
-            Payload::Kept(_) => Vehicle::Kept,
-            Payload::File { vehicle, .. } => *vehicle,
-            Payload::None | Payload::Memory(_) | Payload::Mapped(_) => Vehicle::Memory,
-        }
-    }
-
-    /// The body bytes that follow the head.
-    pub(crate) fn len(&self) -> u64 {
-        match self {
-            Payload::None => 0,
-            Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => b.len() as u64,
-            Payload::File { start, end, .. } => end - start,
-        }
-    }
-}
+use std::sync::LazyLock;
 
 /// Where the pipeline got to.
 pub(crate) enum Progress {
@@ -388,50 +338,6 @@ fn site_page(
     answer
 }
 
-/// The answer with its body plan: nothing after the head of a HEAD or a
-/// bodiless status; else the file's plan, or the response's own bytes.
-fn finish(req: &Request, mut resp: Response, length: u64, plan: Plan, close: bool) -> Answer {
-    let body = std::mem::replace(&mut resp.body, Body::Empty);
-    let payload = if req.is_head() || bodiless(resp.status) {
-        Payload::None
-    } else {
-        match (plan, body) {
-            (Plan::Kept(b), _) => Payload::Kept(b),
-            (
-                Plan::File {
-                    file,
-                    start,
-                    end,
-                    vehicle,
-                },
-                _,
-            ) => Payload::File {
-                file,
-                start,
-                end,
-                vehicle,
-            },
-            (Plan::None, Body::Bytes(b)) if !b.is_empty() => Payload::Memory(b),
-            (Plan::None, Body::Mapped(b)) if !b.is_empty() => Payload::Mapped(b),
-            (Plan::None, _) => Payload::None,
-        }
-    };
-    Answer {
-        resp,
-        length,
-        payload,
-        close,
-        user: None,
-    }
-}
-
-/// The answer of a response whose body is in memory (a row, or a status
-/// page given in place of another answer).
-pub(crate) fn page(req: &Request, resp: Response, close: bool) -> Answer {
-    let length = resp.body.len();
-    finish(req, resp, length, Plan::None, close)
-}
-
 fn note(log: &mut impl FnMut(&Request, &str), req: &Request, resp: &Response) {
     if let Some(e) = &resp.log_error {
         log(req, e);
@@ -480,7 +386,8 @@ mod tests {
     use crate::fs::{self, Identity, Opened, Root};
     use crate::http::h1::parse::test_request;
     use crate::http::IntoResponse;
-    use crate::rt::Coding;
+    use crate::rt::{Coding, Vehicle};
+    use bytes::Bytes;
     use std::path::Path;
 
     /// A backend with one kept file, `kept.txt`, and opens that would wait

@@ -1,0 +1,214 @@
+//! A connection's side of the socket, whatever its protocol: reading
+//! through the transport (a TLS session's failures counted and logged),
+//! flushing the send queue within the turn's budget, and the work handed
+//! off the loop (cold file pages, opens, credential checks).
+
+use super::*;
+
+impl Link {
+    pub(super) fn flush(
+        &mut self,
+        turn: &mut Turn<'_>,
+        budget: &mut usize,
+        slice_end: Instant,
+    ) -> Result<Flushed, SendError> {
+        let mut progress = false;
+        let access = &mut *turn.access;
+        let log_on = turn.shared.logs.access.is_on();
+        let format = turn.rt.access_log_format;
+        let stats = &turn.shared.stats;
+        let tls = self.transport.encrypts();
+        let done = |sent: &Sent| {
+            stats.record(sent.vehicle, sent.bytes, tls);
+            stats.status(sent.status);
+            if log_on {
+                access::sent(access, format, sent, tls, Instant::now());
+            }
+        };
+        let r = self
+            .out
+            .flush(&mut self.transport, budget, slice_end, &mut progress, done);
+        if progress {
+            self.deadline = turn.now + turn.rt.send_timeout;
+        }
+        r
+    }
+
+    /// Reads what the transport has into `buf`: `Ok` with data, or with a
+    /// plain request on the TLS listener (the protocol refuses it);
+    /// `Err(Wait)` when there is nothing yet; `Err(Close)` at EOF, on an
+    /// error, for a TLS client on a plain listener, or a failed session.
+    pub(super) fn read(
+        &mut self,
+        turn: &mut Turn<'_>,
+        buf: &mut bytes::BytesMut,
+    ) -> Result<Input, Next> {
+        if self.proxy_header {
+            match self.transport.proxy_header() {
+                ProxyRead::Done(source) => {
+                    self.proxy_header = false;
+                    if let crate::http::proxy::Source::Addr(addr) = source {
+                        self.client = Peer::Tcp(addr);
+                    }
+                }
+                ProxyRead::Need => return Err(Next::Wait),
+                ProxyRead::Closed => return Err(Next::Close),
+                ProxyRead::Bad(why) => {
+                    turn.shared.logs.error(format_args!(
+                        "{}: closed: no valid PROXY protocol header ({why})",
+                        self.peer
+                    ));
+                    return Err(Next::Close);
+                }
+            }
+        }
+        let input = self.transport.read(buf);
+        if let Input::Data | Input::PlainOnTls = input {
+            turn.window.bytes_read();
+        }
+        if let (Some(kind), Some(tls)) = (self.transport.established(), &turn.shared.tls) {
+            let counter = match kind {
+                rustls::HandshakeKind::Resumed => &tls.counters.resumed,
+                _ => &tls.counters.full,
+            };
+            counter.fetch_add(1, Relaxed);
+        }
+        match input {
+            Input::Data | Input::PlainOnTls => Ok(input),
+            Input::Blocked => Err(Next::Wait),
+            Input::Closed | Input::TlsOnPlain => Err(Next::Close),
+            Input::Failed { error, handshake } => {
+                let stage = if handshake { "handshake" } else { "session" };
+                self.tls_failure(turn, format_args!("TLS {stage} failed: {error}"));
+                Err(Next::Close)
+            }
+            Input::Unrecognized { name } => {
+                if let Some(tls) = &turn.shared.tls {
+                    tls.counters.unrecognized.fetch_add(1, Relaxed);
+                }
+                // A name ACME is still obtaining a certificate for: a line
+                // once per name, not a failure.
+                if let Some(log) = turn.shared.challenges.refusal_to_log(&name) {
+                    if log {
+                        turn.shared.logs.error(format_args!(
+                            "{}: TLS handshake for {name:?} refused: its certificate is not obtained yet (ACME; `nikaia explain` shows the next attempt)",
+                            self.peer
+                        ));
+                    }
+                    return Err(Next::Close);
+                }
+                self.tls_failure(
+                    turn,
+                    format_args!(
+                        "TLS handshake refused: no certificate covers {name:?} (unrecognized_name)"
+                    ),
+                );
+                Err(Next::Close)
+            }
+        }
+    }
+
+    /// Counts a connection the TLS session ended and logs `what` (at most
+    /// a line per 10 s, with how many were left out).
+    pub(super) fn tls_failure(&self, turn: &Turn<'_>, what: std::fmt::Arguments<'_>) {
+        if let Some(tls) = &turn.shared.tls {
+            if let Some(unlogged) = tls.failure_to_log() {
+                turn.shared.logs.error(format_args!(
+                    "{}: {what} ({unlogged} more failures not logged since the last line)",
+                    self.peer
+                ));
+            }
+        }
+    }
+
+    /// Reads cold file pages on the io pool (D9); the send resumes when they
+    /// arrive.
+    pub(super) fn read_on_pool(
+        &mut self,
+        turn: &mut Turn<'_>,
+        file: Arc<nfs::OpenFile>,
+        offset: u64,
+        len: usize,
+        stream: u32,
+    ) {
+        turn.shared.stats.cold_reads.fetch_add(1, Relaxed);
+        let mailbox = turn.mailbox.clone();
+        let (slot, conn) = (turn.slot, self.id);
+        let len = len.min(COLD_READ);
+        turn.shared.pool.submit(move || {
+            let mut data = vec![0u8; len];
+            let result = nfs::read_full_at(&file, &mut data, offset).map(|got| {
+                data.truncate(got);
+                data
+            });
+            mailbox.post(IoDone::Read {
+                slot,
+                conn,
+                stream,
+                result: result.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO)),
+            });
+        });
+    }
+
+    /// Runs the pipeline's job (an open, a listing) on the io pool; the
+    /// answer goes on in [`Conn::io_done`].
+    pub(super) fn open_on_pool(&mut self, turn: &mut Turn<'_>, job: Job, stream: u32) {
+        turn.shared.stats.pool_opens.fetch_add(1, Relaxed);
+        let mailbox = turn.mailbox.clone();
+        let (slot, conn) = (turn.slot, self.id);
+        turn.shared.pool.submit(move || {
+            let fetched = job.run();
+            mailbox.post(IoDone::Opened {
+                slot,
+                conn,
+                stream,
+                fetched,
+            });
+        });
+        self.deadline = turn.now + turn.rt.send_timeout;
+    }
+
+    /// Checks credentials on the verifier threads; the answer goes on in
+    /// [`Conn::io_done`]. `Err`: too many checks wait (the check comes
+    /// back, to be answered 503).
+    pub(super) fn verify_off_loop(
+        &mut self,
+        turn: &mut Turn<'_>,
+        check: Box<Check>,
+        stream: u32,
+    ) -> Result<(), Box<Check>> {
+        let mailbox = turn.mailbox.clone();
+        let (slot, conn) = (turn.slot, self.id);
+        turn.shared.auth.submit(check, move |check, verdict| {
+            mailbox.post(IoDone::Verified {
+                slot,
+                conn,
+                stream,
+                check,
+                verdict,
+            });
+        })?;
+        self.deadline = turn.now + turn.rt.send_timeout;
+        Ok(())
+    }
+
+    pub(super) fn log_send_error(&self, turn: &Turn<'_>, e: SendError) {
+        if let SendError::File {
+            name,
+            sent,
+            promised,
+            cause,
+        } = e
+        {
+            turn.shared.stats.truncated.fetch_add(1, Relaxed);
+            let why = match cause {
+                None => "the file ended early (truncated?)".to_owned(),
+                Some(errno) => format!("{}", std::io::Error::from(errno)),
+            };
+            turn.shared.logs.error(format_args!(
+                "{}: sending {name:?}: {why}; sent {sent} of {promised} bytes, connection closed",
+                self.peer
+            ));
+        }
+    }
+}
