@@ -258,15 +258,20 @@ impl Ca {
     }
 
     fn get(&self, url: &str) -> Vec<u8> {
+        self.curl(&[url])
+    }
+
+    /// curl trusting the CA's HTTPS, with `args`: what it printed.
+    fn curl(&self, args: &[&str]) -> Vec<u8> {
         let out = Command::new("curl")
             .args(["-sS", "--cacert"])
             .arg(self.tls_roots())
-            .arg(url)
+            .args(args)
             .output()
             .unwrap();
         assert!(
             out.status.success(),
-            "curl {url}: {}",
+            "curl {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         out.stdout
@@ -282,19 +287,8 @@ impl Ca {
 
     /// The mock: changes its configuration.
     pub fn config(&self, change: serde_json::Value) {
-        let out = Command::new("curl")
-            .args(["-sS", "--cacert"])
-            .arg(self.tls_roots())
-            .args(["-X", "POST", "--data-binary"])
-            .arg(change.to_string())
-            .arg(format!("https://127.0.0.1:{}/control/config", self.port))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let url = format!("https://127.0.0.1:{}/control/config", self.port);
+        self.curl(&["-X", "POST", "--data-binary", &change.to_string(), &url]);
     }
 
     /// The mock: every request so far.
