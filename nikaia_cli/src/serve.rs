@@ -97,7 +97,7 @@ pub fn run(args: ServeArgs) -> u8 {
     let preflight = handler.clone();
     let mut server = Server::with_runtime(rt)
         .route("/*path", move |req| handler(req))
-        .method("OPTIONS", "/*path", move |req| preflight(req));
+        .on("OPTIONS", "/*path", move |req| preflight(req));
     if let Some(file) = file {
         server = server.reload_from(file, adjust);
     }

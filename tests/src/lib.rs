@@ -2,6 +2,8 @@
 //! ephemeral loopback port, and a raw HTTP/1.1 client that reads exactly what
 //! the server sent.
 
+pub mod bodies;
+
 use nikaia_std::http::{Running, Server};
 use nikaia_std::rt::{LogTarget, Runtime};
 use std::io::{self, BufRead, BufReader, Read, Write};

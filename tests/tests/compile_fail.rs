@@ -30,6 +30,13 @@ fn the_compiler_enforces_the_rules_of_spec() {
     t.pass("ui/file_new_with_root.rs");
     t.compile_fail("ui/file_new_without_root.rs");
 
+    // A body is read only by a route that declared it takes one; a streamed
+    // body's pieces are lent, never kept.
+    t.pass("ui/method_reads_body.rs");
+    t.compile_fail("ui/route_reads_body.rs");
+    t.pass("ui/sink_copies_piece.rs");
+    t.compile_fail("ui/sink_keeps_piece.rs");
+
     // `fs::Mapped` is read-only; a copy can be changed.
     t.pass("ui/mapped_copied_to_edit.rs");
     t.compile_fail("ui/mapped_is_read_only.rs");

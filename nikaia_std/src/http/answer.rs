@@ -5,8 +5,10 @@
 //! [`answer`], runs the open the pipeline asks for where it may wait for the
 //! disk ([`Progress::Open`]), and frames what comes out; it decides nothing.
 
+mod before;
 mod payload;
 
+pub(crate) use before::{before_body, declared, Before};
 pub(crate) use payload::{page, Answer, Payload};
 
 use self::payload::finish;
@@ -14,7 +16,7 @@ use super::file::{self, Fetched, File, Files, Job, Pages, Prepared, Step, Then};
 use super::redirect::ToHttps;
 use super::request::Request;
 use super::response::{Body, Response};
-use super::router::{Found, Router};
+use super::router::{Found, Handler, Router};
 use super::site::{self, dress::Subject, Check, Gate, Grant, Verdict};
 use crate::rt::Runtime;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -88,6 +90,33 @@ pub(crate) fn answer(
     decided.unwrap_or_else(|_| broken(req, log))
 }
 
+/// Runs the pipeline from `resp`, the answer a streamed route's sink gave
+/// once its body arrived (the route was found at head time).
+pub(crate) fn answer_with(
+    files: &impl Files,
+    req: &mut Request,
+    resp: Response,
+    may_keep: bool,
+    log: &mut impl FnMut(&Request, &str),
+) -> Progress {
+    let decided = catch_unwind(AssertUnwindSafe(|| {
+        respond(files, req, resp, may_keep, log)
+    }));
+    decided.unwrap_or_else(|_| broken(req, log))
+}
+
+/// The answer of a request refused before its body (its error, if it
+/// carries one, logged and hidden).
+pub(crate) fn refused(
+    req: &Request,
+    resp: Response,
+    close: bool,
+    log: &mut impl FnMut(&Request, &str),
+) -> Answer {
+    note(log, req, &resp);
+    page(req, hide_error(resp), close)
+}
+
 /// The answer when std itself panicked deciding one: a plain 500, logged,
 /// and the connection closed (its state may be anything).
 fn broken(req: &Request, log: &mut impl FnMut(&Request, &str)) -> Progress {
@@ -116,6 +145,18 @@ fn decide(
         Some(resp) => resp,
         None => route(router, req),
     };
+    respond(files, req, resp, may_keep, log)
+}
+
+/// The pipeline from a handler's response: its error hidden, keep-alive
+/// decided, a file resolved under the site's rules.
+fn respond(
+    files: &impl Files,
+    req: &Request,
+    resp: Response,
+    may_keep: bool,
+    log: &mut impl FnMut(&Request, &str),
+) -> Progress {
     note(log, req, &resp);
     let mut resp = hide_error(resp);
     let asked_close = resp
@@ -349,9 +390,17 @@ fn note(log: &mut impl FnMut(&Request, &str), req: &Request, resp: &Response) {
 /// another method (204 with `Allow` for `OPTIONS`), 404 otherwise. `param` is filled in for the handler.
 fn route(router: &Router, req: &mut Request) -> Response {
     match router.find(req.method(), req.path.as_bytes()) {
-        Found::Handler(handler, param) => {
+        Found::Handler(entry, param) => {
             req.param = param;
-            catch_unwind(AssertUnwindSafe(|| handler(req))).unwrap_or_else(|_| {
+            let answered = catch_unwind(AssertUnwindSafe(|| match &entry.handler {
+                Handler::Plain(handler) => handler(req),
+                // A streamed route without a body: its sink ends at once.
+                Handler::Stream(make) => match make(req) {
+                    Ok(sink) => super::body::feed_whole(sink, req),
+                    Err(answer) => answer,
+                },
+            }));
+            answered.unwrap_or_else(|_| {
                 Response::internal_error(format!(
                     "handler panicked on {} {}",
                     req.method(),
@@ -429,7 +478,7 @@ mod tests {
     fn router() -> Router {
         let mut r = Router::default();
         let route = |r: &mut Router, path: &str, h: fn(&Request) -> Response| {
-            r.add("GET", path, Box::new(h))
+            r.add("GET", path, crate::http::router::Entry::plain(Box::new(h)))
         };
         route(&mut r, "/text", |_| "plain".into_response());
         route(&mut r, "/panic", |_| panic!("on purpose"));

@@ -3,9 +3,10 @@
 //! binds sockets and runs the event loop (`linux/server.rs`), the wasm32
 //! one registers the routes for a JS host (`wasm/mod.rs`).
 
+use super::body::{Erased, IntoSink, Limit, MakeSink, Rule, Takes, WithBody};
 use super::request::Request;
 use super::response::IntoResponse;
-use super::router::Router;
+use super::router::{Entry, Handler, Plain, Router};
 use crate::rt::Runtime;
 use std::path::PathBuf;
 
@@ -84,26 +85,108 @@ impl Server {
 
     /// Answers GET (and HEAD, from the same handler) at `path`. A path ending
     /// in `/*name` matches every path under it; the rest is
-    /// [`Request::param`], percent-decoded once.
+    /// [`Request::param`], percent-decoded once. It takes no body: one
+    /// sent is read to a bound and thrown away (`spec/http.md`).
     pub fn route<R, F>(self, path: &str, handler: F) -> Server
     where
         F: Fn(&Request) -> R + Send + Sync + 'static,
         R: IntoResponse,
     {
-        self.method("GET", path, handler)
+        self.on("GET", path, handler)
     }
 
-    /// Answers `method` at `path`.
-    pub fn method<R, F>(mut self, method: &str, path: &str, handler: F) -> Server
+    /// Answers `method` at `path` without a body, as [`Server::route`]
+    /// answers GET (for `OPTIONS`, `DELETE`, a `POST` whose head says it
+    /// all): a body sent is not the handler's.
+    pub fn on<R, F>(mut self, method: &str, path: &str, handler: F) -> Server
     where
         F: Fn(&Request) -> R + Send + Sync + 'static,
         R: IntoResponse,
     {
+        let handler: Plain = Box::new(move |req| handler(req).into_response());
+        self.router.add(method, path, Entry::plain(handler));
+        self
+    }
+
+    /// Answers `method` at `path`, with the request's whole body
+    /// ([`WithBody::body`]), up to the runtime file's `body-limit` (1 MiB)
+    /// or the limit [`Server::max_body`] gives the route.
+    pub fn method<R, F>(mut self, method: &str, path: &str, handler: F) -> Server
+    where
+        F: Fn(&WithBody<'_>) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        let handler: Plain = Box::new(move |req| handler(&WithBody { req }).into_response());
+        let rule = Rule {
+            takes: Takes::Whole,
+            limit: None,
+            coded: false,
+        };
         self.router.add(
             method,
             path,
-            Box::new(move |req| handler(req).into_response()),
+            Entry {
+                handler: Handler::Plain(handler),
+                rule,
+            },
         );
+        self
+    }
+
+    /// Answers `method` at `path` with a [`Sink`] the handler makes when
+    /// the request's head has arrived: the body is fed to it a piece at a
+    /// time as it arrives, up to the runtime file's `stream-limit` (1 GiB)
+    /// or the limit [`Server::max_body`] gives the route; then the sink
+    /// answers.
+    pub fn stream<S, F>(mut self, method: &str, path: &str, handler: F) -> Server
+    where
+        F: Fn(&Request) -> S + Send + Sync + 'static,
+        S: IntoSink,
+    {
+        let make: MakeSink = Box::new(move |req| {
+            let sink = handler(req).into_sink()?;
+            Ok(Box::new(sink) as Box<dyn Erased>)
+        });
+        let rule = Rule {
+            takes: Takes::Stream,
+            limit: None,
+            coded: false,
+        };
+        self.router.add(
+            method,
+            path,
+            Entry {
+                handler: Handler::Stream(make),
+                rule,
+            },
+        );
+        self
+    }
+
+    /// The body limit of the route just added (by [`Server::method`] or
+    /// [`Server::stream`]): it wins over the runtime file's default.
+    /// [`Limit::None`] lifts it. Panics after [`Server::route`] or
+    /// [`Server::on`], which take no body.
+    pub fn max_body(mut self, limit: Limit) -> Server {
+        let entry = self.router.last_mut().expect("max_body follows a route");
+        assert!(
+            entry.rule.takes != Takes::Nothing,
+            "max_body: the route just added takes no body (it was added by `route` or `on`)"
+        );
+        entry.rule.limit = Some(limit);
+        self
+    }
+
+    /// The route just added takes a body with a `Content-Encoding` as it
+    /// is (without this, such a body is answered 415: std decodes no
+    /// request body).
+    pub fn coded_body(mut self) -> Server {
+        let entry = self.router.last_mut().expect("coded_body follows a route");
+        assert!(
+            entry.rule.takes != Takes::Nothing,
+            "coded_body: the route just added takes no body (it was added by `route` or `on`)"
+        );
+        entry.rule.coded = true;
         self
     }
 }

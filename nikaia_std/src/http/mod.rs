@@ -9,6 +9,7 @@
 
 pub(crate) mod answer;
 pub(crate) mod app;
+pub(crate) mod body;
 pub(crate) mod client;
 mod coding;
 pub(crate) mod conditional;
@@ -26,6 +27,7 @@ mod target;
 
 pub use crate::backend::*;
 pub use app::Server;
+pub use body::{Aborted, Flow, IntoSink, Limit, Resume, Sink, WithBody};
 pub use file::File;
 pub use request::{Peer, Request, Version};
 pub use response::{IntoResponse, Response};

@@ -290,11 +290,6 @@ impl Request {
             .map(move |(n, v)| (self.text(n), self.slice(v)))
     }
 
-    /// The request body (empty when none was sent).
-    pub fn body(&self) -> &Bytes {
-        &self.body
-    }
-
     /// Who is at the other end of the connection.
     pub fn peer(&self) -> &Peer {
         &self.peer

@@ -1,10 +1,37 @@
 //! Routes: exact paths and one tail wildcard (`/files/*name`), matched against
-//! the path after it was percent-decoded (once, by the parser).
+//! the path after it was percent-decoded (once, by the parser); each
+//! method's handler with how it takes its body (`body.rs`).
 
+use super::body::{MakeSink, Rule};
 use super::request::Request;
 use super::response::Response;
 
-pub(crate) type Handler = Box<dyn Fn(&Request) -> Response + Send + Sync>;
+/// A handler called with the request (and, for a whole body, its body).
+pub(crate) type Plain = Box<dyn Fn(&Request) -> Response + Send + Sync>;
+
+/// What answers one method of a route.
+pub(crate) enum Handler {
+    /// Called once the request (and a whole body) is here.
+    Plain(Plain),
+    /// Called at head time for the sink its body is fed to.
+    Stream(MakeSink),
+}
+
+/// A method's handler and its body declaration.
+pub(crate) struct Entry {
+    pub handler: Handler,
+    pub rule: Rule,
+}
+
+impl Entry {
+    /// A handler that takes no body.
+    pub(crate) fn plain(handler: Plain) -> Entry {
+        Entry {
+            handler: Handler::Plain(handler),
+            rule: Rule::NOTHING,
+        }
+    }
+}
 
 enum Pattern {
     Exact(String),
@@ -14,13 +41,13 @@ enum Pattern {
 
 struct Route {
     pattern: Pattern,
-    handlers: Vec<(String, Handler)>,
+    handlers: Vec<(String, Entry)>,
 }
 
 /// What a path and method found.
 pub(crate) enum Found<'a> {
     /// The handler, and where the wildcard's value starts in the path.
-    Handler(&'a Handler, Option<usize>),
+    Handler(&'a Entry, Option<usize>),
     /// The path exists but not for this method: the `Allow` value.
     WrongMethod(String),
     Nothing,
@@ -29,13 +56,15 @@ pub(crate) enum Found<'a> {
 #[derive(Default)]
 pub(crate) struct Router {
     routes: Vec<Route>,
+    /// The route and method added last (what `Server::max_body` changes).
+    last: Option<(usize, String)>,
 }
 
 impl Router {
     /// Adds `handler` for `method` at `path`. A path ending in `/*name` is a
     /// tail wildcard. Panics on a path that does not start with `/`, as a
     /// programming error found at start-up.
-    pub(crate) fn add(&mut self, method: &str, path: &str, handler: Handler) {
+    pub(crate) fn add(&mut self, method: &str, path: &str, entry: Entry) {
         assert!(path.starts_with('/'), "route {path:?} must start with '/'");
         let pattern = match path.rfind("/*") {
             Some(i) if !path[i + 2..].contains('/') => Pattern::Tail(path[..=i].to_owned()),
@@ -46,14 +75,18 @@ impl Router {
             _ => false,
         };
         let method = method.to_ascii_uppercase();
+        let key = match &pattern {
+            Pattern::Exact(p) => (0, p.clone()),
+            Pattern::Tail(p) => (1, p.clone()),
+        };
         match self.routes.iter_mut().find(|r| same(&r.pattern)) {
             Some(route) => {
                 route.handlers.retain(|(m, _)| *m != method);
-                route.handlers.push((method, handler));
+                route.handlers.push((method.clone(), entry));
             }
             None => self.routes.push(Route {
                 pattern,
-                handlers: vec![(method, handler)],
+                handlers: vec![(method.clone(), entry)],
             }),
         }
         // Exact routes first, then longer prefixes before shorter ones.
@@ -61,6 +94,22 @@ impl Router {
             Pattern::Exact(_) => (0, 0),
             Pattern::Tail(p) => (1, usize::MAX - p.len()),
         });
+        let at = self.routes.iter().position(|r| match (&r.pattern, &key) {
+            (Pattern::Exact(p), (0, k)) | (Pattern::Tail(p), (1, k)) => p == k,
+            _ => false,
+        });
+        self.last = at.map(|i| (i, method));
+    }
+
+    /// The entry added last, to change its body declaration.
+    pub(crate) fn last_mut(&mut self) -> Option<&mut Entry> {
+        let (i, method) = self.last.as_ref()?;
+        let route = self.routes.get_mut(*i)?;
+        route
+            .handlers
+            .iter_mut()
+            .find(|(m, _)| m == method)
+            .map(|(_, e)| e)
     }
 
     /// The route for the decoded `path`'s bytes: its literal parts are
@@ -84,7 +133,7 @@ impl Router {
     }
 }
 
-fn allow(handlers: &[(String, Handler)]) -> String {
+fn allow(handlers: &[(String, Entry)]) -> String {
     let mut methods: Vec<&str> = handlers.iter().map(|(m, _)| m.as_str()).collect();
     if methods.contains(&"GET") && !methods.contains(&"HEAD") {
         methods.push("HEAD");
@@ -97,8 +146,8 @@ fn allow(handlers: &[(String, Handler)]) -> String {
 mod tests {
     use super::*;
 
-    fn h() -> Handler {
-        Box::new(|_| Response::new(200))
+    fn h() -> Entry {
+        Entry::plain(Box::new(|_| Response::new(200)))
     }
 
     #[test]

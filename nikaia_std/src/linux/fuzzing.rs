@@ -13,6 +13,7 @@ pub use crate::http::h2::fuzzing::h2_frames;
 pub use crate::http::h2::hpack::fuzzing::hpack;
 use crate::http::proxy::{self, Parse, MAX_HEADER};
 use crate::http::request::Spare;
+use crate::http::router::Entry;
 use crate::text::percent::percent_decode;
 use bytes::Bytes;
 
@@ -70,35 +71,49 @@ pub fn request_head(data: &[u8]) {
     }
 }
 
-/// The chunked decoder: fed in the pieces the first byte chooses, it
-/// decides exactly as when fed at once, and never holds more than its limit.
+/// The chunked decoder: fed in the pieces the first byte chooses, and
+/// stopped after every n-th run of body (as a sink that pauses stops it,
+/// the second byte choosing n), it decides exactly as when fed at once,
+/// hands on the same body, and never past its limit.
 pub fn chunked(data: &[u8]) {
-    const LIMIT: usize = 1 << 16;
-    let Some((&step, input)) = data.split_first() else {
+    const LIMIT: u64 = 1 << 16;
+    let [step, every, input @ ..] = data else {
         return;
     };
-    let mut whole = Chunked::new(LIMIT, 4096);
-    let at_once = whole.feed(input);
+    let (mut whole, mut at_once_body) = (Chunked::new(LIMIT, 4096), Vec::new());
+    let at_once = whole.feed(input, &mut at_once_body);
     let mut pieces = Chunked::new(LIMIT, 4096);
-    let step = usize::from(step).max(1);
+    let (step, every) = (usize::from(*step).max(1), usize::from(*every).max(1));
+    let (mut body, mut runs) = (Vec::new(), 0usize);
     let mut result = Ok(false);
-    let mut from = 0;
-    while from < input.len() {
-        let to = (from + step).min(input.len());
-        // The connection hands over everything not consumed yet.
+    let mut to = 0;
+    loop {
+        // The connection hands over everything not consumed yet, up to
+        // what has arrived.
         let start = pieces.consumed;
-        result = pieces.feed(&input[start..to]);
-        match result {
-            Ok(true) | Err(_) => break,
-            Ok(false) => from = to,
+        if start == to {
+            if to == input.len() {
+                break;
+            }
+            to = (to + step).min(input.len());
+        }
+        result = pieces.feed_pieces(&input[start..to], &mut |piece| {
+            assert!(!piece.is_empty(), "an empty piece handed on");
+            body.extend_from_slice(piece);
+            runs += 1;
+            runs % every != 0
+        });
+        if !matches!(result, Ok(false)) {
+            break;
         }
     }
     assert_eq!(result, at_once, "pieces of {step} decide differently");
     if at_once == Ok(true) {
-        assert_eq!(pieces.body, whole.body);
+        assert_eq!(body, at_once_body);
         assert_eq!(pieces.consumed, whole.consumed);
     }
-    assert!(whole.body.len() <= LIMIT && pieces.body.len() <= LIMIT);
+    assert_eq!(pieces.decoded, body.len() as u64);
+    assert!(body.len() as u64 <= LIMIT && at_once_body.len() as u64 <= LIMIT);
 }
 
 /// Range and the conditional headers over a file of a size the input
@@ -157,9 +172,13 @@ pub fn decode_and_route(data: &[u8]) {
     router.add(
         "GET",
         "/f/*name",
-        Box::new(|_| crate::http::Response::new(200)),
+        Entry::plain(Box::new(|_| crate::http::Response::new(200))),
     );
-    router.add("GET", "/", Box::new(|_| crate::http::Response::new(200)));
+    router.add(
+        "GET",
+        "/",
+        Entry::plain(Box::new(|_| crate::http::Response::new(200))),
+    );
     if let crate::http::router::Found::Handler(_, Some(start)) = router.find("GET", &path) {
         assert!(path.starts_with(b"/f/") && start == b"/f/".len());
         // The wildcard's value starts at the same place in the lossy text.

@@ -273,6 +273,7 @@ impl Shared {
                 certificates: self.certificates(t),
             }),
             h2: self.stats.h2.report(),
+            bodies: self.stats.bodies.report(),
         }
     }
 }

@@ -25,6 +25,34 @@ pub(crate) struct Stats {
     /// Responses by status class, 1xx to 5xx.
     statuses: [AtomicU64; 5],
     pub h2: H2Stats,
+    pub bodies: BodyStats,
+}
+
+/// What became of request bodies (`rt::BodiesReport`).
+#[derive(Default)]
+pub(crate) struct BodyStats {
+    pub whole: AtomicU64,
+    pub streamed: AtomicU64,
+    pub bytes: AtomicU64,
+    pub refused: AtomicU64,
+    pub drained: AtomicU64,
+    pub timeouts: AtomicU64,
+    pub aborted: AtomicU64,
+}
+
+impl BodyStats {
+    pub(crate) fn report(&self) -> crate::rt::BodiesReport {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        crate::rt::BodiesReport {
+            whole: load(&self.whole),
+            streamed: load(&self.streamed),
+            bytes: load(&self.bytes),
+            refused: load(&self.refused),
+            drained: load(&self.drained),
+            timeouts: load(&self.timeouts),
+            aborted: load(&self.aborted),
+        }
+    }
 }
 
 /// What HTTP/2 connections count (`spec/http2.md`, "What an operator sees").

@@ -96,6 +96,7 @@ impl Worker {
         let shortest = rt
             .header_timeout
             .min(rt.send_timeout)
+            .min(rt.body_idle_timeout)
             .min(rt.keepalive_timeout.max(Duration::from_millis(40)));
         (shortest / 4).clamp(Duration::from_millis(10), Duration::from_millis(500))
     }
@@ -172,6 +173,9 @@ impl Worker {
                 self.access.clear();
             }
             if self.stopping && (self.live == 0 || self.grace_end.is_some_and(|end| now >= end)) {
+                for conn in self.conns.iter_mut().flatten() {
+                    conn.stop();
+                }
                 break;
             }
         }
@@ -465,6 +469,15 @@ impl Worker {
                             peer, self.rt.send_timeout,
                         ));
                     }
+                    self.drive(i, now);
+                    continue;
+                }
+                Expired::Body => {
+                    self.shared
+                        .stats
+                        .bodies
+                        .timeouts
+                        .fetch_add(1, Ordering::Relaxed);
                     self.drive(i, now);
                     continue;
                 }

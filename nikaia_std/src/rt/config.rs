@@ -125,6 +125,20 @@ pub struct Runtime {
     pub send_timeout: Duration,
     pub max_connections: usize,
     pub max_header_bytes: usize,
+    /// `body-limit`: a whole body's limit, for a route that declares none.
+    pub body_limit: u64,
+    /// `stream-limit`: a streamed body's limit, for a route that declares
+    /// none.
+    pub stream_limit: u64,
+    /// `body-timeout`: how long a whole body may take to arrive, from the
+    /// end of its head.
+    pub body_timeout: Duration,
+    /// `body-idle-timeout`: the longest pause while a streamed body arrives.
+    pub body_idle_timeout: Duration,
+    /// `body-min-rate`: bytes per second a streamed body must keep up,
+    /// counted from `body-rate-grace` after its head; 0: no floor.
+    pub body_min_rate: u64,
+    pub body_rate_grace: Duration,
     /// `http2`: HTTP/2 is offered (ALPN `h2` on TLS, h2c by prior
     /// knowledge on plain listeners).
     pub http2: bool,
@@ -238,7 +252,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 37] = [
+pub const KEYS: [&str; 43] = [
     "listen",
     "workers",
     "io-threads",
@@ -254,6 +268,12 @@ pub const KEYS: [&str; 37] = [
     "send-timeout",
     "max-connections",
     "max-header-bytes",
+    "body-limit",
+    "stream-limit",
+    "body-timeout",
+    "body-idle-timeout",
+    "body-min-rate",
+    "body-rate-grace",
     "http2",
     "http2-max-requests",
     "access-log",
@@ -296,6 +316,12 @@ impl Default for Runtime {
             send_timeout: Duration::from_secs(30),
             max_connections: 10_000,
             max_header_bytes: 32 << 10,
+            body_limit: 1 << 20,
+            stream_limit: 1 << 30,
+            body_timeout: Duration::from_secs(60),
+            body_idle_timeout: Duration::from_secs(30),
+            body_min_rate: 240,
+            body_rate_grace: Duration::from_secs(5),
             http2: true,
             http2_max_requests: 1000,
             access_log: LogTarget::Stderr,
@@ -450,6 +476,12 @@ impl Runtime {
         line("send-timeout", Some(duration(self.send_timeout)));
         line("max-connections", Some(self.max_connections.to_string()));
         line("max-header-bytes", Some(size(self.max_header_bytes as u64)));
+        line("body-limit", Some(size(self.body_limit)));
+        line("stream-limit", Some(size(self.stream_limit)));
+        line("body-timeout", Some(duration(self.body_timeout)));
+        line("body-idle-timeout", Some(duration(self.body_idle_timeout)));
+        line("body-min-rate", Some(size(self.body_min_rate)));
+        line("body-rate-grace", Some(duration(self.body_rate_grace)));
         line("http2", Some(self.http2.to_string()));
         line(
             "http2-max-requests",

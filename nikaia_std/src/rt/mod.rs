@@ -16,5 +16,5 @@ pub use config::{
     ListenAddr, LogTarget, Net, Origins, Runtime, SecurityHeaders, SendFile, Site, TrustedProxies,
     Users, KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
 };
-pub use stats::{CertReport, CompressedReport, H2Report, Report, TlsReport};
+pub use stats::{BodiesReport, CertReport, CompressedReport, H2Report, Report, TlsReport};
 pub(crate) use vehicle::Vehicle;

@@ -47,6 +47,29 @@ pub struct Report {
     pub tls: Option<TlsReport>,
     /// What HTTP/2 connections did (h2 and h2c).
     pub h2: H2Report,
+    /// What became of request bodies (`spec/http.md`, "Request bodies").
+    pub bodies: BodiesReport,
+}
+
+/// What became of request bodies, both protocols together.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BodiesReport {
+    /// Bodies read whole for a handler.
+    pub whole: u64,
+    /// Bodies fed to a sink as they arrived.
+    pub streamed: u64,
+    /// Bytes of body handed to handlers and sinks.
+    pub bytes: u64,
+    /// Bodies refused from their head alone (413, 415, a deny or auth
+    /// rule), before any byte of them was read for anyone.
+    pub refused: u64,
+    /// Bodies no one read, thrown away to keep the connection.
+    pub drained: u64,
+    /// Bodies ended by a clock (408).
+    pub timeouts: u64,
+    /// Streamed bodies that ended before their end (the sink's `abort`).
+    pub aborted: u64,
 }
 
 /// What the table of kept compressed variants holds and did.
@@ -216,6 +239,11 @@ impl Report {
             s.push_str(&format!("{}:{count}", json_string(code)));
         }
         s.push_str("}}");
+        let b = &self.bodies;
+        s.push_str(&format!(
+            ",\"bodies\":{{\"whole\":{},\"streamed\":{},\"bytes\":{},\"refused\":{},\"drained\":{},\"timeouts\":{},\"aborted\":{}}}",
+            b.whole, b.streamed, b.bytes, b.refused, b.drained, b.timeouts, b.aborted
+        ));
         if let Some(t) = &self.tls {
             s.push_str(&format!(
                 ",\"tls\":{{\"connections\":{},\"handshakes_full\":{},\"handshakes_resumed\":{},\"failures\":{},\"plain_http\":{},\"vehicles\":",

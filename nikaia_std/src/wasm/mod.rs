@@ -9,7 +9,7 @@
 //! (`spec/targets.md`).
 
 use crate::fs::{self, Identity, Opened, Root};
-use crate::http::answer::{self, Payload, Progress};
+use crate::http::answer::{self, Before, Payload, Progress};
 use crate::http::file::{Files, Meta};
 use crate::http::h1::parse::parse_head;
 use crate::http::response::{each_field, reason};
@@ -253,7 +253,7 @@ pub fn handle(
     let mut req = parsed.request(head.slice(..len), Bytes::from(body), Peer::UNKNOWN);
     let mut log =
         |req: &Request, e: &str| console_error(&format!("{} {}: {e}", req.method(), req.target()));
-    let mut progress = answer::answer(&HostFiles, &router, None, &mut req, may_keep, &mut log);
+    let mut progress = begin(&router, &mut req, may_keep, &mut log);
     // Opens are synchronous here: the pipeline never has to wait long.
     let decided = loop {
         match progress {
@@ -278,6 +278,41 @@ pub fn handle(
         }
     };
     to_host(decided)
+}
+
+/// The first step of a request's answer. With a body, its head decides
+/// first, as on Linux (`answer::before_body`: 413, 415, the handler of a
+/// streamed route answering instead); the host read the body whole, so a
+/// sink is given it as one piece.
+fn begin(
+    router: &Router,
+    req: &mut Request,
+    may_keep: bool,
+    log: &mut impl FnMut(&Request, &str),
+) -> Progress {
+    if req.body.is_empty() {
+        return answer::answer(&HostFiles, router, None, req, may_keep, log);
+    }
+    let declared = answer::declared(req, true, Some(req.body.len() as u64));
+    match answer::before_body(&HostFiles, router, None, req, declared) {
+        Before::AnswerNow | Before::Whole { .. } => {
+            answer::answer(&HostFiles, router, None, req, may_keep, log)
+        }
+        Before::Refuse(resp) => Progress::Ready(answer::refused(req, resp, !may_keep, log)),
+        Before::Stream { sink, .. } => {
+            let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::http::body::feed_whole(sink, req)
+            }));
+            let resp = fed.unwrap_or_else(|_| {
+                Response::internal_error(format!(
+                    "handler panicked on {} {}",
+                    req.method(),
+                    req.target()
+                ))
+            });
+            answer::answer_with(&HostFiles, req, resp, may_keep, log)
+        }
+    }
 }
 
 /// A status page answered before a request could reach the pipeline; the

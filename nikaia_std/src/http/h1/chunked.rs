@@ -44,8 +44,9 @@ pub(crate) struct Chunked {
     step: Step,
     /// Bytes of input consumed so far.
     pub(crate) consumed: usize,
-    pub(crate) body: Vec<u8>,
-    limit: usize,
+    /// Bytes of body decoded so far.
+    pub(crate) decoded: u64,
+    limit: u64,
     trailer_limit: usize,
 }
 
@@ -54,22 +55,41 @@ fn bad(why: &'static str) -> Reject {
 }
 
 impl Chunked {
-    pub(crate) fn new(limit: usize, trailer_limit: usize) -> Chunked {
+    /// A decoder refusing (413) a body past `limit` decoded bytes
+    /// (`u64::MAX`: none), and trailers past `trailer_limit` bytes.
+    pub(crate) fn new(limit: u64, trailer_limit: usize) -> Chunked {
         Chunked {
             step: Step::Size {
                 digits: 0,
                 value: 0,
             },
             consumed: 0,
-            body: Vec::new(),
+            decoded: 0,
             limit,
             trailer_limit,
         }
     }
 
     /// Consumes what it can of `input` (the bytes after those consumed
-    /// before). `Ok(true)` once the body and its trailers are complete.
-    pub(crate) fn feed(&mut self, input: &[u8]) -> Result<bool, Reject> {
+    /// before), adding the body to `body`. `Ok(true)` once the body and
+    /// its trailers are complete.
+    #[cfg(any(test, feature = "fuzzing", feature = "acme"))]
+    pub(crate) fn feed(&mut self, input: &[u8], body: &mut Vec<u8>) -> Result<bool, Reject> {
+        self.feed_pieces(input, &mut |piece| {
+            body.extend_from_slice(piece);
+            true
+        })
+    }
+
+    /// Consumes what it can of `input`, handing each run of body bytes to
+    /// `piece` as it is decoded (nothing kept); it stops after a piece
+    /// when `piece` says `false` (the rest of `input` is left unconsumed).
+    /// `Ok(true)` once the body and its trailers are complete.
+    pub(crate) fn feed_pieces(
+        &mut self,
+        input: &[u8],
+        piece: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<bool, Reject> {
         let mut i = 0;
         while i < input.len() && self.step != Step::Done {
             let b = input[i];
@@ -103,7 +123,8 @@ impl Chunked {
                 },
                 Step::Data(left) => {
                     let take = (left as usize).min(input.len() - i);
-                    self.body.extend_from_slice(&input[i..i + take]);
+                    let go_on = piece(&input[i..i + take]);
+                    self.decoded += take as u64;
                     i += take;
                     self.consumed += take;
                     let left = left - take as u64;
@@ -112,6 +133,9 @@ impl Chunked {
                     } else {
                         Step::Data(left)
                     };
+                    if !go_on {
+                        return Ok(false);
+                    }
                     continue;
                 }
                 Step::DataEnd { cr } => match b {
@@ -167,7 +191,7 @@ impl Chunked {
                 cr: false,
             });
         }
-        if self.body.len() as u64 + size > self.limit as u64 {
+        if self.decoded.saturating_add(size) > self.limit {
             return Err(Reject {
                 status: 413,
                 why: "chunked body larger than allowed",
@@ -184,39 +208,73 @@ mod tests {
     #[test]
     fn decodes_in_one_piece_and_byte_by_byte() {
         let wire = b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\nNEXT";
-        let mut whole = Chunked::new(1 << 20, 1024);
-        assert!(whole.feed(wire).unwrap());
-        assert_eq!(whole.body, b"hello world");
+        let (mut whole, mut body) = (Chunked::new(1 << 20, 1024), Vec::new());
+        assert!(whole.feed(wire, &mut body).unwrap());
+        assert_eq!(body, b"hello world");
         assert_eq!(&wire[whole.consumed..], b"NEXT");
 
-        let mut drip = Chunked::new(1 << 20, 1024);
+        let (mut drip, mut body) = (Chunked::new(1 << 20, 1024), Vec::new());
         let mut done = false;
         for i in 0..wire.len() {
-            if drip.feed(&wire[i..=i]).unwrap() {
+            if drip.feed(&wire[i..=i], &mut body).unwrap() {
                 done = true;
                 break;
             }
         }
         assert!(done);
-        assert_eq!(drip.body, b"hello world");
+        assert_eq!(body, b"hello world");
         assert_eq!(drip.consumed, whole.consumed);
+    }
+
+    #[test]
+    fn a_piece_that_says_stop_leaves_the_rest_unconsumed() {
+        let wire = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+        let mut dec = Chunked::new(u64::MAX, 1024);
+        let mut pieces = Vec::new();
+        // Stop after each piece, then go on from what was consumed.
+        loop {
+            let from = dec.consumed;
+            let done = dec
+                .feed_pieces(&wire[from..], &mut |p| {
+                    pieces.push(p.to_vec());
+                    false
+                })
+                .unwrap();
+            if done {
+                break;
+            }
+        }
+        assert_eq!(pieces, [b"hello".to_vec(), b" world".to_vec()]);
+        assert_eq!((dec.consumed, dec.decoded), (wire.len(), 11));
     }
 
     #[test]
     fn refuses_bad_and_oversized_bodies() {
         assert_eq!(
-            Chunked::new(10, 64).feed(b"zz\r\n").unwrap_err().status,
+            Chunked::new(10, 64)
+                .feed(b"zz\r\n", &mut Vec::new())
+                .unwrap_err()
+                .status,
             400
         );
-        assert_eq!(Chunked::new(10, 64).feed(b"b\r\n").unwrap_err().status, 413);
         assert_eq!(
-            Chunked::new(10, 64).feed(b"1\r\naXY").unwrap_err().status,
+            Chunked::new(10, 64)
+                .feed(b"b\r\n", &mut Vec::new())
+                .unwrap_err()
+                .status,
+            413
+        );
+        assert_eq!(
+            Chunked::new(10, 64)
+                .feed(b"1\r\naXY", &mut Vec::new())
+                .unwrap_err()
+                .status,
             400
         );
         let long = "f".repeat(16) + "\r\n";
         assert_eq!(
             Chunked::new(10, 64)
-                .feed(long.as_bytes())
+                .feed(long.as_bytes(), &mut Vec::new())
                 .unwrap_err()
                 .status,
             400

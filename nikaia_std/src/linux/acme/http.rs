@@ -294,15 +294,16 @@ fn read_length(
 }
 
 fn read_chunked(stream: &mut impl Read, rest: Vec<u8>) -> io::Result<(Vec<u8>, bool)> {
-    let mut decoder = Chunked::new(MAX_BODY, 8 << 10);
+    let mut decoder = Chunked::new(MAX_BODY as u64, 8 << 10);
     let mut input = rest;
+    let mut body = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
         let done = decoder
-            .feed(&input[decoder.consumed.min(input.len())..])
+            .feed(&input[decoder.consumed.min(input.len())..], &mut body)
             .map_err(|r| invalid(r.why))?;
         if done {
-            return Ok((std::mem::take(&mut decoder.body), true));
+            return Ok((body, true));
         }
         let n = stream.read(&mut chunk)?;
         if n == 0 {

@@ -4,9 +4,11 @@
 //! the client or a limit ends it. The wire format is `http::h1`; what the
 //! answer is, `http::answer`.
 
+mod body;
+mod stream;
+
 use super::{access, serving, Link, Next, Turn};
 use crate::http::answer::{self, Answer, Done, Payload, Progress, Waiting};
-use crate::http::h1::chunked::Chunked;
 use crate::http::h1::head::write_head;
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
@@ -16,12 +18,12 @@ use crate::http::{Request, Response, Version};
 use crate::linux::out::Sent;
 use crate::linux::send::FileSend;
 use crate::linux::transport::Input;
+use body::{Drain, Whole};
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
+use stream::Streaming;
 
-/// The largest request body read into memory; past it, 413 and close.
-pub(crate) const MAX_BODY: usize = 1 << 20;
 /// Pipelined responses gathered before they are written together.
 const BATCH_BYTES: usize = 64 << 10;
 
@@ -30,8 +32,12 @@ enum State {
     Idle,
     /// Part of a head has arrived.
     Head,
-    /// A head is parsed and its body is still arriving.
-    Body(Box<Head>, BodyRead),
+    /// A body is read whole into memory.
+    Body(Box<Whole>),
+    /// A body is fed to its route's sink as it arrives.
+    Streaming(Box<Streaming>),
+    /// A body no one reads is thrown away, to a bound.
+    Draining(Box<Drain>),
     /// An answer waits for its file to open on the io pool.
     Opening(Box<Opening>),
 }
@@ -41,11 +47,6 @@ struct Opening {
     req: Request,
     waiting: Waiting,
     started: Instant,
-}
-
-enum BodyRead {
-    Length(usize),
-    Chunked(Chunked),
 }
 
 /// What [`H1::heads`] holds at least before a head is written: most heads
@@ -68,6 +69,9 @@ pub(super) struct H1 {
     heads: BytesMut,
     /// The last answered request's buffers, for the next one's text.
     spare: Spare,
+    /// The worker's turn this connection last read a body in, and how
+    /// much of it was taken in that turn (`body.rs`'s share).
+    slice: (Instant, u64),
 }
 
 impl Default for H1 {
@@ -79,6 +83,7 @@ impl Default for H1 {
             switch_to_h2: false,
             heads: BytesMut::new(),
             spare: Spare::default(),
+            slice: (Instant::now(), 0),
         }
     }
 }
@@ -122,6 +127,7 @@ impl H1 {
                 };
                 turn.now + keep
             }
+            State::Body(_) | State::Streaming(_) | State::Draining(_) => self.body_wait(turn),
             _ => turn.now + rt.header_timeout,
         };
     }
@@ -130,8 +136,11 @@ impl H1 {
     /// queued. `Ok(false)`: progress, go round again. `Err(next)`: stop here.
     pub(super) fn advance(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<bool, Next> {
         let rt = turn.rt;
-        if let State::Body(..) = self.state {
-            return self.advance_body(link, turn);
+        match self.state {
+            State::Body(_) => return self.read_whole(link, turn),
+            State::Streaming(_) => return self.feed(link, turn),
+            State::Draining(_) => return self.drain(link, turn),
+            _ => {}
         }
         if self.fresh {
             if link.transport.alpn_h2() {
@@ -162,126 +171,33 @@ impl H1 {
             }
             Ok(Some(head)) => {
                 self.fresh = false;
-                let body = match head.framing {
-                    Framing::None => BodyRead::Length(0),
-                    Framing::Length(n) if n > MAX_BODY as u64 => {
-                        self.refuse(
-                            link,
-                            turn,
-                            Reject {
-                                status: 413,
-                                why: "request body larger than allowed",
-                            },
-                        );
-                        return Ok(true);
-                    }
-                    Framing::Length(n) => BodyRead::Length(n as usize),
-                    Framing::Chunked => {
-                        BodyRead::Chunked(Chunked::new(MAX_BODY, rt.max_header_bytes))
-                    }
-                };
-                if let BodyRead::Length(0) = body {
-                    // No body (nearly every GET): answered at once, the
-                    // head never boxed into a state.
-                    let end = head.len;
-                    self.respond_whole(link, turn, head, body, end);
-                    return Ok(true);
+                if head.framing != Framing::None {
+                    return self.with_body(link, turn, head);
                 }
-                let waiting = match &body {
-                    BodyRead::Length(n) => self.rbuf.len() < head.len + n,
-                    BodyRead::Chunked(_) => true,
-                };
-                if head.expect_continue && waiting {
-                    link.out
-                        .push(Bytes::from_static(b"HTTP/1.1 100 Continue\r\n\r\n"));
-                }
-                self.state = State::Body(Box::new(head), body);
-                self.advance_body(link, turn)
+                // No body (nearly every GET): answered at once, the head
+                // never boxed into a state.
+                self.state = State::Idle;
+                let head_bytes = self.rbuf.split_to(head.len).freeze();
+                self.respond(link, turn, head, head_bytes);
+                self.next_begun();
+                Ok(true)
             }
         }
     }
 
-    fn advance_body(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<bool, Next> {
-        let State::Body(head, body) = &mut self.state else {
-            return Ok(false);
-        };
-        let body_end = match body {
-            BodyRead::Length(n) => {
-                let end = head.len + *n;
-                (self.rbuf.len() >= end).then_some(end)
-            }
-            BodyRead::Chunked(dec) => {
-                let from = head.len + dec.consumed;
-                match dec.feed(&self.rbuf[from..]) {
-                    Ok(true) => Some(head.len + dec.consumed),
-                    Ok(false) => None,
-                    Err(reject) => {
-                        self.refuse(link, turn, reject);
-                        return Ok(true);
-                    }
-                }
-            }
-        };
-        let Some(end) = body_end else {
-            if !link.out.is_empty() {
-                // A 100 Continue waits to be written first.
-                return Ok(false);
-            }
-            self.read_more(link, turn)?;
-            link.deadline = turn.now + turn.rt.header_timeout;
-            return Ok(false);
-        };
-        let State::Body(head, body) = std::mem::replace(&mut self.state, State::Idle) else {
-            unreachable!("checked above");
-        };
-        self.respond_whole(link, turn, *head, body, end);
-        Ok(true)
-    }
-
-    /// A request whose head and body (up to `end` in `rbuf`) are all here:
-    /// takes them off the buffer and answers it; the connection is between
-    /// requests again, or the next one's head has begun.
-    fn respond_whole(
-        &mut self,
-        link: &mut Link,
-        turn: &mut Turn<'_>,
-        head: Head,
-        body: BodyRead,
-        end: usize,
-    ) {
-        self.state = State::Idle;
-        let head_bytes = self.rbuf.split_to(head.len).freeze();
-        let body = match body {
-            BodyRead::Length(n) => self.rbuf.split_to(n).freeze(),
-            BodyRead::Chunked(dec) => {
-                let _ = self.rbuf.split_to(end - head.len);
-                Bytes::from(dec.body)
-            }
-        };
-        self.respond(link, turn, head, head_bytes, body);
-        self.next_begun();
-    }
-
     /// Bytes of the next request are already here (unless this one waits
     /// for its file to open: then they wait too): its head has begun.
-    fn next_begun(&mut self) {
+    pub(super) fn next_begun(&mut self) {
         if matches!(self.state, State::Idle) && !self.rbuf.is_empty() {
             self.state = State::Head;
         }
     }
 
-    /// Hands the request to the answer pipeline.
-    fn respond(
-        &mut self,
-        link: &mut Link,
-        turn: &mut Turn<'_>,
-        head: Head,
-        head_bytes: Bytes,
-        body: Bytes,
-    ) {
+    /// Hands a request without a body to the answer pipeline.
+    fn respond(&mut self, link: &mut Link, turn: &mut Turn<'_>, head: Head, head_bytes: Bytes) {
         let started = Instant::now();
-        let may_keep = head.keep_alive && !turn.stopping && !turn.rt.keepalive_timeout.is_zero();
-        let mut req = head.request(head_bytes, body, link.peer.clone());
+        let may_keep = head.keep_alive && may_keep(turn);
+        let mut req = head.request(head_bytes, Bytes::new(), link.peer.clone());
         req.client = link.client.clone();
         let progress = answer::answer(
             &serving(turn, link),
@@ -295,7 +211,7 @@ impl H1 {
     }
 
     /// Queues a decided answer, or sends the open it waits for to the pool.
-    fn go_on(
+    pub(super) fn go_on(
         &mut self,
         link: &mut Link,
         turn: &mut Turn<'_>,
@@ -356,7 +272,7 @@ impl H1 {
     }
 
     /// Queues an answer's head and body, and the marker that logs it.
-    fn queue(
+    pub(super) fn queue(
         &mut self,
         link: &mut Link,
         turn: &mut Turn<'_>,
@@ -421,7 +337,7 @@ impl H1 {
     }
 
     /// Answers a request that cannot be served with its status, then closes.
-    fn refuse(&mut self, link: &mut Link, turn: &mut Turn<'_>, reject: Reject) {
+    pub(super) fn refuse(&mut self, link: &mut Link, turn: &mut Turn<'_>, reject: Reject) {
         let page = Response::status_page(reject.status);
         self.refuse_with(link, turn, reject, page);
     }
@@ -464,7 +380,7 @@ impl H1 {
         Ok(())
     }
 
-    fn read_more(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<(), Next> {
+    pub(super) fn read_more(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Result<(), Next> {
         match link.read(turn, &mut self.rbuf)? {
             Input::PlainOnTls => {
                 if let Some(tls) = &turn.shared.tls {
@@ -490,6 +406,12 @@ impl H1 {
         }
         Ok(())
     }
+}
+
+/// Whether answers on this connection may keep it open, as far as the
+/// server is concerned (the request has its say too).
+fn may_keep(turn: &Turn<'_>) -> bool {
+    !turn.stopping && !turn.rt.keepalive_timeout.is_zero()
 }
 
 /// Writes an error an answer hides from its client to the error log.

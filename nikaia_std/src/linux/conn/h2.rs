@@ -110,7 +110,7 @@ impl H2 {
             max_streams: 128,
             max_requests: rt.http2_max_requests,
             max_list: rt.max_header_bytes,
-            max_body: super::h1::MAX_BODY,
+            max_body: rt.body_limit as usize,
         };
         turn.shared.stats.h2.connections.fetch_add(1, Relaxed);
         H2 {

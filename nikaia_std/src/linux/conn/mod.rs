@@ -11,6 +11,7 @@ mod access;
 mod h1;
 mod h2;
 mod link;
+mod sink;
 
 use super::out::{Flushed, Out, SendError, Sent, COLD_READ};
 use super::shared::{Serving, Shared};
@@ -76,6 +77,14 @@ pub(crate) enum IoDone {
         check: Box<Check>,
         verdict: Verdict,
     },
+    /// A streamed body's sink resumed the body it paused (`pause`: which
+    /// of its pauses).
+    Resume {
+        slot: usize,
+        conn: u64,
+        stream: u32,
+        pause: u64,
+    },
 }
 
 impl IoDone {
@@ -83,7 +92,8 @@ impl IoDone {
         match self {
             IoDone::Opened { slot, conn, .. }
             | IoDone::Read { slot, conn, .. }
-            | IoDone::Verified { slot, conn, .. } => (*slot, *conn),
+            | IoDone::Verified { slot, conn, .. }
+            | IoDone::Resume { slot, conn, .. } => (*slot, *conn),
         }
     }
 }
@@ -177,6 +187,9 @@ pub(crate) enum Expired {
     /// HTTP/2 streams that made no progress for send-timeout were reset;
     /// the connection goes on (drive it to write the resets).
     Streams(usize),
+    /// A request body's clock ran out: its 408 is queued (drive the
+    /// connection to write it).
+    Body,
 }
 
 impl Conn {
@@ -215,6 +228,14 @@ impl Conn {
 
     pub(crate) fn id(&self) -> u64 {
         self.link.id
+    }
+
+    /// The server stops before this connection's request is done: a body
+    /// still streaming tells its sink so.
+    pub(crate) fn stop(&mut self) {
+        if let Proto::H1(h) = &mut self.proto {
+            h.abort_sink(crate::http::Aborted::Stopping);
+        }
     }
 
     /// epoll said the socket is readable (or closed): read again. `closed`:
@@ -280,12 +301,20 @@ impl Conn {
     }
 
     /// The deadline passed: what it means for this connection.
-    pub(crate) fn expire(&mut self, turn: &Turn<'_>) -> Expired {
-        if let Proto::H2(h) = &mut self.proto {
-            if !self.link.lingering {
+    pub(crate) fn expire(&mut self, turn: &mut Turn<'_>) -> Expired {
+        if self.link.lingering {
+            return Expired::Close { sending: false };
+        }
+        match &mut self.proto {
+            Proto::H2(h) => {
                 let reset = h.expire(&mut self.link, turn);
                 if reset > 0 {
                     return Expired::Streams(reset);
+                }
+            }
+            Proto::H1(h) => {
+                if h.body_expired(&mut self.link, turn) {
+                    return Expired::Body;
                 }
             }
         }
@@ -345,6 +374,14 @@ impl Conn {
                 verdict,
                 ..
             } => (stream, Done::Verified(check, verdict)),
+            IoDone::Resume { stream, pause, .. } => {
+                match &mut self.proto {
+                    Proto::H2(_) => {}
+                    Proto::H1(h) => h.resume_body(&mut self.link, turn, pause),
+                }
+                let _ = stream;
+                return;
+            }
             IoDone::Read { stream, result, .. } => {
                 match &mut self.proto {
                     Proto::H2(h) => h.read_done(&mut self.link, turn, stream, result),

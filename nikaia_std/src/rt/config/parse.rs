@@ -69,6 +69,8 @@ const STATIC_CACHE: RangeInclusive<u64> = 0..=1_000_000;
 const STATIC_CACHE_BYTES: RangeInclusive<u64> = 0..=64 << 30;
 const MAX_CONNECTIONS: RangeInclusive<u64> = 1..=1_000_000;
 const MAX_HEADER_BYTES: RangeInclusive<u64> = 1 << 10..=1 << 20;
+const BODY_LIMIT: RangeInclusive<u64> = 0..=1 << 50;
+const BODY_MIN_RATE: RangeInclusive<u64> = 0..=1 << 30;
 const HTTP2_MAX_REQUESTS: RangeInclusive<u64> = 1..=1 << 30;
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -143,6 +145,32 @@ impl Checker<'_> {
                 "max-header-bytes" => {
                     let bytes = self.size(name, value, MAX_HEADER_BYTES, "32KiB");
                     put(&mut rt.max_header_bytes, bytes.map(|n| n as usize));
+                }
+                "body-limit" => put(
+                    &mut rt.body_limit,
+                    self.size(name, value, BODY_LIMIT, "1MiB"),
+                ),
+                "stream-limit" => {
+                    put(
+                        &mut rt.stream_limit,
+                        self.size(name, value, BODY_LIMIT, "1GiB"),
+                    );
+                }
+                "body-timeout" => {
+                    let timeout = self.duration(name, value, millis(1)..=HOUR * 24);
+                    put(&mut rt.body_timeout, timeout);
+                }
+                "body-idle-timeout" => {
+                    let timeout = self.duration(name, value, millis(1)..=HOUR);
+                    put(&mut rt.body_idle_timeout, timeout);
+                }
+                "body-min-rate" => {
+                    let rate = self.size(name, value, BODY_MIN_RATE, "240B");
+                    put(&mut rt.body_min_rate, rate);
+                }
+                "body-rate-grace" => {
+                    let grace = self.duration(name, value, Duration::ZERO..=HOUR);
+                    put(&mut rt.body_rate_grace, grace);
                 }
                 "http2" => put(&mut rt.http2, self.boolean(name, value)),
                 "http2-max-requests" => {

@@ -1,0 +1,95 @@
+//! What a request's head decides before any byte of its body is read
+//! (`spec/http.md`, "Request bodies"), for every protocol: whether the
+//! body is read at all, for whom, and up to what — the redirect and
+//! ACME's validations first (they take no body), then the route, then its
+//! declaration (415, 413), then, for a streamed route, its handler (which
+//! may answer instead of taking the body). Only what passes all of it
+//! makes a backend send `100 Continue`.
+
+use super::super::body::{self, Admit, Declared, Erased, Takes};
+use super::super::file::Files;
+use super::super::redirect::ToHttps;
+use super::super::request::Request;
+use super::super::response::Response;
+use super::super::router::{Found, Handler, Router};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// How a request with a body goes on.
+pub(crate) enum Before {
+    /// The body is no one's (a redirect, ACME's validation, no route, a
+    /// route that takes none): answer with the pipeline now, and throw the
+    /// body away to a bound ([`body::DRAIN_MAX`]).
+    AnswerNow,
+    /// Refused before its body: answer this, and the body is not read for
+    /// anyone.
+    Refuse(Response),
+    /// Read it whole, up to `limit`, then answer with the pipeline.
+    Whole { limit: Option<u64> },
+    /// Feed it to `sink`, up to `limit`; the sink answers.
+    Stream {
+        sink: Box<dyn Erased>,
+        limit: Option<u64>,
+    },
+}
+
+/// Decides how the body of `req` (whose head `declared` describes, a body
+/// present) is taken.
+pub(crate) fn before_body(
+    files: &impl Files,
+    router: &Router,
+    redirect: Option<&ToHttps>,
+    req: &mut Request,
+    declared: Declared,
+) -> Before {
+    if let Some(rt) = files.runtime() {
+        req.client = super::super::client::resolve(&rt.site.trusted_proxies, req);
+    }
+    let validation = !files.tls()
+        && super::super::redirect::http01(req, |host, token| files.http01(host, token)).is_some();
+    if validation || redirect.is_some_and(|r| r.answer(req).is_some()) {
+        return Before::AnswerNow;
+    }
+    let Found::Handler(entry, param) = router.find(req.method(), req.path.as_bytes()) else {
+        return Before::AnswerNow;
+    };
+    req.param = param;
+    let defaults = crate::rt::Runtime::default();
+    let rt = files.runtime().unwrap_or(&defaults);
+    match body::admit(&entry.rule, declared, rt) {
+        Admit::Bodiless
+        | Admit::Take {
+            takes: Takes::Nothing,
+            ..
+        } => Before::AnswerNow,
+        Admit::Refuse(status, _) => Before::Refuse(Response::status_page(status)),
+        Admit::Take {
+            takes: Takes::Whole,
+            limit,
+        } => Before::Whole { limit },
+        Admit::Take {
+            takes: Takes::Stream,
+            limit,
+        } => match &entry.handler {
+            Handler::Stream(make) => match catch_unwind(AssertUnwindSafe(|| make(req))) {
+                Ok(Ok(sink)) => Before::Stream { sink, limit },
+                // The handler answered from the head: the body is no one's.
+                Ok(Err(answer)) => Before::Refuse(answer),
+                Err(_) => Before::Refuse(Response::internal_error(format!(
+                    "handler panicked on {} {}",
+                    req.method(),
+                    req.target()
+                ))),
+            },
+            Handler::Plain(_) => Before::Whole { limit },
+        },
+    }
+}
+
+/// What a request's head says of its body: present, its length, coded.
+pub(crate) fn declared(req: &Request, present: bool, length: Option<u64>) -> Declared {
+    Declared {
+        present,
+        length,
+        coded: body::coded(req),
+    }
+}
