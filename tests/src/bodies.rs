@@ -93,6 +93,21 @@ impl Sink for Hold {
     }
 }
 
+/// Counts a body's bytes as it arrives (what a load test needs of a sink).
+struct Count(u64);
+
+impl Sink for Count {
+    type Answer = String;
+
+    fn piece(&mut self, piece: &[u8], _flow: &mut Flow<'_>) {
+        self.0 += piece.len() as u64;
+    }
+
+    fn end(self, _req: &Request) -> String {
+        self.0.to_string()
+    }
+}
+
 /// The program: `runtime` with these routes.
 ///
 /// - `GET /`: "hi" (takes no body).
@@ -100,7 +115,9 @@ impl Sink for Hold {
 /// - `POST /small`: the whole body's length, at most 1 000 bytes.
 /// - `POST /hash`, `PUT /hash`: a streamed body's length and FNV-1a.
 /// - `POST /hash-small`: the same, at most 100 000 bytes.
-/// - `POST /hold`: the same, pausing after each piece until the test
+/// - `POST /count`, `PUT /count`: a streamed body's length, with no
+///   limit.
+/// - `POST /hold`: the same as `/hash`, pausing after each piece until the test
 ///   resumes it ([`Probe::resume_all`]).
 /// - `PUT /guarded`: streamed, only with `Authorization: Bearer
 ///   open-sesame` (401 from the head otherwise).
@@ -126,6 +143,10 @@ pub fn body_server(runtime: Runtime) -> (Server, Arc<Probe>) {
         .stream("POST", "/hash-small", h3)
         .max_body(Limit::Bytes(100_000))
         .stream("POST", "/hold", move |req| Hold { hash: h4(req) })
+        .stream("POST", "/count", |_| Count(0))
+        .max_body(Limit::None)
+        .stream("PUT", "/count", |_| Count(0))
+        .max_body(Limit::None)
         .stream("PUT", "/guarded", move |req| {
             match req.header("authorization") {
                 Some("Bearer open-sesame") => Ok(hash(req)),

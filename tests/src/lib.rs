@@ -97,7 +97,11 @@ impl<S: Read + Write> Conn<S> {
 
 impl Conn<TcpStream> {
     pub fn connect(addr: SocketAddr) -> Client {
-        let s = TcpStream::connect(addr).expect("connect");
+        Client::from_stream(TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// A client over a socket already connected (and perhaps written to).
+    pub fn from_stream(s: TcpStream) -> Client {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.set_nodelay(true).unwrap();
         Conn {

@@ -472,12 +472,9 @@ impl Worker {
                     self.drive(i, now);
                     continue;
                 }
-                Expired::Body => {
-                    self.shared
-                        .stats
-                        .bodies
-                        .timeouts
-                        .fetch_add(1, Ordering::Relaxed);
+                Expired::Bodies(n) => {
+                    let timeouts = &self.shared.stats.bodies.timeouts;
+                    timeouts.fetch_add(n as u64, Ordering::Relaxed);
                     self.drive(i, now);
                     continue;
                 }

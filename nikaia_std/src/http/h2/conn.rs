@@ -9,13 +9,21 @@
 //!
 //! The limits and the flood answers are in `spec/http2.md`.
 
-use super::fields::{Fields, Parsed, Refusal, DEFAULT_URGENCY};
+use super::fields::Parsed;
 use super::frame::{self, flag, kind, setting, ErrorCode, Header, DEFAULT_MAX_FRAME};
-use super::frame::{DEFAULT_WINDOW, HEADER_LEN, MAX_WINDOW, PREFACE};
+use super::frame::{DEFAULT_WINDOW, HEADER_LEN, PREFACE};
 
+mod body;
+mod control;
+mod headers;
 mod send;
-use super::hpack::{Decoded, Decoder, Encoder, DEFAULT_TABLE_SIZE, ENCODER_TABLE_CAP};
-use crate::http::request::{reject, Reject};
+
+use super::hpack::{Decoder, Encoder, DEFAULT_TABLE_SIZE};
+use crate::http::request::Reject;
+pub(crate) use body::Intake;
+use body::Taking;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use body::STREAM_WINDOW;
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -30,8 +38,6 @@ pub(crate) struct Limits {
     pub max_requests: u32,
     /// The decoded header list (RFC 9113 §6.5.2), `max-header-bytes`.
     pub max_list: usize,
-    /// A request body read into memory; past it, 413.
-    pub max_body: usize,
 }
 
 /// Resets one connection may cause or take (RFC 9113's RST_STREAM from the
@@ -63,16 +69,24 @@ const CREDIT_STEP: u32 = 16 << 10;
 /// What the connection hands its backend.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// A request, complete with its body: answer it on `stream`. `Err`:
-    /// answer with that status (its stream may still be sending a body,
-    /// which is dropped).
+    /// A request without a body: answer it on `stream`. `Err`: answer
+    /// with that status (its stream may still be sending a body, which is
+    /// dropped).
     Request {
         stream: u32,
         request: Result<Parsed, Refused>,
-        body: Bytes,
     },
+    /// A request whose body follows: decide from its head how the body is
+    /// taken ([`Core::take_body`]); until then it waits in the stream's
+    /// initial window.
+    Head { stream: u32, request: Parsed },
+    /// The whole body of a request taken [`Intake::Whole`].
+    Body { stream: u32, body: Bytes },
+    /// The next piece of a body taken [`Intake::Stream`]; `end`: the last
+    /// (possibly empty). Its credit returns as [`Core::consumed`] says.
+    Data { stream: u32, data: Bytes, end: bool },
     /// A stream being answered is gone (the client reset it, or it broke a
-    /// rule and was reset): drop its answer.
+    /// rule and was reset): drop its answer, and its body.
     Cancel { stream: u32 },
 }
 
@@ -139,13 +153,16 @@ struct Stream {
     urgency: u8,
     /// The backend has body bytes to frame now.
     ready: bool,
-    /// The request, waiting for its body.
-    pending: Option<Result<Parsed, Refused>>,
+    /// The request body's `content-length`, if it gave one.
+    declared: Option<u64>,
+    /// Octets of body received (padding left out).
+    received: u64,
+    /// How its body is taken.
+    taking: Taking,
+    /// A body not yet decided, or gathered whole.
     body: Vec<u8>,
     /// The request went to the backend: a reset must cancel its answer.
     handed: bool,
-    /// A body this server will not read (refused, or over the limit).
-    discard: bool,
 }
 
 /// A header block that has not seen END_HEADERS yet.
@@ -177,6 +194,12 @@ pub(crate) struct Core {
     peer_initial_window: i64,
     send_window: i64,
     conn_owed: u32,
+    /// Connection credit not to return: what ended streamed bodies' windows
+    /// had added.
+    conn_withheld: u64,
+    /// When our first SETTINGS went out, and the round trip its ACK took.
+    settings_sent: Instant,
+    rtt: Option<Duration>,
     streams: Vec<Stream>,
     /// The highest stream the client opened (or tried to).
     last_id: u32,
@@ -257,6 +280,9 @@ impl Core {
             peer_initial_window: DEFAULT_WINDOW,
             send_window: DEFAULT_WINDOW,
             conn_owed: 0,
+            conn_withheld: 0,
+            settings_sent: now,
+            rtt: None,
             streams: Vec::new(),
             last_id: 0,
             used: Used::default(),
@@ -302,7 +328,7 @@ impl Core {
             }
             buf.advance(HEADER_LEN);
             let payload = buf.split_to(h.len).freeze();
-            if let Err(fatal) = self.frame(h, &payload, now) {
+            if let Err(fatal) = self.frame(h, payload, now) {
                 return self.fail(fatal);
             }
         }
@@ -325,7 +351,7 @@ impl Core {
         Some(why)
     }
 
-    fn frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
+    fn frame(&mut self, h: Header, payload: Bytes, now: Instant) -> Result<(), Fatal> {
         if self.phase == Phase::FirstSettings {
             if h.kind != kind::SETTINGS || h.has(flag::ACK) {
                 return Err((ErrorCode::Protocol, "the first frame was not SETTINGS"));
@@ -337,8 +363,11 @@ impl Core {
                 return Err((ErrorCode::Protocol, "a frame inside a header block"));
             }
         }
+        if h.kind == kind::DATA {
+            return self.data_frame(h, payload, now);
+        }
+        let p = &payload[..];
         match h.kind {
-            kind::DATA => self.data_frame(h, p, now),
             kind::HEADERS => self.headers_frame(h, p, now),
             kind::CONTINUATION => self.continuation(h, p, now),
             kind::PRIORITY => {
@@ -448,400 +477,6 @@ impl Core {
         id > self.last_id || (!self.used.contains(id) && !self.reset_by_us.contains(&id))
     }
 
-    fn data_frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
-        if h.stream == 0 {
-            return Err((ErrorCode::Protocol, "DATA on stream 0"));
-        }
-        let range = frame::unpad(&h, p).ok_or((ErrorCode::Protocol, "DATA padding too long"))?;
-        // Flow control counts the whole payload, padding included (§6.9.1).
-        let len = p.len() as u32;
-        self.credit_connection(len);
-        let end = h.has(flag::END_STREAM);
-        if range.is_empty() && !end {
-            self.spend(now)?;
-        }
-        let Some(i) = self.position(h.stream) else {
-            if self.reset_by_us.contains(&h.stream) {
-                return Ok(());
-            }
-            if self.is_idle(h.stream) {
-                return Err((ErrorCode::Protocol, "DATA on an idle stream"));
-            }
-            return self.stream_error(h.stream, ErrorCode::StreamClosed);
-        };
-        let s = &mut self.streams[i];
-        if s.recv == Recv::Closed {
-            return self.stream_error(h.stream, ErrorCode::StreamClosed);
-        }
-        s.recv_window -= i64::from(len);
-        if s.recv_window < 0 {
-            return self.stream_error(h.stream, ErrorCode::FlowControl);
-        }
-        if !s.discard {
-            s.body.extend_from_slice(&p[range]);
-            let declared = match &s.pending {
-                Some(Ok(parsed)) => parsed.content_length,
-                _ => None,
-            };
-            if declared.is_some_and(|n| s.body.len() as u64 > n) {
-                return self.stream_error(h.stream, ErrorCode::Protocol);
-            }
-            if s.body.len() > self.limits.max_body {
-                s.discard = true;
-                s.body = Vec::new();
-                s.pending = None;
-                s.handed = true;
-                let refused = Err(Refused {
-                    reject: reject(413, "request body larger than allowed"),
-                    reset: false,
-                });
-                self.events.push_back(Event::Request {
-                    stream: h.stream,
-                    request: refused,
-                    body: Bytes::new(),
-                });
-            } else {
-                // The body is still wanted: the client may send more.
-                s.recv_owed += len;
-                if s.recv_owed >= CREDIT_STEP && !end {
-                    let owed = std::mem::take(&mut s.recv_owed);
-                    s.recv_window += i64::from(owed);
-                    frame::put_window_update(&mut self.out, h.stream, owed);
-                }
-            }
-        }
-        if end {
-            self.end_of_request(i)?;
-        }
-        Ok(())
-    }
-
-    /// The client's END_STREAM: the request is complete.
-    fn end_of_request(&mut self, i: usize) -> Result<(), Fatal> {
-        let s = &mut self.streams[i];
-        s.recv = Recv::Closed;
-        if let Some(pending) = s.pending.take() {
-            let body = std::mem::take(&mut s.body);
-            if let Ok(parsed) = &pending {
-                if parsed
-                    .content_length
-                    .is_some_and(|n| n != body.len() as u64)
-                {
-                    let id = s.id;
-                    return self.stream_error(id, ErrorCode::Protocol);
-                }
-            }
-            s.handed = true;
-            self.events.push_back(Event::Request {
-                stream: s.id,
-                request: pending,
-                body: Bytes::from(body),
-            });
-        }
-        self.retire(i);
-        Ok(())
-    }
-
-    fn credit_connection(&mut self, len: u32) {
-        self.conn_owed += len;
-        if self.conn_owed >= CREDIT_STEP {
-            frame::put_window_update(&mut self.out, 0, std::mem::take(&mut self.conn_owed));
-        }
-    }
-
-    fn headers_frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
-        if h.stream == 0 {
-            return Err((ErrorCode::Protocol, "HEADERS on stream 0"));
-        }
-        let range = frame::unpad(&h, p).ok_or((ErrorCode::Protocol, "HEADERS padding too long"))?;
-        let mut fragment = &p[range];
-        let mut self_dependent = false;
-        if h.has(flag::PRIORITY) {
-            if fragment.len() < 5 {
-                return Err((ErrorCode::FrameSize, "HEADERS too short for its priority"));
-            }
-            self_dependent = dependency(fragment) == h.stream;
-            fragment = &fragment[5..];
-        }
-        if fragment.is_empty() && !h.has(flag::END_HEADERS) {
-            self.spend(now)?;
-        }
-        let block = Block {
-            stream: h.stream,
-            flags: h.flags,
-            fragment: fragment.to_vec(),
-            continuations: 0,
-            self_dependent,
-        };
-        if h.has(flag::END_HEADERS) {
-            self.header_block(block)
-        } else {
-            self.block = Some(block);
-            Ok(())
-        }
-    }
-
-    fn continuation(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
-        let Some(mut b) = self.block.take() else {
-            return Err((ErrorCode::Protocol, "CONTINUATION without a header block"));
-        };
-        b.continuations += 1;
-        if b.continuations > MAX_CONTINUATIONS
-            || b.fragment.len() + p.len() > 2 * self.limits.max_list
-        {
-            return Err((ErrorCode::EnhanceYourCalm, "a header block past its bounds"));
-        }
-        if p.is_empty() && !h.has(flag::END_HEADERS) {
-            self.spend(now)?;
-        }
-        b.fragment.extend_from_slice(p);
-        if h.has(flag::END_HEADERS) {
-            self.header_block(b)
-        } else {
-            self.block = Some(b);
-            Ok(())
-        }
-    }
-
-    /// A complete header block: decoded always (the HPACK table must stay
-    /// in step with the client's), then a request, trailers, or an error.
-    fn header_block(&mut self, b: Block) -> Result<(), Fatal> {
-        let id = b.stream;
-        let end = b.flags & flag::END_STREAM != 0;
-        let existing = self.position(id);
-        let mut fields = match existing {
-            Some(_) => Fields::trailers(),
-            None => Fields::default(),
-        };
-        let decoded = self
-            .decoder
-            .decode(&b.fragment, self.limits.max_list, &mut |n, v| {
-                fields.field(n, v)
-            })
-            .map_err(|_| (ErrorCode::Compression, "a header block HPACK cannot decode"))?;
-        let too_large = matches!(decoded, Decoded::TooLarge);
-        if let Some(i) = existing {
-            // Trailers: they end the stream, and are not kept.
-            let s = &self.streams[i];
-            if s.recv == Recv::Closed {
-                return self.stream_error(id, ErrorCode::StreamClosed);
-            }
-            if !end || fields.trailers_fault().is_some() || b.self_dependent {
-                return self.stream_error(id, ErrorCode::Protocol);
-            }
-            return self.end_of_request(i);
-        }
-        if id % 2 == 0 {
-            return Err((
-                ErrorCode::Protocol,
-                "a client stream with an even identifier",
-            ));
-        }
-        if id <= self.last_id {
-            if self.reset_by_us.contains(&id) {
-                return Ok(());
-            }
-            return match self.used.contains(id) {
-                true => Err((ErrorCode::StreamClosed, "HEADERS on a closed stream")),
-                false => Err((
-                    ErrorCode::Protocol,
-                    "a stream identifier below one already used",
-                )),
-            };
-        }
-        self.last_id = id;
-        if self.drain.last.is_some_and(|last| id > last) || self.peer_gone {
-            // After our final GOAWAY: not served, and not reset (§6.8);
-            // what follows on it is ignored as on a stream we reset.
-            self.remember_reset(id);
-            return Ok(());
-        }
-        self.used.push(id);
-        self.opened += 1;
-        self.tally.streams += 1;
-        if b.self_dependent {
-            return self.stream_error(id, ErrorCode::Protocol);
-        }
-        let active = self.streams.iter().filter(|s| s.send != Send::Done).count();
-        if active >= self.limits.max_streams as usize {
-            return self.stream_error(id, ErrorCode::RefusedStream);
-        }
-        let request = match fields.finish(too_large) {
-            Ok(parsed) => Ok(parsed),
-            Err(Refusal::Answer(reject)) => Err(Refused {
-                reject,
-                reset: false,
-            }),
-            Err(Refusal::AnswerThenReset(reject)) => Err(Refused {
-                reject,
-                reset: true,
-            }),
-            Err(Refusal::Malformed(_)) => return self.stream_error(id, ErrorCode::Protocol),
-        };
-        let urgency = match &request {
-            Ok(p) => p.urgency,
-            Err(_) => DEFAULT_URGENCY,
-        };
-        let refused = request.is_err();
-        self.streams.push(Stream {
-            id,
-            recv: Recv::Open,
-            send: Send::Idle,
-            send_window: self.peer_initial_window,
-            recv_window: DEFAULT_WINDOW,
-            recv_owed: 0,
-            urgency,
-            ready: false,
-            pending: Some(request),
-            body: Vec::new(),
-            handed: false,
-            discard: false,
-        });
-        let i = self.streams.len() - 1;
-        if end {
-            self.end_of_request(i)?;
-        } else if refused {
-            // Answered now; whatever body follows is dropped.
-            let s = &mut self.streams[i];
-            let pending = s.pending.take();
-            s.discard = true;
-            s.handed = true;
-            if let Some(request) = pending {
-                self.events.push_back(Event::Request {
-                    stream: id,
-                    request,
-                    body: Bytes::new(),
-                });
-            }
-        }
-        if self.opened >= self.limits.max_requests && self.drain.last.is_none() {
-            // The request cap: this stream is the last one served.
-            frame::put_goaway(&mut self.out, id, ErrorCode::NoError);
-            self.tally.goaway = Some(ErrorCode::NoError);
-            self.drain.last = Some(id);
-        }
-        Ok(())
-    }
-
-    fn rst_frame(&mut self, h: Header, p: &[u8]) -> Result<(), Fatal> {
-        if h.stream == 0 {
-            return Err((ErrorCode::Protocol, "RST_STREAM on stream 0"));
-        }
-        if p.len() != 4 {
-            return Err((ErrorCode::FrameSize, "RST_STREAM not 4 octets"));
-        }
-        if self.is_idle(h.stream) {
-            return Err((ErrorCode::Protocol, "RST_STREAM on an idle stream"));
-        }
-        self.tally.resets_received += 1;
-        let Some(i) = self.position(h.stream) else {
-            return Ok(());
-        };
-        let s = self.streams.remove(i);
-        if s.handed {
-            self.events.push_back(Event::Cancel { stream: s.id });
-        }
-        if s.send != Send::Done {
-            self.spend_reset()?;
-        }
-        Ok(())
-    }
-
-    fn spend_reset(&mut self) -> Result<(), Fatal> {
-        self.reset_budget -= 1;
-        if self.reset_budget <= 0 {
-            return Err((ErrorCode::EnhanceYourCalm, "too many streams reset"));
-        }
-        Ok(())
-    }
-
-    fn settings_frame(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
-        if h.stream != 0 {
-            return Err((ErrorCode::Protocol, "SETTINGS on a stream"));
-        }
-        if h.has(flag::ACK) {
-            if !p.is_empty() {
-                return Err((ErrorCode::FrameSize, "a SETTINGS ACK with a payload"));
-            }
-            return Ok(());
-        }
-        if p.len() % 6 != 0 {
-            return Err((ErrorCode::FrameSize, "SETTINGS not a multiple of 6 octets"));
-        }
-        self.spend(now)?;
-        for entry in p.chunks_exact(6) {
-            let id = u16::from_be_bytes([entry[0], entry[1]]);
-            let value = u32::from_be_bytes([entry[2], entry[3], entry[4], entry[5]]);
-            match id {
-                setting::HEADER_TABLE_SIZE => {
-                    self.encoder
-                        .set_table_max((value as usize).min(ENCODER_TABLE_CAP));
-                }
-                setting::ENABLE_PUSH if value > 1 => {
-                    return Err((ErrorCode::Protocol, "SETTINGS_ENABLE_PUSH not 0 or 1"));
-                }
-                setting::INITIAL_WINDOW_SIZE => {
-                    let value = i64::from(value);
-                    if value > MAX_WINDOW {
-                        return Err((
-                            ErrorCode::FlowControl,
-                            "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1",
-                        ));
-                    }
-                    let delta = value - self.peer_initial_window;
-                    self.peer_initial_window = value;
-                    for s in &mut self.streams {
-                        s.send_window += delta;
-                        if s.send_window > MAX_WINDOW {
-                            return Err((ErrorCode::FlowControl, "a stream window above 2^31-1"));
-                        }
-                    }
-                }
-                setting::MAX_FRAME_SIZE => {
-                    if !(DEFAULT_MAX_FRAME as u32..=(1 << 24) - 1).contains(&value) {
-                        return Err((ErrorCode::Protocol, "SETTINGS_MAX_FRAME_SIZE out of range"));
-                    }
-                    self.peer_max_frame = value as usize;
-                }
-                _ => {}
-            }
-        }
-        frame::put_header(&mut self.out, 0, kind::SETTINGS, flag::ACK, 0);
-        Ok(())
-    }
-
-    fn window_update(&mut self, h: Header, p: &[u8], now: Instant) -> Result<(), Fatal> {
-        if p.len() != 4 {
-            return Err((ErrorCode::FrameSize, "WINDOW_UPDATE not 4 octets"));
-        }
-        self.spend(now)?;
-        let increment = i64::from(u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff);
-        if h.stream == 0 {
-            if increment == 0 {
-                return Err((ErrorCode::Protocol, "WINDOW_UPDATE of 0 on the connection"));
-            }
-            self.send_window += increment;
-            if self.send_window > MAX_WINDOW {
-                return Err((ErrorCode::FlowControl, "the connection window above 2^31-1"));
-            }
-            return Ok(());
-        }
-        if self.is_idle(h.stream) {
-            return Err((ErrorCode::Protocol, "WINDOW_UPDATE on an idle stream"));
-        }
-        let Some(s) = self.stream_mut(h.stream) else {
-            return Ok(());
-        };
-        if increment == 0 {
-            return self.stream_error(h.stream, ErrorCode::Protocol);
-        }
-        s.send_window += increment;
-        if s.send_window > MAX_WINDOW {
-            return self.stream_error(h.stream, ErrorCode::FlowControl);
-        }
-        Ok(())
-    }
-
     /// A stream broke a rule: it is reset, and the reset is spent from the
     /// budget (MadeYouReset).
     fn stream_error(&mut self, id: u32, code: ErrorCode) -> Result<(), Fatal> {
@@ -853,6 +488,7 @@ impl Core {
         frame::put_rst(&mut self.out, id, code);
         self.tally.resets_sent += 1;
         if let Some(i) = self.position(id) {
+            self.close_window(i);
             let s = self.streams.remove(i);
             if s.handed {
                 self.events.push_back(Event::Cancel { stream: id });

@@ -1,12 +1,16 @@
 //! The HTTP/2 core's fuzz entry point (`nikaia_std/fuzz`, target
 //! `h2_frames`; replayed by `tests/fuzz_replay.rs`): arbitrary bytes after
-//! the preface, fed in pieces, must never panic, must be read the same
-//! whichever pieces they come in, and must only ever make the server write
-//! whole, well-formed frames within its limits.
+//! the preface, fed in pieces, with a backend taking each body whole,
+//! streamed (its sink taking every piece, or pausing for good) or not at
+//! all, must never panic, must hand the backend the same requests and
+//! bodies whichever pieces they come in, must never hold more of a paused
+//! body than its window, and must only ever make the server write whole,
+//! well-formed frames within its limits.
 
-use super::conn::{Core, Event, Limits};
+use super::conn::{Core, Event, Intake, Limits, STREAM_WINDOW};
 use super::frame::{kind, Header, DEFAULT_MAX_FRAME, HEADER_LEN, PREFACE};
 use bytes::BytesMut;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 fn limits() -> Limits {
@@ -14,38 +18,84 @@ fn limits() -> Limits {
         max_streams: 8,
         max_requests: 64,
         max_list: 4096,
-        max_body: 4096,
     }
 }
 
+/// What a connection handed over, piece-independent: each request's
+/// stream and whether it came with a head to decide; each body's bytes
+/// as the backend received them (whole or streamed), per stream.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Seen {
+    requests: Vec<String>,
+    bodies: BTreeMap<u32, Vec<u8>>,
+}
+
+/// A backend's way with bodies, chosen by the input: each head's body is
+/// taken whole (to 4 096 octets), streamed, or dropped by the stream's id
+/// and `policy`; a streamed body's sink takes every piece unless its
+/// stream is one `policy` pauses for good.
+fn intake(stream: u32, policy: u8) -> Intake {
+    match (stream / 2 + u32::from(policy)) % 3 {
+        0 => Intake::Whole { limit: Some(4096) },
+        1 => Intake::Stream,
+        _ => Intake::Discard,
+    }
+}
+
+fn paused(stream: u32, policy: u8) -> bool {
+    policy & 0x80 != 0 && (stream / 2) % 2 == 0
+}
+
 /// What a core wrote and handed over for `input` fed `step` octets at a
-/// time (all at once for 0).
-fn run(input: &[u8], step: usize, now: Instant) -> (Core, Vec<u8>, Vec<String>) {
+/// time (all at once for 0), with the backend deciding bodies as
+/// [`intake`] says after each piece.
+fn run(input: &[u8], step: usize, policy: u8, now: Instant) -> (Core, Vec<u8>, Seen) {
     let mut core = Core::new(limits(), now);
     let mut buf = BytesMut::new();
     let mut out = Vec::new();
+    let mut seen = Seen::default();
     let step = if step == 0 { input.len().max(1) } else { step };
     for piece in input.chunks(step) {
         buf.extend_from_slice(piece);
         core.receive(&mut buf, now);
+        while let Some(e) = core.next_event() {
+            match e {
+                Event::Request { stream, request } => {
+                    seen.requests
+                        .push(format!("request {stream} {}", request.is_ok()));
+                }
+                Event::Head { stream, .. } => {
+                    seen.requests.push(format!("head {stream}"));
+                    core.take_body(stream, intake(stream, policy), now);
+                }
+                Event::Body { stream, body } => {
+                    seen.bodies
+                        .entry(stream)
+                        .or_default()
+                        .extend_from_slice(&body);
+                }
+                Event::Data { stream, data, .. } => {
+                    let held = seen.bodies.entry(stream).or_default();
+                    held.extend_from_slice(&data);
+                    if paused(stream, policy) {
+                        // Held for a sink that never takes it: never more
+                        // than its window.
+                        assert!(
+                            held.len() <= STREAM_WINDOW as usize,
+                            "more held than the window"
+                        );
+                    } else {
+                        core.consumed(stream, data.len(), now);
+                    }
+                }
+                Event::Cancel { stream } => seen.requests.push(format!("cancel {stream}")),
+            }
+        }
         if let Some(o) = core.take_output() {
             out.extend_from_slice(&o);
         }
     }
-    let mut events = Vec::new();
-    while let Some(e) = core.next_event() {
-        events.push(match e {
-            Event::Request {
-                stream,
-                request,
-                body,
-            } => {
-                format!("request {stream} {} {}", request.is_ok(), body.len())
-            }
-            Event::Cancel { stream } => format!("cancel {stream}"),
-        });
-    }
-    (core, out, events)
+    (core, out, seen)
 }
 
 /// Checks that `out` is whole frames the server may send.
@@ -66,27 +116,42 @@ fn well_formed(out: &[u8]) {
     assert_eq!(at, out.len(), "whole frames only");
 }
 
-/// The target: the first octet picks the piece size, the rest follows the
-/// preface as the client's frames.
+/// The target: the first octet picks the piece size, the second how the
+/// backend takes bodies; the rest follows the preface as the client's
+/// frames.
 pub fn h2_frames(data: &[u8]) {
-    let Some((&step, rest)) = data.split_first() else {
+    let [step, policy, rest @ ..] = data else {
         return;
     };
     let mut input = PREFACE.to_vec();
     input.extend_from_slice(rest);
     let now = Instant::now();
-    let (_, whole_out, whole_events) = run(&input, 0, now);
-    let (mut core, out, events) = run(&input, usize::from(step), now);
-    assert_eq!(out, whole_out, "the same frames whatever the pieces");
-    assert_eq!(
-        events, whole_events,
-        "the same requests whatever the pieces"
-    );
+    let (_, whole_out, whole_seen) = run(&input, 0, *policy, now);
+    let (mut core, out, seen) = run(&input, usize::from(*step), *policy, now);
+    // Bodies are decided between reads, so the credit returned may differ
+    // with the pieces; what the backend is handed may not — unless the
+    // client overran a window it was never granted (more than 65 535
+    // octets sent at once), which is then judged by when it came.
+    if rest.len() <= 65_535 {
+        assert_eq!(
+            seen, whole_seen,
+            "the same requests and bodies whatever the pieces"
+        );
+        assert_eq!(
+            goaway(&out),
+            goaway(&whole_out),
+            "the same connection error whatever the pieces"
+        );
+    }
     well_formed(&out);
     // Answer every request with a small body, as far as credit allows.
     let mut answered = 0;
-    for e in &events {
-        let Some(id) = e.strip_prefix("request ").and_then(|r| r.split(' ').next()) else {
+    for e in &seen.requests {
+        let Some(id) = e
+            .strip_prefix("request ")
+            .or_else(|| e.strip_prefix("head "))
+            .and_then(|r| r.split(' ').next())
+        else {
             continue;
         };
         let id: u32 = id.parse().expect("an id");
@@ -105,4 +170,25 @@ pub fn h2_frames(data: &[u8]) {
     if let Some(o) = core.take_output() {
         well_formed(&o);
     }
+}
+
+/// The code of the GOAWAY in `out` that ends the connection with an
+/// error, if any.
+fn goaway(out: &[u8]) -> Option<u32> {
+    let mut at = 0;
+    let mut code = None;
+    while at + HEADER_LEN <= out.len() {
+        let Some(h) = Header::parse(&out[at..]) else {
+            break;
+        };
+        let p = &out[at + HEADER_LEN..(at + HEADER_LEN + h.len).min(out.len())];
+        if h.kind == kind::GOAWAY && p.len() >= 8 {
+            let c = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
+            if c != 0 {
+                code = Some(c);
+            }
+        }
+        at += HEADER_LEN + h.len;
+    }
+    code
 }

@@ -8,20 +8,25 @@
 //!
 //! Normative text: `spec/http2.md`.
 
+mod clock;
+mod frames;
+mod intake;
+
 use super::{access, serving, Link, Next, Turn};
 use crate::fs::OpenFile;
 use crate::http::answer::{self, Answer, Done, Payload, Progress, Waiting};
 use crate::http::h2::conn::{Core, Event, Limits, Refused, Tally};
-use crate::http::h2::frame::{ErrorCode, HEADER_LEN};
-use crate::http::h2::hpack::Encoder;
-use crate::http::response::{each_field, Response};
+use crate::http::h2::frame::HEADER_LEN;
+use crate::http::response::Response;
 use crate::http::site::Verdict;
 use crate::http::Request;
-use crate::linux::out::{Flushed, Sent, COLD_READ};
-use crate::linux::send::{self, Residency};
+use crate::linux::out::{Flushed, Sent};
 use crate::linux::transport::Input;
 use crate::rt::Vehicle;
 use bytes::{Bytes, BytesMut};
+use clock::Wait;
+use frames::head;
+use intake::Inbound;
 use rustix::io::Errno;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -77,6 +82,8 @@ pub(super) struct H2 {
     core: Core,
     rbuf: BytesMut,
     bodies: Vec<Body>,
+    /// Requests whose bodies are arriving (`intake.rs`).
+    inbound: Vec<Inbound>,
     /// Frame headers and file payloads are cut from it; its memory comes
     /// back once the frames cut from it are written.
     arena: BytesMut,
@@ -91,16 +98,6 @@ pub(super) struct H2 {
     first_deadline: Instant,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wait {
-    /// For a request (header-timeout until the first, then keep-alive).
-    Idle,
-    /// For the rest of a request (header-timeout).
-    Request,
-    /// For the client to take what is sent (send-timeout).
-    Output,
-}
-
 impl H2 {
     /// A connection that speaks HTTP/2 from here: `rbuf` holds what has
     /// arrived (the preface, or part of it).
@@ -110,13 +107,13 @@ impl H2 {
             max_streams: 128,
             max_requests: rt.http2_max_requests,
             max_list: rt.max_header_bytes,
-            max_body: rt.body_limit as usize,
         };
         turn.shared.stats.h2.connections.fetch_add(1, Relaxed);
         H2 {
             core: Core::new(limits, turn.now),
             rbuf,
             bodies: Vec::new(),
+            inbound: Vec::new(),
             arena: BytesMut::new(),
             shutting_down: false,
             waiting: Wait::Request,
@@ -128,7 +125,10 @@ impl H2 {
 
     /// No stream open, nothing of one arriving.
     pub(super) fn is_idle(&self) -> bool {
-        self.core.open_streams() == 0 && self.bodies.is_empty() && self.rbuf.is_empty()
+        self.core.open_streams() == 0
+            && self.bodies.is_empty()
+            && self.inbound.is_empty()
+            && self.rbuf.is_empty()
     }
 
     pub(super) fn drive(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> Next {
@@ -255,36 +255,35 @@ impl H2 {
     fn answer_events(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> usize {
         let mut answered = 0;
         while let Some(event) = self.core.next_event() {
-            match event {
+            let done = match event {
                 Event::Request {
                     stream,
                     request: Ok(parsed),
-                    body,
                 } => {
                     let started = Instant::now();
-                    let mut req = Request::new(parsed.fields, parsed.text, body, link.peer.clone());
+                    let mut req =
+                        Request::new(parsed.fields, parsed.text, Bytes::new(), link.peer.clone());
                     req.client = link.client.clone();
-                    let progress = answer::answer(
-                        &serving(turn, link),
-                        &turn.shared.router,
-                        link.redirect.as_ref(),
-                        &mut req,
-                        true,
-                        &mut super::h1::log_error(turn, link),
-                    );
-                    self.go_on(link, turn, stream, req, progress, started);
-                    answered += 1;
+                    self.answer_request(link, turn, stream, req, started);
+                    true
                 }
                 Event::Request {
                     stream,
                     request: Err(reject),
-                    ..
                 } => {
+                    self.drop_body(stream);
                     self.refuse(link, turn, stream, reject);
-                    answered += 1;
+                    true
                 }
-                Event::Cancel { stream } => self.forget(stream),
-            }
+                Event::Head { stream, request } => self.head(link, turn, stream, request),
+                Event::Body { stream, body } => self.whole_body(link, turn, stream, body),
+                Event::Data { stream, data, end } => self.data(link, turn, stream, data, end),
+                Event::Cancel { stream } => {
+                    self.forget(stream);
+                    false
+                }
+            };
+            answered += usize::from(done);
         }
         if answered > 0 {
             self.served = true;
@@ -295,6 +294,26 @@ impl H2 {
         }
         self.count(turn);
         answered
+    }
+
+    /// Hands a request (its body, if any, in it) to the answer pipeline.
+    fn answer_request(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        stream: u32,
+        mut req: Request,
+        started: Instant,
+    ) {
+        let progress = answer::answer(
+            &serving(turn, link),
+            &turn.shared.router,
+            link.redirect.as_ref(),
+            &mut req,
+            true,
+            &mut super::h1::log_error(turn, link),
+        );
+        self.go_on(link, turn, stream, req, progress, started);
     }
 
     fn go_on(
@@ -508,8 +527,10 @@ impl H2 {
         }
     }
 
+    /// A stream is gone: its answer, and its body, are dropped.
     fn forget(&mut self, stream: u32) {
         self.bodies.retain(|b| b.stream != stream);
+        self.drop_body(stream);
     }
 
     /// Moves the core's frames (SETTINGS, HEADERS, ...) into the queue:
@@ -519,249 +540,4 @@ impl H2 {
             link.out.push(Bytes::from(out));
         }
     }
-
-    /// Frames bodies into the queue, the stream the core picks each time,
-    /// until `FILL_HIGH` is queued (`true`: more may follow once it is
-    /// written) or no stream may send.
-    fn fill(&mut self, link: &mut Link, turn: &mut Turn<'_>) -> bool {
-        self.push_output(link);
-        loop {
-            if link.out.queued() >= FILL_HIGH {
-                self.push_output(link);
-                return true;
-            }
-            let Some((stream, allowed)) = self.core.next_send(DATA_MAX) else {
-                break;
-            };
-            let Some(i) = self.bodies.iter().position(|b| b.stream == stream) else {
-                self.core.set_ready(stream, false);
-                continue;
-            };
-            self.frame(link, turn, i, allowed);
-        }
-        self.push_output(link);
-        false
-    }
-
-    /// One DATA frame of body `i`, at most `allowed` octets.
-    fn frame(&mut self, link: &mut Link, turn: &mut Turn<'_>, i: usize, allowed: usize) {
-        let body = &mut self.bodies[i];
-        let stream = body.stream;
-        let (payload, end) = match &mut body.source {
-            Source::Opening(_) => {
-                self.core.set_ready(stream, false);
-                return;
-            }
-            Source::Memory(b) => {
-                let n = b.len().min(allowed);
-                let part = b.split_to(n);
-                (part, b.is_empty())
-            }
-            Source::File(f) => {
-                if f.read.is_empty() {
-                    match read_frame(f, &mut self.arena, allowed) {
-                        Ok(Some(part)) => {
-                            let end = f.offset == f.end;
-                            (part, end)
-                        }
-                        Ok(None) => {
-                            // Cold: read on the io pool, the others go on.
-                            f.waiting = true;
-                            let (file, offset) = (f.file.clone(), f.offset);
-                            let len = ((f.end - f.offset) as usize).min(COLD_READ);
-                            self.core.set_ready(stream, false);
-                            link.read_on_pool(turn, file, offset, len, stream);
-                            return;
-                        }
-                        Err(e) => return self.file_failed(link, turn, i, e),
-                    }
-                } else {
-                    let n = f.read.len().min(allowed);
-                    let part = f.read.split_to(n);
-                    (part, f.read.is_empty() && f.offset == f.end)
-                }
-            }
-        };
-        let then_reset = end && body.then_reset;
-        let len = payload.len();
-        let header = self.core.data(stream, len, end && !then_reset);
-        room(&mut self.arena, HEADER_LEN);
-        self.arena.extend_from_slice(&header);
-        link.out.push(self.arena.split().freeze());
-        link.out.push(payload);
-        body.progress = turn.now;
-        if end {
-            let body = self.bodies.swap_remove(i);
-            if let Some(sent) = body.sent {
-                link.out.end(sent);
-            }
-            if then_reset {
-                self.core.malformed(stream);
-                self.push_output(link);
-            }
-        }
-    }
-
-    /// A file body ended early or failed: its stream is reset and the
-    /// failure logged; the others go on.
-    fn file_failed(
-        &mut self,
-        link: &mut Link,
-        turn: &mut Turn<'_>,
-        i: usize,
-        cause: Option<Errno>,
-    ) {
-        let body = self.bodies.swap_remove(i);
-        self.core.reset(body.stream, ErrorCode::Internal);
-        self.push_output(link);
-        turn.shared.stats.truncated.fetch_add(1, Relaxed);
-        if let Source::File(f) = &body.source {
-            let why = match cause {
-                None => "the file ended early (truncated?)".to_owned(),
-                Some(errno) => format!("{}", std::io::Error::from(errno)),
-            };
-            turn.shared.logs.error(format_args!(
-                "{}: sending {:?} on HTTP/2 stream {}: {why}; stream reset",
-                link.peer, f.name, body.stream
-            ));
-        }
-        self.count(turn);
-    }
-
-    /// The connection's next deadline: send-timeout from the stalest
-    /// stream's last frame while bodies are sent, header-timeout from when
-    /// a request began to arrive, keep-alive from when it became idle (the
-    /// first request's header-timeout from the accept, until one came).
-    fn deadline(&mut self, link: &mut Link, turn: &Turn<'_>) {
-        let rt = turn.rt;
-        if !link.out.is_empty() || link.transport.pending() {
-            // The flush moves the deadline on each progress.
-            self.waiting = Wait::Output;
-            return;
-        }
-        let state =
-            if self.bodies.is_empty() && self.core.open_streams() == 0 && self.rbuf.is_empty() {
-                Wait::Idle
-            } else if self.bodies.is_empty() {
-                Wait::Request
-            } else {
-                Wait::Output
-            };
-        if state != self.waiting {
-            self.waiting = state;
-            self.since = turn.now;
-            if state == Wait::Idle {
-                link.idle_since = turn.now;
-            }
-        }
-        link.deadline = match state {
-            Wait::Output => {
-                let oldest = self.bodies.iter().map(|b| b.progress).min();
-                oldest.unwrap_or(turn.now) + rt.send_timeout
-            }
-            Wait::Idle if self.served => self.since + rt.keepalive_timeout,
-            Wait::Request if self.served => self.since + rt.header_timeout,
-            // Until the first request: header-timeout from the accept.
-            _ => self.first_deadline,
-        };
-    }
-
-    /// The deadline passed. Streams that made no progress for send-timeout
-    /// are reset (their siblings go on): how many. 0: the connection itself
-    /// timed out and closes.
-    pub(super) fn expire(&mut self, link: &mut Link, turn: &Turn<'_>) -> usize {
-        if !link.out.is_empty() || link.transport.pending() {
-            return 0;
-        }
-        let limit = turn.rt.send_timeout;
-        let stalled: Vec<u32> = self
-            .bodies
-            .iter()
-            .filter(|b| turn.now.saturating_duration_since(b.progress) >= limit)
-            .map(|b| b.stream)
-            .collect();
-        for &stream in &stalled {
-            self.forget(stream);
-            self.core.reset(stream, ErrorCode::Cancel);
-        }
-        self.push_output(link);
-        self.count(turn);
-        stalled.len()
-    }
-}
-
-/// The arena's buffers: frames are cut from one until it is used up, then
-/// a new one is taken (or the old one reclaimed, once every frame cut from
-/// it is written).
-const ARENA: usize = 64 << 10;
-
-/// Makes room for `want` more octets in the arena, without asking for a new
-/// buffer while the current one still has that room.
-fn room(arena: &mut BytesMut, want: usize) {
-    if arena.capacity() - arena.len() < want {
-        arena.reserve(want.max(ARENA));
-    }
-}
-
-/// Reads the next frame's payload of a file body into the arena: `None`
-/// when those pages are not in the page cache (D9).
-fn read_frame(
-    f: &mut FileBody,
-    arena: &mut BytesMut,
-    allowed: usize,
-) -> Result<Option<Bytes>, Option<Errno>> {
-    let want = ((f.end - f.offset) as usize).min(allowed);
-    if f.offset >= f.warm_to {
-        let to = f.end.min(f.offset + COLD_READ as u64);
-        if send::residency(&f.file, send::probe_points(f.offset, to)) == Residency::Cold {
-            return Ok(None);
-        }
-        f.warm_to = to;
-    }
-    room(arena, want);
-    let start = arena.len();
-    arena.resize(start + want, 0);
-    match send::pread(&f.file, &mut arena[start..], f.offset) {
-        Ok(0) => {
-            arena.truncate(start);
-            Err(None)
-        }
-        Ok(n) => {
-            arena.truncate(start + n);
-            f.offset += n as u64;
-            Ok(Some(arena.split().freeze()))
-        }
-        Err(e) => {
-            arena.truncate(start);
-            Err(Some(e))
-        }
-    }
-}
-
-/// The response's HEADERS block: `:status`, `date`, then the fields every
-/// backend sends, lowercased, less those HTTP/2 forbids (§8.2.2).
-fn head(enc: &mut Encoder, out: &mut Vec<u8>, resp: &Response, length: u64, date: &[u8]) {
-    enc.status(resp.status(), out);
-    enc.field(b"date", date, false, out);
-    let mut lower = Vec::with_capacity(32);
-    each_field(resp, length, |name, value| {
-        lower.clear();
-        lower.extend(name.iter().map(u8::to_ascii_lowercase));
-        let index = match lower.as_slice() {
-            b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection" => return,
-            // RFC 7541 §7.1.3: a secret no table on the way should keep.
-            b"set-cookie" | b"authorization" | b"proxy-authenticate" => {
-                return enc.field_never_indexed(&lower, value, out);
-            }
-            b"server"
-            | b"content-type"
-            | b"accept-ranges"
-            | b"cache-control"
-            | b"vary"
-            | b"content-encoding"
-            | b"x-content-type-options" => true,
-            _ => false,
-        };
-        enc.field(&lower, value, index, out);
-    });
 }

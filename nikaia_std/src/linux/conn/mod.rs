@@ -187,9 +187,9 @@ pub(crate) enum Expired {
     /// HTTP/2 streams that made no progress for send-timeout were reset;
     /// the connection goes on (drive it to write the resets).
     Streams(usize),
-    /// A request body's clock ran out: its 408 is queued (drive the
-    /// connection to write it).
-    Body,
+    /// Request bodies' clocks ran out: their 408s are queued (drive the
+    /// connection to write them); how many.
+    Bodies(usize),
 }
 
 impl Conn {
@@ -233,8 +233,9 @@ impl Conn {
     /// The server stops before this connection's request is done: a body
     /// still streaming tells its sink so.
     pub(crate) fn stop(&mut self) {
-        if let Proto::H1(h) = &mut self.proto {
-            h.abort_sink(crate::http::Aborted::Stopping);
+        match &mut self.proto {
+            Proto::H1(h) => h.abort_sink(crate::http::Aborted::Stopping),
+            Proto::H2(h) => h.stop_bodies(),
         }
     }
 
@@ -307,6 +308,10 @@ impl Conn {
         }
         match &mut self.proto {
             Proto::H2(h) => {
+                let late = h.bodies_expired(&mut self.link, turn);
+                if late > 0 {
+                    return Expired::Bodies(late);
+                }
                 let reset = h.expire(&mut self.link, turn);
                 if reset > 0 {
                     return Expired::Streams(reset);
@@ -314,7 +319,7 @@ impl Conn {
             }
             Proto::H1(h) => {
                 if h.body_expired(&mut self.link, turn) {
-                    return Expired::Body;
+                    return Expired::Bodies(1);
                 }
             }
         }
@@ -376,10 +381,9 @@ impl Conn {
             } => (stream, Done::Verified(check, verdict)),
             IoDone::Resume { stream, pause, .. } => {
                 match &mut self.proto {
-                    Proto::H2(_) => {}
+                    Proto::H2(h) => h.resume_body(&mut self.link, turn, stream, pause),
                     Proto::H1(h) => h.resume_body(&mut self.link, turn, pause),
                 }
-                let _ = stream;
                 return;
             }
             IoDone::Read { stream, result, .. } => {

@@ -22,6 +22,8 @@ pub(super) enum Given {
     Took,
     /// Taken, and the sink paused the body.
     Paused,
+    /// Not given: it would take the body past the route's limit.
+    TooLarge,
     /// The sink panicked: it is dropped, never called again.
     Panicked,
 }
@@ -73,6 +75,12 @@ impl Fed {
         let Some(sink) = self.sink.as_mut() else {
             return Given::Panicked;
         };
+        if self
+            .limit
+            .is_some_and(|limit| self.received + piece.len() as u64 > limit)
+        {
+            return Given::TooLarge;
+        }
         let (mailbox, pause) = (turn.mailbox.clone(), self.pauses + 1);
         let mut make = move || {
             let mailbox = mailbox.clone();
@@ -105,11 +113,6 @@ impl Fed {
             return Given::Paused;
         }
         Given::Took
-    }
-
-    /// More arrived than the route's limit allows.
-    pub(super) fn over_limit(&self) -> bool {
-        self.limit.is_some_and(|limit| self.received > limit)
     }
 
     /// The sink resumed pause number `pause`; whether that resumed the

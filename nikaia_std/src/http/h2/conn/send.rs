@@ -49,6 +49,28 @@ impl Core {
         true
     }
 
+    /// Writes an interim response (`100 Continue`) on `stream`, before its
+    /// answer.
+    pub(crate) fn informational(&mut self, stream: u32, status: u16) {
+        let Some(i) = self.position(stream) else {
+            return;
+        };
+        if self.streams[i].send != Send::Idle {
+            return;
+        }
+        let mut block = Vec::with_capacity(8);
+        self.encoder.begin(&mut block);
+        self.encoder.status(status, &mut block);
+        frame::put_header(
+            &mut self.out,
+            block.len(),
+            kind::HEADERS,
+            flag::END_HEADERS,
+            stream,
+        );
+        self.out.extend_from_slice(&block);
+    }
+
     /// Whether the backend has body bytes for `stream` now.
     pub(crate) fn set_ready(&mut self, stream: u32, ready: bool) {
         if let Some(s) = self.stream_mut(stream) {

@@ -45,11 +45,19 @@ impl H1 {
             given = fed.give(piece, turn, to);
             given == Given::Took
         });
-        if given == Given::Panicked {
-            let why = format!("handler panicked on {} {}", s.req.method(), s.req.target());
-            log_error(turn, link)(&s.req, &why);
-            self.refuse(link, turn, reject(500, "the handler panicked"));
-            return Ok(true);
+        match given {
+            Given::Panicked => {
+                let why = format!("handler panicked on {} {}", s.req.method(), s.req.target());
+                log_error(turn, link)(&s.req, &why);
+                self.refuse(link, turn, reject(500, "the handler panicked"));
+                return Ok(true);
+            }
+            Given::TooLarge => {
+                let reject = reject(413, "request body larger than allowed");
+                self.abort(link, turn, Aborted::TooLarge, reject);
+                return Ok(true);
+            }
+            Given::Took | Given::Paused => {}
         }
         match done {
             Err(reject) => {
@@ -58,11 +66,6 @@ impl H1 {
                     _ => Aborted::Malformed,
                 };
                 self.abort(link, turn, why, reject);
-                Ok(true)
-            }
-            Ok(_) if s.fed.over_limit() => {
-                let reject = reject(413, "request body larger than allowed");
-                self.abort(link, turn, Aborted::TooLarge, reject);
                 Ok(true)
             }
             Ok(true) => {
