@@ -160,6 +160,19 @@ pub fn render(socket: &Path, r: &Value) -> String {
             n(&h2["stalled"]),
         );
     }
+    let b = &r["bodies"];
+    if b.is_object() {
+        out += &format!(
+            "bodies        {} read whole, {} streamed; {} handed to handlers\n              {} refused from their head, {} thrown away unread, {} timed out (408), {} streams ended early\n",
+            n(&b["whole"]),
+            n(&b["streamed"]),
+            size(n(&b["bytes"])),
+            n(&b["refused"]),
+            n(&b["drained"]),
+            n(&b["timeouts"]),
+            n(&b["aborted"]),
+        );
+    }
     let tls = &r["tls"];
     if tls.is_object() {
         out += &format!(

@@ -153,6 +153,30 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     assert!(text.contains("hits 1, misses 3, hit rate 25.0%"), "{text}");
     assert!(text.contains("kept mapping"), "{text}");
 
+    // A body sent to a name that takes none: 405, the body thrown away.
+    {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"POST /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nConnection: close\r\n\r\n0123456789")
+            .unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 405 "), "{reply}");
+    }
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["bodies"],
+        serde_json::json!({"whole": 0, "streamed": 0, "bytes": 0, "refused": 0, "drained": 1, "timeouts": 0, "aborted": 0})
+    );
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
+    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    let drained = prometheus_sample(&prom, "nikaia_request_bodies", &[("outcome", "drained")]);
+    assert_eq!(drained, 1.0);
+    let text = explain(&["--socket", sock.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("1 thrown away unread"), "{text}");
+
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
         rustix::process::Signal::INT,

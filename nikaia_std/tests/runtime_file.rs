@@ -970,3 +970,40 @@ fn auth_reads_its_htpasswd_and_refuses_other_schemes_at_their_place() {
         "{errors}"
     );
 }
+
+#[test]
+fn request_bodies_have_limits_and_clocks_by_default() {
+    let d = Runtime::default();
+    assert_eq!((d.body_limit, d.stream_limit), (1 << 20, 1 << 30));
+    assert_eq!(
+        (d.body_timeout, d.body_idle_timeout, d.body_rate_grace),
+        (
+            Duration::from_secs(60),
+            Duration::from_secs(30),
+            Duration::from_secs(5)
+        )
+    );
+    assert_eq!(d.body_min_rate, 240);
+    let text = "body-limit = \"4MiB\"\nstream-limit = \"10GiB\"\nbody-timeout = \"2m\"\n\
+                body-idle-timeout = \"5s\"\nbody-min-rate = \"1KiB\"\nbody-rate-grace = \"0s\"\n";
+    let rt = Runtime::parse(text, Path::new("r.toml")).unwrap();
+    assert_eq!((rt.body_limit, rt.stream_limit), (4 << 20, 10 << 30));
+    assert_eq!(rt.body_timeout, Duration::from_secs(120));
+    assert_eq!(rt.body_idle_timeout, Duration::from_secs(5));
+    assert_eq!(
+        (rt.body_min_rate, rt.body_rate_grace),
+        (1024, Duration::ZERO)
+    );
+    for (text, want) in [
+        ("body-idle-timeout = \"0s\"", "from 1ms"),
+        ("body-limit = \"lots\"", "KiB"),
+        ("body-min-rate = \"2GiB\"", "to 1GiB"),
+    ] {
+        let errors = Runtime::parse(text, Path::new("r.toml")).unwrap_err();
+        assert!(
+            errors[0].message.contains(want),
+            "{text}: {}",
+            errors[0].message
+        );
+    }
+}

@@ -178,6 +178,29 @@ pub fn prometheus(r: &Value) -> String {
             vec![(vec![], n(&h2["stalled"]))],
         );
     }
+    let b = &r["bodies"];
+    if b.is_object() {
+        p.counter(
+            "nikaia_request_bodies_total",
+            "Request bodies, by what became of them: read whole, streamed to a sink, refused from their head, thrown away unread, timed out (408), ended early (a sink's abort).",
+            [
+                ("whole", "whole"),
+                ("streamed", "streamed"),
+                ("refused", "refused"),
+                ("drained", "drained"),
+                ("timed_out", "timeouts"),
+                ("aborted", "aborted"),
+            ]
+            .iter()
+            .map(|(outcome, key)| (vec![("outcome", outcome.to_string())], n(&b[key])))
+            .collect(),
+        );
+        p.counter(
+            "nikaia_request_body_bytes_total",
+            "Bytes of request bodies handed to handlers and sinks.",
+            vec![(vec![], n(&b["bytes"]))],
+        );
+    }
     if tls.is_object() {
         p.counter(
             "nikaia_tls_handshakes_total",

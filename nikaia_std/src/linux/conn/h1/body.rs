@@ -86,6 +86,9 @@ pub(in crate::linux::conn) struct Whole {
 /// The most of a body one connection reads in one turn of its worker
 /// before the others are served.
 const BODY_SLICE: u64 = 256 << 10;
+/// The most one read brings of a streamed body: what a paused sink's body
+/// may hold in memory.
+const STREAM_READ_MAX: usize = 64 << 10;
 
 /// A body no one reads, thrown away to a bound; then `then`, if any, is
 /// answered.
@@ -367,6 +370,13 @@ impl H1 {
         }
         if self.slice.1 >= BODY_SLICE {
             return Err(Next::Yield);
+        }
+        if matches!(self.state, State::Streaming(_)) && self.rbuf.capacity() > STREAM_READ_MAX {
+            // A buffer grown by an earlier request: a read into it could
+            // bring more than a paused body may hold.
+            let rest = std::mem::take(&mut self.rbuf);
+            self.rbuf = bytes::BytesMut::with_capacity(rest.len().max(16 << 10));
+            self.rbuf.extend_from_slice(&rest);
         }
         let before = self.rbuf.len();
         self.read_more(link, turn)?;
