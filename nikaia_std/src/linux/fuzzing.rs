@@ -270,10 +270,28 @@ fn server(tls: Option<(&str, &str)>) -> std::net::SocketAddr {
             .route("/a", |_| "A")
             .route("/b", |_| "BB".repeat(3000))
             .method("POST", "/echo", |req| Bytes::clone(req.body()))
+            .method("POST", "/small", |req| req.body().len().to_string())
+            .max_body(crate::http::Limit::Bytes(10))
+            .stream("POST", "/count", |_| Count(0))
             .start()
             .expect("the fuzz server starts")
     })
     .local_addr()
+}
+
+/// The fuzz server's streamed route: counts the body as it arrives.
+struct Count(usize);
+
+impl crate::http::Sink for Count {
+    type Answer = String;
+
+    fn piece(&mut self, piece: &[u8], _flow: &mut crate::http::Flow<'_>) {
+        self.0 += piece.len();
+    }
+
+    fn end(self, _req: &crate::http::Request) -> String {
+        self.0.to_string()
+    }
 }
 
 /// A new connection to the plain or the TLS server, as a client that
@@ -296,7 +314,7 @@ fn pipeline(choices: &[u8]) -> Option<Pipeline> {
     let mut wire = Vec::new();
     let mut want = Vec::new();
     for &c in choices.iter().take(64) {
-        let (req, status, body): (&str, _, Vec<u8>) = match c % 5 {
+        let (req, status, body): (&str, _, Vec<u8>) = match c % 8 {
             0 => ("GET /a HTTP/1.1\r\nHost: t\r\n\r\n", "200", b"A".to_vec()),
             1 => (
                 "GET /b HTTP/1.1\r\nHost: t\r\n\r\n",
@@ -309,14 +327,33 @@ fn pipeline(choices: &[u8]) -> Option<Pipeline> {
                 "200",
                 b"xyz".to_vec(),
             ),
-            _ => (
+            4 => (
                 "GET /missing HTTP/1.1\r\nHost: t\r\n\r\n",
                 "404",
                 b"404 Not Found\n".to_vec(),
             ),
+            // A streamed body, in two chunks.
+            5 => (
+                "POST /count HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n3\r\ncde\r\n0\r\n\r\n",
+                "200",
+                b"5".to_vec(),
+            ),
+            // A body to a route that takes none, that looks like a request:
+            // thrown away, never answered.
+            6 => (
+                "GET /a HTTP/1.1\r\nHost: t\r\nContent-Length: 32\r\n\r\nGET /missing HTTP/1.1\r\nHost: t\r\n",
+                "200",
+                b"A".to_vec(),
+            ),
+            // Over the route's limit of 10: 413, the body thrown away.
+            _ => (
+                "POST /small HTTP/1.1\r\nHost: t\r\nContent-Length: 21\r\n\r\nGET /b HTTP/1.1\r\n\r\n\r\n",
+                "413",
+                b"413 Content Too Large\n".to_vec(),
+            ),
         };
         wire.extend_from_slice(req.as_bytes());
-        want.push((status, body, c % 5 == 2));
+        want.push((status, body, c % 8 == 2));
     }
     if want.is_empty() {
         return None;
