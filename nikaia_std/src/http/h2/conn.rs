@@ -20,7 +20,6 @@ mod send;
 
 use super::hpack::{Decoder, Encoder, DEFAULT_TABLE_SIZE};
 use crate::http::request::Reject;
-pub(crate) use body::Intake;
 use body::Taking;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use body::STREAM_WINDOW;
@@ -88,6 +87,19 @@ pub(crate) enum Event {
     /// A stream being answered is gone (the client reset it, or it broke a
     /// rule and was reset): drop its answer, and its body.
     Cancel { stream: u32 },
+}
+
+/// How a stream's body is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Intake {
+    /// Whole, into memory, up to `limit` octets (`None`: no limit).
+    Whole { limit: Option<u64> },
+    /// Piece by piece as it arrives; its window starts at
+    /// 256 KiB (`body::STREAM_WINDOW`).
+    Stream,
+    /// Not read for anyone: dropped as it comes (the stream is reset once
+    /// its answer is out).
+    Discard,
 }
 
 /// A request answered with a status page instead of the pipeline.

@@ -9,11 +9,12 @@
 //! credited only as the backend says its sink took it ([`Core::consumed`]):
 //! its window is what may be held for it, 256 KiB at first, doubled while
 //! it limits the rate (one round trip's reads filling half of it), up to
-//! 8 MiB. The connection's window grows by each streamed body's window
+//! 8 MiB — all of a connection's within 16 MiB (past it a stream keeps
+//! 65 535). The connection's window grows by each streamed body's window
 //! and shrinks back when it ends.
 
-use super::super::frame::{self, flag, ErrorCode, Header};
-use super::{Core, Event, Fatal, Recv, Refused, CREDIT_STEP};
+use super::super::frame::{self, flag, ErrorCode, Header, DEFAULT_WINDOW};
+use super::{Core, Event, Fatal, Intake, Recv, Refused, CREDIT_STEP};
 use crate::http::request::reject;
 use bytes::Bytes;
 use std::time::{Duration, Instant};
@@ -23,25 +24,15 @@ use std::time::{Duration, Instant};
 pub(crate) const STREAM_WINDOW: u32 = 256 << 10;
 /// The most a streamed body's window grows to.
 const STREAM_WINDOW_MAX: u32 = 8 << 20;
-/// The most all of a connection's streamed bodies' windows add up to when
-/// one grows (each keeps its first 256 KiB).
+/// The most all of a connection's streamed bodies' windows add up to: a
+/// window opens to [`STREAM_WINDOW`] or grows only within it.
 const WINDOWS_MAX: u64 = 16 << 20;
+/// Every stream's window before its body is decided, and a streamed
+/// body's past [`WINDOWS_MAX`].
+const FIRST_WINDOW: u32 = DEFAULT_WINDOW as u32;
 /// The shortest round trip a window grows by (loopback's is shorter than
 /// a clock's step).
 const RTT_FLOOR: Duration = Duration::from_micros(200);
-
-/// How a stream's body is taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Intake {
-    /// Whole, into memory, up to `limit` octets (`None`: no limit).
-    Whole { limit: Option<u64> },
-    /// Piece by piece as it arrives; its window starts at
-    /// [`STREAM_WINDOW`].
-    Stream,
-    /// Not read for anyone: dropped as it comes (the stream is reset once
-    /// its answer is out).
-    Discard,
-}
 
 /// Where a stream's body stands.
 #[derive(Debug, PartialEq, Eq)]
@@ -305,21 +296,27 @@ impl Core {
     /// Opens stream `i`'s window for a streamed body, `held` octets of it
     /// already here, and grows the connection's by as much.
     fn open_window(&mut self, i: usize, held: u64, now: Instant) {
+        // Past the connection's budget, a stream keeps its first window:
+        // what paused sinks may hold on one connection stays bounded.
+        let full = self.streaming_windows() + u64::from(STREAM_WINDOW) > WINDOWS_MAX;
+        let size = if full { FIRST_WINDOW } else { STREAM_WINDOW };
         let s = &mut self.streams[i];
-        let size = STREAM_WINDOW;
         let room = i64::from(size) - held as i64;
         let grant = (room - s.recv_window).max(0);
         if grant > 0 {
             s.recv_window += grant;
             frame::put_window_update(&mut self.out, s.id, grant as u32);
         }
+        let granted = if full { 0 } else { size };
         s.taking = Taking::Stream(Window {
             size,
-            granted: size,
+            granted,
             epoch: now,
             taken: 0,
         });
-        frame::put_window_update(&mut self.out, 0, size);
+        if granted > 0 {
+            frame::put_window_update(&mut self.out, 0, granted);
+        }
     }
 
     /// A streamed body ended (or will not be read): what the connection's

@@ -191,3 +191,25 @@ fn what_arrives_before_the_decision_waits_in_the_first_window() {
         Some(Event::Cancel { stream: 3 })
     ));
 }
+
+#[test]
+fn a_connection_opens_at_most_16_mib_of_streamed_windows() {
+    let mut p = Peer::with(Limits {
+        max_streams: 100,
+        max_requests: 1000,
+        max_list: 4096,
+    });
+    p.frames();
+    for i in 0..64 {
+        post(&mut p, 1 + 2 * i, Intake::Stream);
+    }
+    let grown: u64 = updates(&mut p)
+        .iter()
+        .filter(|u| u.0 == 0)
+        .map(|u| u64::from(u.1))
+        .sum();
+    assert_eq!(grown, 16 << 20);
+    // The 65th keeps its first window, and the connection's does not grow.
+    post(&mut p, 129, Intake::Stream);
+    assert_eq!(updates(&mut p), []);
+}
