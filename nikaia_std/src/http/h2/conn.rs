@@ -97,8 +97,12 @@ pub(crate) enum Intake {
     /// Piece by piece as it arrives; its window starts at
     /// 256 KiB (`body::STREAM_WINDOW`).
     Stream,
-    /// Not read for anyone: dropped as it comes (the stream is reset once
-    /// its answer is out).
+    /// Not read for anyone, and small enough to let arrive: dropped as it
+    /// comes, credited so the client can finish, up to `max` octets (past
+    /// them, as `Discard`). The stream ends as the client ends it.
+    Drain { max: u64 },
+    /// Not read for anyone: dropped as it comes, never credited (the
+    /// stream is reset once its answer is out).
     Discard,
 }
 
@@ -524,6 +528,9 @@ impl Core {
             return;
         }
         if s.recv == Recv::Open {
+            if let Taking::Drain { .. } = s.taking {
+                return; // the client finishes its body; then it goes
+            }
             let id = s.id;
             self.reset_stream(id, ErrorCode::NoError);
             return;

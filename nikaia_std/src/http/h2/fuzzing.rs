@@ -31,13 +31,14 @@ struct Seen {
 }
 
 /// A backend's way with bodies, chosen by the input: each head's body is
-/// taken whole (to 4 096 octets), streamed, or dropped by the stream's id
-/// and `policy`; a streamed body's sink takes every piece unless its
+/// taken whole (to 4 096 octets), streamed, let arrive and dropped (to
+/// 8 192), or dropped, by the stream's id and `policy`; a streamed body's sink takes every piece unless its
 /// stream is one `policy` pauses for good.
 fn intake(stream: u32, policy: u8) -> Intake {
-    match (stream / 2 + u32::from(policy)) % 3 {
+    match (stream / 2 + u32::from(policy)) % 4 {
         0 => Intake::Whole { limit: Some(4096) },
         1 => Intake::Stream,
+        2 => Intake::Drain { max: 8192 },
         _ => Intake::Discard,
     }
 }

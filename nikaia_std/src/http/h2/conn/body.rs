@@ -46,6 +46,10 @@ pub(super) enum Taking {
         limit: Option<u64>,
     },
     Stream(Window),
+    /// Dropped and credited; `left`: what may still come so.
+    Drain {
+        left: u64,
+    },
     Discard,
 }
 
@@ -122,6 +126,23 @@ impl Core {
                     });
                 }
             }
+            Taking::Drain { left } => {
+                match left.checked_sub(data.len() as u64) {
+                    Some(rest) => {
+                        *left = rest;
+                        self.credit_stream(i, len, end);
+                    }
+                    // Past the bound: no more credit, and the stream goes
+                    // once its answer is out (now, if it is).
+                    None => {
+                        s.taking = Taking::Discard;
+                        if s.send == super::Send::Done && !end {
+                            self.reset_stream(h.stream, ErrorCode::NoError);
+                            return Ok(());
+                        }
+                    }
+                }
+            }
             Taking::None | Taking::Discard => {}
         }
         if end {
@@ -193,6 +214,16 @@ impl Core {
         let ended = s.recv == Recv::Closed;
         match intake {
             Intake::Discard => s.taking = Taking::Discard,
+            Intake::Drain { max } => match max.checked_sub(held.len() as u64) {
+                Some(left) => {
+                    s.taking = Taking::Drain { left };
+                    if !ended {
+                        // What waited is credited now.
+                        self.credit_stream(i, held.len() as u32, false);
+                    }
+                }
+                None => s.taking = Taking::Discard,
+            },
             Intake::Whole { limit } => {
                 s.taking = Taking::Whole { limit };
                 let over = limit.is_some_and(|l| held.len() as u64 > l);

@@ -213,3 +213,30 @@ fn a_connection_opens_at_most_16_mib_of_streamed_windows() {
     post(&mut p, 129, Intake::Stream);
     assert_eq!(updates(&mut p), []);
 }
+
+#[test]
+fn an_unread_small_body_is_let_arrive_and_a_large_one_is_reset() {
+    let mut p = Peer::new();
+    post(&mut p, 1, Intake::Drain { max: 40_000 });
+    // Answered at once; the client's body still comes, credited.
+    p.answer(1, 0);
+    p.frames();
+    for _ in 0..2 {
+        p.raw(kind::DATA, 0, 1, &[0u8; 16_384]);
+    }
+    assert_eq!(
+        updates(&mut p),
+        [(0, 16_384), (1, 16_384), (0, 16_384), (1, 16_384)]
+    );
+    p.raw(kind::DATA, flag::END_STREAM, 1, b"end");
+    assert_eq!(p.resets(), [], "the client ended it: no reset");
+    assert_eq!(p.core.open_streams(), 0);
+    assert!(p.core.next_event().is_none(), "nothing of it handed on");
+    // Past the bound: no more credit, and the answered stream is reset.
+    post(&mut p, 3, Intake::Drain { max: 20_000 });
+    p.answer(3, 0);
+    p.frames();
+    p.raw(kind::DATA, 0, 3, &[0u8; 16_384]);
+    p.raw(kind::DATA, 0, 3, &[0u8; 16_384]);
+    assert_eq!(p.resets(), [(3, ErrorCode::NoError)]);
+}

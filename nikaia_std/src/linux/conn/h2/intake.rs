@@ -11,7 +11,7 @@ use super::super::sink::{never, Address, Fed, Given};
 use super::super::{serving, Link, Turn};
 use super::H2;
 use crate::http::answer::{self, Before};
-use crate::http::body::Aborted;
+use crate::http::body::{Aborted, DRAIN_MAX};
 use crate::http::h2::conn::Intake;
 use crate::http::h2::fields::Parsed;
 use crate::http::request::{reject, Reject};
@@ -39,6 +39,12 @@ enum How {
         held: VecDeque<Bytes>,
         ended: bool,
     },
+}
+
+/// The client waits for `100 Continue` before it sends the body.
+fn expects_continue(req: &Request) -> bool {
+    req.header("expect")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"))
 }
 
 impl Inbound {
@@ -73,15 +79,22 @@ impl H2 {
             &mut req,
             declared,
         );
+        // A body no one reads is let arrive (and dropped) when it is small
+        // and the client is not waiting to be told to send it, as on
+        // HTTP/1.1; otherwise its stream is reset once its answer is out.
+        let unread = match length.is_none_or(|n| n <= DRAIN_MAX) && !expects_continue(&req) {
+            true => Intake::Drain { max: DRAIN_MAX },
+            false => Intake::Discard,
+        };
         let how = match before {
             Before::AnswerNow => {
-                self.core.take_body(stream, Intake::Discard, turn.now);
+                self.core.take_body(stream, unread, turn.now);
                 self.answer_request(link, turn, stream, req, started);
                 return true;
             }
             Before::Refuse(resp) => {
                 turn.shared.stats.bodies.refused.fetch_add(1, Relaxed);
-                self.core.take_body(stream, Intake::Discard, turn.now);
+                self.core.take_body(stream, unread, turn.now);
                 let decided = answer::refused(
                     &req,
                     resp,
@@ -118,10 +131,7 @@ impl H2 {
 
     /// `100 Continue` for a client that asked for it: its body is wanted.
     fn continue_if_asked(&mut self, req: &Request, stream: u32) {
-        let asked = req
-            .header("expect")
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"));
-        if asked {
+        if expects_continue(req) {
             self.core.informational(stream, 100);
         }
     }
