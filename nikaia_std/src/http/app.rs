@@ -111,26 +111,13 @@ impl Server {
     /// Answers `method` at `path`, with the request's whole body
     /// ([`WithBody::body`]), up to the runtime file's `body-limit` (1 MiB)
     /// or the limit [`Server::max_body`] gives the route.
-    pub fn method<R, F>(mut self, method: &str, path: &str, handler: F) -> Server
+    pub fn method<R, F>(self, method: &str, path: &str, handler: F) -> Server
     where
         F: Fn(&WithBody<'_>) -> R + Send + Sync + 'static,
         R: IntoResponse,
     {
         let handler: Plain = Box::new(move |req| handler(&WithBody { req }).into_response());
-        let rule = Rule {
-            takes: Takes::Whole,
-            limit: None,
-            coded: false,
-        };
-        self.router.add(
-            method,
-            path,
-            Entry {
-                handler: Handler::Plain(handler),
-                rule,
-            },
-        );
-        self
+        self.add_taking(method, path, Handler::Plain(handler), Takes::Whole)
     }
 
     /// Answers `method` at `path` with a [`Sink`] the handler makes when
@@ -138,7 +125,7 @@ impl Server {
     /// time as it arrives, up to the runtime file's `stream-limit` (1 GiB)
     /// or the limit [`Server::max_body`] gives the route; then the sink
     /// answers.
-    pub fn stream<S, F>(mut self, method: &str, path: &str, handler: F) -> Server
+    pub fn stream<S, F>(self, method: &str, path: &str, handler: F) -> Server
     where
         F: Fn(&Request) -> S + Send + Sync + 'static,
         S: IntoSink,
@@ -147,19 +134,18 @@ impl Server {
             let sink = handler(req).into_sink()?;
             Ok(Box::new(sink) as Box<dyn Erased>)
         });
+        self.add_taking(method, path, Handler::Stream(make), Takes::Stream)
+    }
+
+    /// Adds a route that takes its body as `takes` says, with the runtime
+    /// file's limit until [`Server::max_body`] gives it one.
+    fn add_taking(mut self, method: &str, path: &str, handler: Handler, takes: Takes) -> Server {
         let rule = Rule {
-            takes: Takes::Stream,
+            takes,
             limit: None,
             coded: false,
         };
-        self.router.add(
-            method,
-            path,
-            Entry {
-                handler: Handler::Stream(make),
-                rule,
-            },
-        );
+        self.router.add(method, path, Entry { handler, rule });
         self
     }
 

@@ -8,7 +8,7 @@ mod body;
 mod stream;
 
 use super::{access, serving, Link, Next, Turn};
-use crate::http::answer::{self, Answer, Done, Payload, Progress, Waiting};
+use crate::http::answer::{Answer, Done, Payload, Progress, Waiting};
 use crate::http::h1::head::write_head;
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
@@ -199,14 +199,7 @@ impl H1 {
         let may_keep = head.keep_alive && may_keep(turn);
         let mut req = head.request(head_bytes, Bytes::new(), link.peer.clone());
         req.client = link.client.clone();
-        let progress = answer::answer(
-            &serving(turn, link),
-            &turn.shared.router,
-            link.redirect.as_ref(),
-            &mut req,
-            may_keep,
-            &mut log_error(turn, link),
-        );
+        let progress = super::pipeline(turn, link, &mut req, may_keep);
         self.go_on(link, turn, req, progress, started);
     }
 

@@ -14,7 +14,7 @@ mod intake;
 
 use super::{access, serving, Link, Next, Turn};
 use crate::fs::OpenFile;
-use crate::http::answer::{self, Answer, Done, Payload, Progress, Waiting};
+use crate::http::answer::{Answer, Done, Payload, Progress, Waiting};
 use crate::http::h2::conn::{Core, Event, Limits, Refused, Tally};
 use crate::http::h2::frame::HEADER_LEN;
 use crate::http::response::Response;
@@ -305,14 +305,7 @@ impl H2 {
         mut req: Request,
         started: Instant,
     ) {
-        let progress = answer::answer(
-            &serving(turn, link),
-            &turn.shared.router,
-            link.redirect.as_ref(),
-            &mut req,
-            true,
-            &mut super::h1::log_error(turn, link),
-        );
+        let progress = super::pipeline(turn, link, &mut req, true);
         self.go_on(link, turn, stream, req, progress, started);
     }
 

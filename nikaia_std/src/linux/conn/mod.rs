@@ -130,6 +130,41 @@ pub(super) fn serving<'a>(turn: &Turn<'a>, link: &Link) -> Serving<'a> {
     }
 }
 
+/// Hands a request of `link` (its body, if any, in it) to the answer
+/// pipeline.
+pub(super) fn pipeline(
+    turn: &Turn<'_>,
+    link: &Link,
+    req: &mut Request,
+    may_keep: bool,
+) -> answer::Progress {
+    answer::answer(
+        &serving(turn, link),
+        &turn.shared.router,
+        link.redirect.as_ref(),
+        req,
+        may_keep,
+        &mut h1::log_error(turn, link),
+    )
+}
+
+/// What the head of a request of `link` decides of its body
+/// (`answer::before_body`), whatever the protocol.
+pub(super) fn before_body(
+    turn: &Turn<'_>,
+    link: &Link,
+    req: &mut Request,
+    declared: crate::http::body::Declared,
+) -> answer::Before {
+    answer::before_body(
+        &serving(turn, link),
+        &turn.shared.router,
+        link.redirect.as_ref(),
+        req,
+        declared,
+    )
+}
+
 /// What every protocol unit of a connection shares.
 pub(crate) struct Link {
     /// Unique in its worker: io results for a closed connection whose slot

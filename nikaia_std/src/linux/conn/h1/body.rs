@@ -5,7 +5,7 @@
 //! route's sink as it arrives (`stream.rs`); and the clocks of each.
 
 use super::super::sink::{never, Fed};
-use super::super::{serving, Link, Next, Turn};
+use super::super::{Link, Next, Turn};
 use super::stream::Streaming;
 use super::{log_error, State, H1};
 use crate::http::answer::{self, Before};
@@ -144,13 +144,7 @@ impl H1 {
             _ => None,
         };
         let declared = answer::declared(&p.req, true, length);
-        let before = answer::before_body(
-            &serving(turn, link),
-            &turn.shared.router,
-            link.redirect.as_ref(),
-            &mut p.req,
-            declared,
-        );
+        let before = super::super::before_body(turn, link, &mut p.req, declared);
         match before {
             Before::AnswerNow if drainable(&p) => {
                 let incoming = Incoming::new(&p.framing, None, turn.rt.max_header_bytes);
@@ -230,14 +224,7 @@ impl H1 {
         self.state = State::Idle;
         match refusal {
             None => {
-                let progress = answer::answer(
-                    &serving(turn, link),
-                    &turn.shared.router,
-                    link.redirect.as_ref(),
-                    &mut p.req,
-                    keep,
-                    &mut log_error(turn, link),
-                );
+                let progress = super::super::pipeline(turn, link, &mut p.req, keep);
                 self.go_on(link, turn, p.req, progress, p.started);
             }
             Some(resp) => {
@@ -342,14 +329,7 @@ impl H1 {
                 bodies.whole.fetch_add(1, Relaxed);
                 bodies.bytes.fetch_add(req.body.len() as u64, Relaxed);
                 let keep = keep_alive && super::may_keep(turn);
-                let progress = answer::answer(
-                    &serving(turn, link),
-                    &turn.shared.router,
-                    link.redirect.as_ref(),
-                    &mut req,
-                    keep,
-                    &mut log_error(turn, link),
-                );
+                let progress = super::super::pipeline(turn, link, &mut req, keep);
                 self.go_on(link, turn, req, progress, started);
                 self.next_begun();
                 Ok(true)

@@ -72,13 +72,7 @@ impl H2 {
         let mut req = Request::new(parsed.fields, parsed.text, Bytes::new(), link.peer.clone());
         req.client = link.client.clone();
         let declared = answer::declared(&req, true, length);
-        let before = answer::before_body(
-            &serving(turn, link),
-            &turn.shared.router,
-            link.redirect.as_ref(),
-            &mut req,
-            declared,
-        );
+        let before = super::super::before_body(turn, link, &mut req, declared);
         // A body no one reads is let arrive (and dropped) when it is small
         // and the client is not waiting to be told to send it, as on
         // HTTP/1.1; otherwise its stream is reset once its answer is out.
