@@ -144,6 +144,11 @@ fn a_gib_streamed_over_each_protocol_holds_memory_and_threads_flat() {
             "{out:?}"
         );
     });
+    eprintln!(
+        "{} GiB each way: resident memory grew by {} KiB at most; server threads seen {threads:?}",
+        gib(),
+        grew >> 10
+    );
     assert!(
         grew <= 32 << 20,
         "resident memory grew by {} MiB",

@@ -23,7 +23,8 @@ fn limits() -> Limits {
 
 /// What a connection handed over, piece-independent: each request's
 /// stream and whether it came with a head to decide; each body's bytes
-/// as the backend received them (whole or streamed), per stream.
+/// as the backend received them (whole or streamed), per stream, unless
+/// the stream was then cancelled.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Seen {
     requests: Vec<String>,
@@ -89,7 +90,13 @@ fn run(input: &[u8], step: usize, policy: u8, now: Instant) -> (Core, Vec<u8>, S
                         core.consumed(stream, data.len(), now);
                     }
                 }
-                Event::Cancel { stream } => seen.requests.push(format!("cancel {stream}")),
+                Event::Cancel { stream } => {
+                    // What came of a body its stream then lost was never
+                    // the backend's to keep (a sink is told `Gone`); how
+                    // much of it came first depends on the pieces.
+                    seen.bodies.remove(&stream);
+                    seen.requests.push(format!("cancel {stream}"));
+                }
             }
         }
         if let Some(o) = core.take_output() {
