@@ -161,7 +161,8 @@ impl H1 {
             }
             Before::Refuse(resp) => {
                 turn.shared.stats.bodies.refused.fetch_add(1, Relaxed);
-                let drain = drainable(&p).then(|| Incoming::new(&p.framing, None, 0));
+                let trailers = turn.rt.max_header_bytes;
+                let drain = drainable(&p).then(|| Incoming::new(&p.framing, None, trailers));
                 self.answer(link, turn, p, Some(resp));
                 if let Some(incoming) = drain {
                     self.state = State::Draining(Box::new(Drain {
@@ -255,8 +256,7 @@ impl H1 {
                 unreachable!("checked above");
             };
             if let Some(mut p) = d.then {
-                p.keep_alive = false;
-                p.expect = true; // not drainable: closes after the answer
+                p.keep_alive = false; // the answer says it closes
                 self.answer(link, turn, p, None);
             }
             link.close_after = true;

@@ -80,6 +80,9 @@ impl H2 {
             true => Intake::Drain { max: DRAIN_MAX },
             false => Intake::Discard,
         };
+        if matches!(before, Before::AnswerNow | Before::Refuse(_)) && unread != Intake::Discard {
+            turn.shared.stats.bodies.drained.fetch_add(1, Relaxed);
+        }
         let how = match before {
             Before::AnswerNow => {
                 self.core.take_body(stream, unread, turn.now);
