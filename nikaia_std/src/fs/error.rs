@@ -49,6 +49,12 @@ pub enum Error {
     },
     /// The open would have to wait for the disk (only from the cached probe).
     WouldBlock,
+    /// A write's name exists and the write only creates.
+    Exists,
+    /// A write's name does not hold the version its condition names.
+    Precondition,
+    /// The file system is full, or the owner's quota is (a write).
+    NoSpace,
     /// Any other failure: permission, I/O. A server answers 500 and logs it.
     Io(io::Error),
 }
@@ -61,6 +67,9 @@ impl fmt::Display for Error {
             Error::NotAFile { directory: true } => f.write_str("is a directory"),
             Error::NotAFile { directory: false } => f.write_str("not a regular file"),
             Error::WouldBlock => f.write_str("open would wait for the disk"),
+            Error::Exists => f.write_str("the name exists"),
+            Error::Precondition => f.write_str("the name does not hold the version asked for"),
+            Error::NoSpace => f.write_str("no space left for the file"),
             Error::Io(e) => e.fmt(f),
         }
     }
@@ -88,6 +97,8 @@ impl From<Error> for io::Error {
             Error::Io(e) => e,
             Error::NotFound => io::Error::from(io::ErrorKind::NotFound),
             Error::WouldBlock => io::Error::from(io::ErrorKind::WouldBlock),
+            Error::Exists => io::Error::from(io::ErrorKind::AlreadyExists),
+            Error::NoSpace => io::Error::from(io::ErrorKind::StorageFull),
             other => io::Error::other(other),
         }
     }

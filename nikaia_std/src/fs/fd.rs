@@ -24,17 +24,13 @@ impl Purpose {
         let common = OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
         match self {
             Purpose::Read | Purpose::ReadCached => OFlags::RDONLY | common,
-            Purpose::Write => OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | common,
             Purpose::List => OFlags::RDONLY | OFlags::DIRECTORY | common,
         }
     }
 
-    /// The mode of a created file.
+    /// The mode of a created file: none is created by an open.
     pub(crate) fn mode(self) -> Mode {
-        match self {
-            Purpose::Write => Mode::from_raw_mode(0o644),
-            _ => Mode::empty(),
-        }
+        Mode::empty()
     }
 }
 

@@ -24,6 +24,8 @@ mod fd;
 mod linux;
 #[cfg(target_os = "linux")]
 mod map;
+#[cfg(target_os = "linux")]
+mod put;
 
 #[cfg(target_arch = "wasm32")]
 mod host_node;
@@ -44,7 +46,12 @@ pub use mem_host::MemHost;
 pub use no_map::{map, MapOnWasm32, Mapped};
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
-pub use open::{Identity, Opened};
+pub use open::{Identity, Opened, TEMPORARY_PREFIX};
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub use put::force_named_temporaries;
+#[cfg(target_os = "linux")]
+pub use put::Writing;
 /// The open file an [`Opened`] holds: a descriptor on Linux.
 #[cfg(target_os = "linux")]
 pub(crate) type OpenFile = std::fs::File;
@@ -97,4 +104,4 @@ pub(crate) fn name_from_bytes(name: &[u8]) -> Option<&std::path::Path> {
 #[doc(hidden)]
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, DirEntry, Reached, ReachedKind, Root};
-pub use rw::{read, read_string, write};
+pub use rw::{read, read_string, write, Durability, Mode, Written};

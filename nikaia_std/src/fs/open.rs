@@ -20,6 +20,15 @@ pub struct Identity {
     pub ctime_ns: i64,
 }
 
+impl Identity {
+    /// The strong ETag of this version, as std sends it and as
+    /// [`Mode::ReplaceIf`](super::Mode::ReplaceIf) compares it: quoted,
+    /// from the modification time (ns) and the size.
+    pub fn etag(&self) -> String {
+        format!("\"{:x}-{:x}\"", self.mtime_ns, self.size)
+    }
+}
+
 /// A regular file opened under a root: the one descriptor every later step
 /// (stat, map, read, send) uses, and its identity taken from that descriptor.
 #[cfg(target_os = "linux")]
@@ -49,17 +58,8 @@ pub(crate) enum Purpose {
     /// disk during the lookup (openat2 `RESOLVE_CACHED`; Linux only).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     ReadCached,
-    /// Create or truncate a regular file, then write it.
-    Write,
     /// Read a directory's entries.
     List,
-}
-
-impl Purpose {
-    /// Whether the open may create the file (`O_CREAT`).
-    pub(crate) fn creates(self) -> bool {
-        self == Purpose::Write
-    }
 }
 
 /// Names longer than this (in bytes) are refused the way the kernel refuses
@@ -67,14 +67,28 @@ impl Purpose {
 pub(crate) const PATH_MAX: usize = 4096;
 
 /// The lexical checks, made on the name as given and never rewriting it:
-/// empty, a NUL byte, or absolute (a leading `/`) is [`Outside`].
+/// empty, a NUL byte, absolute (a leading `/`), or a component that is a
+/// write's temporary (`.nikaia-tmp-…`, never anyone's to open) is
+/// [`Outside`].
 pub(crate) fn check_name(name: &Path) -> Result<(), Outside> {
     let bytes = name.as_os_str().as_encoded_bytes();
-    if bytes.is_empty() || bytes.contains(&0) || bytes[0] == b'/' {
+    if bytes.is_empty()
+        || bytes.contains(&0)
+        || bytes[0] == b'/'
+        || bytes.split(|&b| b == b'/').any(is_temporary)
+    {
         return Err(Outside::new(name));
     }
     Ok(())
 }
+
+/// Whether a name's component is a write's temporary.
+pub(crate) fn is_temporary(component: &[u8]) -> bool {
+    component.starts_with(TEMPORARY_PREFIX.as_bytes())
+}
+
+/// What every temporary name of a write begins with (`put.rs`).
+pub const TEMPORARY_PREFIX: &str = ".nikaia-tmp-";
 
 /// 0: not read yet; 1: resolve with openat2 where possible; 2: always walk.
 static FORCE_WALK: AtomicU8 = AtomicU8::new(0);

@@ -464,14 +464,44 @@ impl Root {
         }
     }
 
-    /// Opens `name` for writing (create or truncate), confined like a read.
-    /// Files under a host root are read-only.
+    /// Begins writing the file `name` (`spec/fs-root.md`, "Writing"):
+    /// its directory is opened confined like a read, what `mode` asks of
+    /// the name is checked, and an unnamed file is opened there; the name
+    /// appears at [`Writing::commit`], never before. Files under a host
+    /// root are read-only.
     #[cfg(target_os = "linux")]
-    pub(crate) fn open_write(&self, name: &Path) -> Result<Opened, Error> {
+    pub fn begin_write(
+        &self,
+        name: impl AsRef<Path>,
+        mode: super::Mode,
+    ) -> Result<super::Writing, Error> {
         if let Kind::Host(_) = self.kind {
             return Err(host::read_only());
         }
-        super::fd::regular(self.open_fd(name, Purpose::Write)?)
+        let asked = name.as_ref();
+        let confined = !matches!(self.kind, Kind::Anywhere(_));
+        let outside = || Error::Outside(super::Outside::new(asked));
+        // A name that is a symlink writes its target, found under the root
+        // like any name (an absolute target leaves it); the link stays.
+        let mut name = asked.to_path_buf();
+        for _ in 0..=super::walk::MAX_LINKS {
+            let (dir, entry) = super::put::split(&name, confined)?;
+            let dir_fd = self.open_fd(dir, Purpose::List)?;
+            let target = match rustix::fs::readlinkat(&dir_fd, entry, Vec::new()) {
+                Ok(target) => target.into_bytes(),
+                Err(_) => return super::Writing::begin(dir_fd, entry, asked, mode),
+            };
+            use std::os::unix::ffi::OsStrExt;
+            let target = Path::new(std::ffi::OsStr::from_bytes(&target));
+            if confined && target.is_absolute() {
+                return Err(outside());
+            }
+            name = match dir == Path::new(".") {
+                true => target.to_path_buf(),
+                false => dir.join(target),
+            };
+        }
+        Err(outside())
     }
 
     /// The one place a name becomes a host file or directory.

@@ -112,10 +112,6 @@ pub(crate) fn open_beneath<L: Lookup>(
             component = b".".to_vec();
         } else if component == b"." && !last {
             continue;
-        } else if purpose.creates() && component != b"." && pending == [TRAILING] {
-            // Like the kernel: creating a name with a trailing `/` is EISDIR,
-            // decided before the name is looked up.
-            return Err(Error::NotAFile { directory: true });
         }
         let dir = entered.last().unwrap_or(&root);
 

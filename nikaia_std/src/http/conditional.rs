@@ -22,7 +22,7 @@ impl Validators {
     pub(crate) fn of(id: &Identity) -> Validators {
         let modified = u64::try_from(id.mtime_ns.div_euclid(1_000_000_000)).unwrap_or(0);
         Validators {
-            etag: Bytes::from(format!("\"{:x}-{:x}\"", id.mtime_ns, id.size)),
+            etag: Bytes::from(id.etag()),
             last_modified: Bytes::copy_from_slice(&imf_fixdate(modified)),
             modified,
         }

@@ -1,0 +1,417 @@
+//! A file written under a root (`spec/files.md`, "A body written under a
+//! root"; `spec/fs-root.md`, `fs::write`): the bytes go to an unnamed file
+//! in the target's directory (`O_TMPFILE`, or a named temporary where the
+//! file system has none), and the name appears only once they are all
+//! there and synced as asked — by `linkat` for a create (which refuses a
+//! name that exists), by a link to a temporary name and `renameat2` over
+//! the target for a replace. No name ever holds anything but the old bytes
+//! or the new ones.
+//!
+//! Everything here may wait for the disk: a server runs it on its writer
+//! threads, never on a worker.
+
+use super::open::{check_name, is_temporary, Purpose, TEMPORARY_PREFIX};
+use super::{Durability, Error, Mode, Outside, Written};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode as Perm, OFlags, RenameFlags, CWD};
+use rustix::io::Errno;
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, LazyLock, Mutex};
+use std::time::SystemTime;
+
+/// A file being written under a root: unnamed until [`Writing::commit`].
+/// Dropped without a commit, nothing of it stays under any name and its
+/// space comes back.
+#[derive(Debug)]
+pub struct Writing {
+    dir: OwnedFd,
+    /// The name's last component, the one entry this writes.
+    entry: Vec<u8>,
+    /// The name as given, for errors.
+    name: String,
+    file: File,
+    /// The temporary's own name, when the file system has no `O_TMPFILE`.
+    named: Option<Vec<u8>>,
+    mode: Mode,
+    written: u64,
+}
+
+/// Test switch: every write uses a named temporary, as on a file system
+/// without `O_TMPFILE`.
+static FORCE_NAMED: AtomicBool = AtomicBool::new(false);
+
+/// Makes every write use a named temporary (tests of that path).
+#[doc(hidden)]
+pub fn force_named_temporaries(on: bool) {
+    FORCE_NAMED.store(on, Ordering::SeqCst);
+}
+
+/// Splits a name into its directory (`.` for the root) and last component,
+/// refusing what cannot name a file to write: `.`/`..` last, a trailing
+/// `/`, a temporary's name.
+pub(crate) fn split(name: &Path, confined: bool) -> Result<(&Path, &[u8]), Error> {
+    if confined {
+        check_name(name)?;
+    }
+    let bytes = name.as_os_str().as_bytes();
+    if bytes.ends_with(b"/") {
+        return Err(Error::NotAFile { directory: true });
+    }
+    let (parent, last) = match bytes.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&bytes[..i], &bytes[i + 1..]),
+        None => (&b"."[..], bytes),
+    };
+    if last == b"." || last == b".." {
+        return Err(Error::NotAFile { directory: true });
+    }
+    if last.is_empty() || is_temporary(last) {
+        return Err(Error::Outside(Outside::new(name)));
+    }
+    // "/x" (only where names are not confined): the root directory.
+    let parent = if parent.is_empty() { b"/" } else { parent };
+    Ok((Path::new(OsStr::from_bytes(parent)), last))
+}
+
+impl Writing {
+    /// Begins a write of `name` in the directory `dir` (opened confined by
+    /// the root): checks what `mode` asks of the name as it is now (it is
+    /// checked again when the name appears), and opens the unnamed file.
+    pub(crate) fn begin(
+        dir: OwnedFd,
+        entry: &[u8],
+        name: &Path,
+        mode: Mode,
+    ) -> Result<Writing, Error> {
+        let entry = entry.to_vec();
+        sweep_once(&dir);
+        check_mode(dir.as_fd(), &entry, &mode, name)?;
+        let (file, named) = temporary(dir.as_fd()).map_err(|e| io_error(e, name))?;
+        Ok(Writing {
+            dir,
+            entry,
+            name: name.to_string_lossy().into_owned(),
+            file,
+            named,
+            mode,
+            written: 0,
+        })
+    }
+
+    /// Appends `bytes`. A full disk or quota is [`Error::NoSpace`].
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        let mut at = 0;
+        while at < bytes.len() {
+            match rustix::io::pwrite(&self.file, &bytes[at..], self.written) {
+                Ok(0) => return Err(Error::NoSpace),
+                Ok(n) => {
+                    at += n;
+                    self.written += n as u64;
+                }
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(io_error(e, Path::new(&self.name))),
+            }
+        }
+        Ok(())
+    }
+
+    /// How many bytes were written.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The bytes free for an unprivileged writer on the file's file system.
+    pub fn free_space(&self) -> u64 {
+        free_space(self.dir.as_fd())
+    }
+
+    /// Syncs as `durability` says, then gives the file its name as the mode
+    /// says: the name holds the new bytes from this moment, or — on an
+    /// error — still what it held.
+    pub fn commit(mut self, durability: Durability) -> Result<Written, Error> {
+        let name = Path::new(&self.name).to_path_buf();
+        if durability != Durability::None {
+            rustix::fs::fdatasync(&self.file).map_err(|e| io_error(e, &name))?;
+        }
+        let created = {
+            let _serial = serialize(self.dir.as_fd(), &self.entry);
+            let created = check_mode(self.dir.as_fd(), &self.entry, &self.mode, &name)?;
+            self.link(created).map_err(|e| match e {
+                Errno::EXIST => Error::Exists,
+                e => io_error(e, &name),
+            })?;
+            created
+        };
+        if durability == Durability::Full {
+            rustix::fs::fsync(&self.dir).map_err(|e| io_error(e, &name))?;
+        }
+        let st = rustix::fs::fstat(&self.file).map_err(|e| io_error(e, &name))?;
+        Ok(Written {
+            id: super::fd::identity(&st),
+            created,
+        })
+    }
+
+    /// Gives the file its name: a create links it (`EEXIST` if the name
+    /// appeared meanwhile, from outside this process); a replace renames a
+    /// temporary name over it.
+    fn link(&mut self, created: bool) -> Result<(), Errno> {
+        let dir = self.dir.as_fd();
+        let replace = self.mode != Mode::Create;
+        match self.named.take() {
+            Some(temp) => {
+                let done = match replace {
+                    true => rename(dir, &temp, &self.entry),
+                    false => rustix::fs::linkat(dir, &*temp, dir, &*self.entry, AtFlags::empty()),
+                };
+                if done.is_err() || !replace {
+                    let _ = rustix::fs::unlinkat(dir, &*temp, AtFlags::empty());
+                }
+                done
+            }
+            None if !replace || created => link_unnamed(&self.file, dir, &self.entry),
+            None => {
+                let temp = loop {
+                    let temp = temporary_name();
+                    match link_unnamed(&self.file, dir, &temp) {
+                        Ok(()) => break temp,
+                        Err(Errno::EXIST) => continue,
+                        Err(e) => return Err(e),
+                    }
+                };
+                let done = rename(dir, &temp, &self.entry);
+                if done.is_err() {
+                    let _ = rustix::fs::unlinkat(dir, &*temp, AtFlags::empty());
+                }
+                done
+            }
+        }
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        // An unnamed file goes with its descriptor; a named one is removed.
+        if let Some(temp) = self.named.take() {
+            let _ = rustix::fs::unlinkat(&self.dir, &*temp, AtFlags::empty());
+        }
+    }
+}
+
+/// `renameat2` of `from` over `to` in `dir` (no flags: it replaces).
+fn rename(dir: BorrowedFd<'_>, from: &[u8], to: &[u8]) -> Result<(), Errno> {
+    rustix::fs::renameat_with(dir, from, dir, to, RenameFlags::empty())
+}
+
+/// Links an unnamed (`O_TMPFILE`) file as `entry` of `dir`: by the
+/// descriptor where the process may (`AT_EMPTY_PATH` needs
+/// `CAP_DAC_READ_SEARCH`), else through its `/proc/self/fd` link.
+fn link_unnamed(file: &File, dir: BorrowedFd<'_>, entry: &[u8]) -> Result<(), Errno> {
+    match rustix::fs::linkat(file, "", dir, entry, AtFlags::EMPTY_PATH) {
+        Err(Errno::NOENT | Errno::PERM | Errno::ACCESS | Errno::INVAL) => {
+            use std::os::fd::AsRawFd;
+            let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+            rustix::fs::linkat(CWD, proc.as_str(), dir, entry, AtFlags::SYMLINK_FOLLOW)
+        }
+        done => done,
+    }
+}
+
+/// What `mode` asks of `entry` as it is now; whether the name is free
+/// (the write will create it).
+fn check_mode(dir: BorrowedFd<'_>, entry: &[u8], mode: &Mode, name: &Path) -> Result<bool, Error> {
+    let now = match rustix::fs::statat(dir, entry, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Some(st),
+        Err(Errno::NOENT) => None,
+        Err(e) => return Err(io_error(e, name)),
+    };
+    let Some(st) = now else {
+        return match mode {
+            Mode::ReplaceIf(_) => Err(Error::Precondition),
+            _ => Ok(true),
+        };
+    };
+    if *mode == Mode::Create {
+        return Err(Error::Exists);
+    }
+    match FileType::from_raw_mode(st.st_mode as _) {
+        FileType::RegularFile => {}
+        FileType::Directory => return Err(Error::NotAFile { directory: true }),
+        _ => return Err(Error::NotAFile { directory: false }),
+    }
+    if let Mode::ReplaceIf(etag) = mode {
+        if etag.trim() != "*" && etag.trim() != super::fd::identity(&st).etag() {
+            return Err(Error::Precondition);
+        }
+    }
+    Ok(false)
+}
+
+/// The unnamed file in `dir`, or a named temporary where the file system
+/// has no `O_TMPFILE`.
+fn temporary(dir: BorrowedFd<'_>) -> Result<(File, Option<Vec<u8>>), Errno> {
+    let perm = Perm::from_raw_mode(0o644);
+    if !FORCE_NAMED.load(Ordering::SeqCst) {
+        let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
+        match rustix::fs::openat(dir, ".", flags, perm) {
+            Ok(fd) => return Ok((File::from(fd), None)),
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    loop {
+        let temp = temporary_name();
+        match rustix::fs::openat(dir, &*temp, flags, perm) {
+            Ok(fd) => return Ok((File::from(fd), Some(temp))),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A fresh temporary name: the prefix and 128 random bits.
+fn temporary_name() -> Vec<u8> {
+    let mut bits = [0u8; 16];
+    let mut got = 0;
+    while got < bits.len() {
+        match rustix::rand::getrandom(&mut bits[got..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => got += n,
+            Err(Errno::INTR) => {}
+            // No kernel randomness: the clock and a counter still make the
+            // name unlikely to be taken, and O_EXCL/EEXIST retries if it is.
+            Err(_) => {
+                let t = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                bits = t.to_le_bytes();
+                break;
+            }
+        }
+    }
+    let mut name = TEMPORARY_PREFIX.as_bytes().to_vec();
+    for b in bits {
+        name.extend_from_slice(format!("{b:02x}").as_bytes());
+    }
+    name
+}
+
+/// The bytes free for an unprivileged writer on `dir`'s file system.
+pub(crate) fn free_space(dir: BorrowedFd<'_>) -> u64 {
+    match rustix::fs::fstatvfs(dir) {
+        Ok(s) => s.f_bavail.saturating_mul(s.f_frsize),
+        Err(_) => u64::MAX,
+    }
+}
+
+/// An errno of a write, as an outcome.
+fn io_error(e: Errno, name: &Path) -> Error {
+    match e {
+        Errno::NOSPC | Errno::DQUOT => Error::NoSpace,
+        Errno::ROFS => Error::Io(std::io::Error::from(std::io::ErrorKind::ReadOnlyFilesystem)),
+        e => super::fd::from_errno(e, name),
+    }
+}
+
+/// Writes to one name, serialized in the process: the check of what the
+/// mode asks and the link or rename are one step, so of writers racing
+/// with one precondition exactly one wins.
+type NameKey = (u64, u64, Vec<u8>);
+
+/// The names between their check and their link now, and the writers
+/// waiting for one of them.
+static BUSY: LazyLock<(Mutex<HashSet<NameKey>>, Condvar)> = LazyLock::new(Default::default);
+
+/// A name held by one writer until dropped.
+struct Serial {
+    key: NameKey,
+}
+
+#[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+fn serialize(dir: BorrowedFd<'_>, entry: &[u8]) -> Serial {
+    let (dev, ino) = rustix::fs::fstat(dir).map_or((0, 0), |st| (st.st_dev as u64, st.st_ino));
+    let key = (dev, ino, entry.to_vec());
+    let (lock, cv) = &*BUSY;
+    let mut busy = lock.lock().unwrap_or_else(|e| e.into_inner());
+    while busy.contains(&key) {
+        busy = cv.wait(busy).unwrap_or_else(|e| e.into_inner());
+    }
+    busy.insert(key.clone());
+    Serial { key }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        let (lock, cv) = &*BUSY;
+        lock.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+        cv.notify_all();
+    }
+}
+
+/// When this process began writing: a temporary older than that belongs
+/// to a process that is gone (or was upgraded away).
+static STARTED: LazyLock<SystemTime> = LazyLock::new(SystemTime::now);
+
+/// Directories already swept by this process, by (dev, ino).
+static SWEPT: LazyLock<Mutex<HashSet<(u64, u64)>>> = LazyLock::new(Mutex::default);
+
+/// The first write into a directory in this process removes the
+/// temporaries left there by processes killed mid-write: those whose last
+/// change predates this process's first write (a live writer's moves on).
+#[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+fn sweep_once(dir: &OwnedFd) {
+    let started = *STARTED;
+    let Ok(st) = rustix::fs::fstat(dir) else {
+        return;
+    };
+    if !SWEPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert((st.st_dev as u64, st.st_ino))
+    {
+        return;
+    }
+    sweep_dir(dir.as_fd(), started);
+}
+
+/// Removes the stale temporaries of one directory; how many.
+#[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+pub(crate) fn sweep_dir(dir: BorrowedFd<'_>, before: SystemTime) -> usize {
+    let Ok(fd) = rustix::fs::openat(dir, ".", Purpose::List.flags(), Perm::empty()) else {
+        return 0;
+    };
+    let Ok(mut entries) = rustix::fs::Dir::read_from(&fd) else {
+        return 0;
+    };
+    let cutoff = before
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let mut removed = 0;
+    while let Some(Ok(entry)) = entries.read() {
+        let raw = entry.file_name().to_bytes();
+        if !is_temporary(raw) {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let regular = FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile;
+        if regular
+            && (st.st_mtime as i64) < cutoff
+            && rustix::fs::unlinkat(&fd, entry.file_name(), AtFlags::empty()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+#[path = "put_tests.rs"]
+mod tests;
