@@ -7,6 +7,7 @@ use super::body::{Erased, IntoSink, Limit, MakeSink, Rule, Takes, WithBody};
 use super::request::Request;
 use super::response::IntoResponse;
 use super::router::{Entry, Handler, Plain, Router};
+use super::to_file::{IntoToFile, MakeFile};
 use crate::rt::Runtime;
 use std::path::PathBuf;
 
@@ -135,6 +136,27 @@ impl Server {
             Ok(Box::new(sink) as Box<dyn Erased>)
         });
         self.add_taking(method, path, Handler::Stream(make), Takes::Stream)
+    }
+
+    /// Answers `method` at `path` by writing the request's body to the
+    /// file the handler names when the head has arrived ([`ToFile`]):
+    /// std writes it as it arrives, off the workers, to an unnamed file
+    /// that takes the name only once the body is whole and synced; then
+    /// [`ToFile::answer`]'s answer, or std's ([`answer_written`]). Up to
+    /// the runtime file's `stream-limit` (1 GiB) or the limit
+    /// [`Server::max_body`] gives the route. On wasm32, whose file system
+    /// is read-only, every such request is a logged 500.
+    ///
+    /// [`ToFile`]: super::ToFile
+    /// [`ToFile::answer`]: super::ToFile::answer
+    /// [`answer_written`]: super::answer_written
+    pub fn to_file<T, F>(self, method: &str, path: &str, handler: F) -> Server
+    where
+        F: Fn(&Request) -> T + Send + Sync + 'static,
+        T: IntoToFile,
+    {
+        let make: MakeFile = Box::new(move |req| handler(req).into_to_file());
+        self.add_taking(method, path, Handler::File(make), Takes::Stream)
     }
 
     /// Adds a route that takes its body as `takes` says, with the runtime

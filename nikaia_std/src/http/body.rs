@@ -293,10 +293,22 @@ pub(crate) fn coded(req: &Request) -> bool {
         .is_some_and(|v| !v.trim().eq_ignore_ascii_case("identity") && !v.trim().is_empty())
 }
 
-/// A sink with its type erased, as a route keeps it.
+/// A sink with its type erased, as a route keeps it; std's own sinks (a
+/// body written to a file) implement it directly, to hold the body before
+/// its first byte and to answer later.
 pub(crate) trait Erased: Send {
+    /// Before the first piece: a sink may pause here ([`Flow::pause`]) to
+    /// hold the body — and a `100 Continue` — until it is ready for it;
+    /// `reply` answers the request at any time from any thread (before the
+    /// whole body came: the rest is not read). A program's sink does
+    /// neither.
+    fn begin(&mut self, flow: &mut Flow<'_>, reply: Reply) {
+        let _ = (flow, reply);
+    }
     fn piece(&mut self, piece: &[u8], flow: &mut Flow<'_>);
-    fn end(self: Box<Self>, req: &Request) -> Response;
+    /// The whole body arrived: the answer, or `None` when the sink answers
+    /// later through its [`Reply`].
+    fn end(self: Box<Self>, req: &Request) -> Option<Response>;
     fn abort(self: Box<Self>, why: Aborted);
 }
 
@@ -305,12 +317,26 @@ impl<S: Sink> Erased for S {
         Sink::piece(self, piece, flow)
     }
 
-    fn end(self: Box<Self>, req: &Request) -> Response {
-        Sink::end(*self, req).into_response()
+    fn end(self: Box<Self>, req: &Request) -> Option<Response> {
+        Some(Sink::end(*self, req).into_response())
     }
 
     fn abort(self: Box<Self>, why: Aborted) {
         Sink::abort(*self, why)
+    }
+}
+
+/// How a sink answers later ([`Erased::begin`]): once, from any thread.
+pub(crate) struct Reply(Box<dyn FnOnce(Response) + Send>);
+
+impl Reply {
+    pub(crate) fn new(send: impl FnOnce(Response) + Send + 'static) -> Reply {
+        Reply(Box::new(send))
+    }
+
+    /// Sends the answer to the request's connection.
+    pub(crate) fn send(self, resp: Response) {
+        (self.0)(resp)
     }
 }
 
@@ -323,7 +349,9 @@ pub(crate) fn feed_whole(mut sink: Box<dyn Erased>, req: &Request) -> Response {
         let mut pause = || Resume::new(|| {});
         sink.piece(&req.body, &mut Flow::new(&mut pause));
     }
-    sink.end(req)
+    sink.end(req).unwrap_or_else(|| {
+        Response::internal_error("a sink that answers later was fed a whole body".to_owned())
+    })
 }
 
 /// A streamed route's handler: makes the sink for a request, or answers

@@ -24,6 +24,7 @@ pub(crate) mod router;
 mod serve;
 pub(crate) mod site;
 mod target;
+pub(crate) mod to_file;
 
 pub use crate::backend::*;
 pub use app::Server;
@@ -32,3 +33,4 @@ pub use file::File;
 pub use request::{Peer, Request, Version};
 pub use response::{IntoResponse, Response};
 pub use serve::{dir_handler, visible};
+pub use to_file::{answer_written, status_of, IntoToFile, ToFile};

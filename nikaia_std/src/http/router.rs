@@ -15,6 +15,8 @@ pub(crate) enum Handler {
     Plain(Plain),
     /// Called at head time for the sink its body is fed to.
     Stream(MakeSink),
+    /// Called at head time for the file its body becomes.
+    File(super::to_file::MakeFile),
 }
 
 /// A method's handler and its body declaration.

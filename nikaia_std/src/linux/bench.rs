@@ -20,7 +20,7 @@ use std::net::TcpStream;
 /// Sends files' bodies the way a nikaia_std server would.
 #[doc(hidden)]
 pub struct AutoSender {
-    shared: Shared,
+    shared: std::sync::Arc<Shared>,
 }
 
 /// A prepared GET for one name (built once, reused per send).
@@ -35,7 +35,7 @@ impl AutoSender {
     /// `static-cache-bytes`.
     pub fn new(rt: Runtime) -> io::Result<AutoSender> {
         Ok(AutoSender {
-            shared: Shared::new(Router::default(), rt, Vec::new())?,
+            shared: std::sync::Arc::new(Shared::new(Router::default(), rt, Vec::new())?),
         })
     }
 

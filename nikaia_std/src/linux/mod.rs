@@ -44,6 +44,7 @@ mod upgrade;
 mod variants;
 mod verify;
 mod worker;
+mod write;
 
 pub use reload::Reloaded;
 pub use server::Running;

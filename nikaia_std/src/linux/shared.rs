@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) variants: super::variants::Variants,
     pub(crate) stats: Stats,
     pub(crate) pool: IoPool,
+    /// The writer threads of bodies written to files.
+    pub(crate) writers: super::write::Writers,
     /// The verifier threads and the table of verified credentials.
     pub(crate) auth: super::auth_pool::AuthPool,
     /// The HTTPS side, when a listener speaks TLS.
@@ -55,7 +57,7 @@ pub(crate) struct Shared {
 /// the runtime its worker took, through this connection's transport (a
 /// TLS connection never uses sendfile).
 pub(crate) struct Serving<'a> {
-    pub shared: &'a Shared,
+    pub shared: &'a Arc<Shared>,
     pub rt: &'a Runtime,
     pub tls: bool,
     /// The worker's window of kept names' checks (`cache::Window`): a name
@@ -98,6 +100,16 @@ impl Files for Serving<'_> {
 
     fn note_absent(&self, root: &crate::fs::Root, name: &std::path::Path) {
         self.shared.cache.note_absent(root, name)
+    }
+
+    fn to_file(
+        &self,
+        req: &crate::http::Request,
+        to: crate::http::ToFile,
+        length: Option<u64>,
+    ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
+        let upload = super::write::Upload::new(self.shared, self.rt, req, to, length)?;
+        Ok(Box::new(upload))
     }
 
     fn vehicle(&self, len: u64) -> crate::rt::Vehicle {
@@ -194,6 +206,7 @@ impl Shared {
             variants: super::variants::Variants::new(rt.compress, rt.compress_cache_bytes)?,
             stats: Stats::default(),
             pool: IoPool::new(rt.io_threads)?,
+            writers: super::write::Writers::new()?,
             auth: super::auth_pool::AuthPool::new()?,
             logs: Logs {
                 access: Sink::open(&rt.access_log)?,

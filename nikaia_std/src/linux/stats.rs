@@ -38,6 +38,9 @@ pub(crate) struct BodyStats {
     pub drained: AtomicU64,
     pub timeouts: AtomicU64,
     pub aborted: AtomicU64,
+    pub files_written: AtomicU64,
+    pub files_refused: AtomicU64,
+    pub files_failed: AtomicU64,
 }
 
 impl BodyStats {
@@ -51,6 +54,9 @@ impl BodyStats {
             drained: load(&self.drained),
             timeouts: load(&self.timeouts),
             aborted: load(&self.aborted),
+            files_written: load(&self.files_written),
+            files_refused: load(&self.files_refused),
+            files_failed: load(&self.files_failed),
         }
     }
 }

@@ -139,6 +139,12 @@ pub struct Runtime {
     /// counted from `body-rate-grace` after its head; 0: no floor.
     pub body_min_rate: u64,
     pub body_rate_grace: Duration,
+    /// `max-writes`: bodies being written to files at once; past it, 503
+    /// from the head.
+    pub max_writes: usize,
+    /// `write-free-floor`: the free space a body written to a file may not
+    /// take the file system below (507).
+    pub write_free_floor: u64,
     /// `http2`: HTTP/2 is offered (ALPN `h2` on TLS, h2c by prior
     /// knowledge on plain listeners).
     pub http2: bool,
@@ -252,7 +258,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 43] = [
+pub const KEYS: [&str; 45] = [
     "listen",
     "workers",
     "io-threads",
@@ -274,6 +280,8 @@ pub const KEYS: [&str; 43] = [
     "body-idle-timeout",
     "body-min-rate",
     "body-rate-grace",
+    "max-writes",
+    "write-free-floor",
     "http2",
     "http2-max-requests",
     "access-log",
@@ -322,6 +330,8 @@ impl Default for Runtime {
             body_idle_timeout: Duration::from_secs(30),
             body_min_rate: 240,
             body_rate_grace: Duration::from_secs(5),
+            max_writes: 64,
+            write_free_floor: 64 << 20,
             http2: true,
             http2_max_requests: 1000,
             access_log: LogTarget::Stderr,
@@ -482,6 +492,8 @@ impl Runtime {
         line("body-idle-timeout", Some(duration(self.body_idle_timeout)));
         line("body-min-rate", Some(size(self.body_min_rate)));
         line("body-rate-grace", Some(duration(self.body_rate_grace)));
+        line("max-writes", Some(self.max_writes.to_string()));
+        line("write-free-floor", Some(size(self.write_free_floor)));
         line("http2", Some(self.http2.to_string()));
         line(
             "http2-max-requests",

@@ -70,6 +70,13 @@ pub struct BodiesReport {
     pub timeouts: u64,
     /// Streamed bodies that ended before their end (the sink's `abort`).
     pub aborted: u64,
+    /// Bodies written to files whose name appeared.
+    pub files_written: u64,
+    /// Bodies to files refused (a precondition, the name, the space, the
+    /// cap), before their body or at its end.
+    pub files_refused: u64,
+    /// Bodies to files that failed (no space mid-body, an I/O error).
+    pub files_failed: u64,
 }
 
 /// What the table of kept compressed variants holds and did.
@@ -241,8 +248,9 @@ impl Report {
         s.push_str("}}");
         let b = &self.bodies;
         s.push_str(&format!(
-            ",\"bodies\":{{\"whole\":{},\"streamed\":{},\"bytes\":{},\"refused\":{},\"drained\":{},\"timeouts\":{},\"aborted\":{}}}",
-            b.whole, b.streamed, b.bytes, b.refused, b.drained, b.timeouts, b.aborted
+            ",\"bodies\":{{\"whole\":{},\"streamed\":{},\"bytes\":{},\"refused\":{},\"drained\":{},\"timeouts\":{},\"aborted\":{},\"files_written\":{},\"files_refused\":{},\"files_failed\":{}}}",
+            b.whole, b.streamed, b.bytes, b.refused, b.drained, b.timeouts, b.aborted,
+            b.files_written, b.files_refused, b.files_failed
         ));
         if let Some(t) = &self.tls {
             s.push_str(&format!(

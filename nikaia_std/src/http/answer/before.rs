@@ -12,6 +12,7 @@ use super::super::redirect::ToHttps;
 use super::super::request::Request;
 use super::super::response::Response;
 use super::super::router::{Found, Handler, Router};
+use super::super::to_file::MakeFile;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// How a request with a body goes on.
@@ -55,6 +56,9 @@ pub(crate) fn before_body(
     req.param = param;
     let defaults = crate::rt::Runtime::default();
     let rt = files.runtime().unwrap_or(&defaults);
+    if let Handler::File(make) = &entry.handler {
+        return to_file(files, make, &entry.rule, req, declared, rt);
+    }
     match body::admit(&entry.rule, declared, rt) {
         Admit::Bodiless
         | Admit::Take {
@@ -80,8 +84,42 @@ pub(crate) fn before_body(
                     req.target()
                 ))),
             },
-            Handler::Plain(_) => Before::Whole { limit },
+            Handler::Plain(_) | Handler::File(_) => Before::Whole { limit },
         },
+    }
+}
+
+/// A body that becomes a file: its route's declaration decides as for a
+/// stream (an empty body too is written), then the handler names the
+/// file, then the backend makes the sink that writes it.
+fn to_file(
+    files: &impl Files,
+    make: &MakeFile,
+    rule: &body::Rule,
+    req: &mut Request,
+    declared: Declared,
+    rt: &crate::rt::Runtime,
+) -> Before {
+    let limit = match body::admit(rule, declared, rt) {
+        Admit::Refuse(status, _) => return Before::Refuse(Response::status_page(status)),
+        Admit::Take { limit, .. } => limit,
+        Admit::Bodiless => rule.limit(rt),
+    };
+    let made = catch_unwind(AssertUnwindSafe(|| make(req)));
+    let to = match made {
+        Ok(Ok(to)) => to,
+        Ok(Err(answer)) => return Before::Refuse(answer),
+        Err(_) => {
+            return Before::Refuse(Response::internal_error(format!(
+                "handler panicked on {} {}",
+                req.method(),
+                req.target()
+            )))
+        }
+    };
+    match files.to_file(req, to, declared.length) {
+        Ok(sink) => Before::Stream { sink, limit },
+        Err(answer) => Before::Refuse(answer),
     }
 }
 

@@ -172,6 +172,22 @@ pub(crate) trait Files {
     }
     /// Notes that the open of `name`, a sidecar, found nothing.
     fn note_absent(&self, _root: &Root, _name: &Path) {}
+    /// The sink that writes a request's body to the file `to` names (its
+    /// `Content-Length`, if it gave one, is `length`), or the answer
+    /// instead: a refusal from the head (the cap on writes at once), or —
+    /// where the backend writes nothing — a logged 500.
+    fn to_file(
+        &self,
+        req: &crate::http::Request,
+        to: crate::http::ToFile,
+        length: Option<u64>,
+    ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
+        let _ = (req, to, length);
+        Err(crate::http::Response::internal_error(
+            "a body written to a file needs a backend that writes: this target's is read-only"
+                .to_owned(),
+        ))
+    }
     /// How `len` bytes of a file that is not kept travel.
     fn vehicle(&self, len: u64) -> Vehicle;
     /// The sidecar codings served (`precompressed`), in the server's order.

@@ -22,7 +22,7 @@ use body::{Drain, Whole};
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
-use stream::Streaming;
+use stream::{Answering, Streaming};
 
 /// Pipelined responses gathered before they are written together.
 const BATCH_BYTES: usize = 64 << 10;
@@ -40,6 +40,8 @@ enum State {
     Draining(Box<Drain>),
     /// An answer waits for its file to open on the io pool.
     Opening(Box<Opening>),
+    /// An answer waits for the sink its body went to (a file written).
+    Answering(Box<Answering>),
 }
 
 /// A request whose file is being opened on the io pool.
@@ -101,7 +103,7 @@ impl H1 {
 
     /// An answer waits for the io pool.
     pub(super) fn is_waiting(&self) -> bool {
-        matches!(self.state, State::Opening(_))
+        matches!(self.state, State::Opening(_) | State::Answering(_))
     }
 
     /// More pipelined requests are here and may be answered in the same
@@ -128,6 +130,8 @@ impl H1 {
                 turn.now + keep
             }
             State::Body(_) | State::Streaming(_) | State::Draining(_) => self.body_wait(turn),
+            // The sink's work (a sync) has no clock of the client's.
+            State::Answering(_) => super::sink::never(turn.now),
             _ => turn.now + rt.header_timeout,
         };
     }
@@ -171,7 +175,10 @@ impl H1 {
             }
             Ok(Some(head)) => {
                 self.fresh = false;
-                if head.framing != Framing::None {
+                // A head with a body, or one whose route may take even an
+                // empty body (any method but GET and HEAD: a file written
+                // from no bytes is still written), is decided first.
+                if head.framing != Framing::None || !reads_only(&self.rbuf, &head) {
                     return self.with_body(link, turn, head);
                 }
                 // No body (nearly every GET): answered at once, the head
@@ -403,6 +410,11 @@ impl H1 {
 
 /// Whether answers on this connection may keep it open, as far as the
 /// server is concerned (the request has its say too).
+/// Whether the head's method is GET or HEAD.
+fn reads_only(rbuf: &[u8], head: &Head) -> bool {
+    matches!(&rbuf[head.text.method.clone()], b"GET" | b"HEAD")
+}
+
 fn may_keep(turn: &Turn<'_>) -> bool {
     !turn.stopping && !turn.rt.keepalive_timeout.is_zero()
 }

@@ -16,6 +16,7 @@ use super::{access, serving, Link, Next, Turn};
 use crate::fs::OpenFile;
 use crate::http::answer::{Answer, Done, Payload, Progress, Waiting};
 use crate::http::h2::conn::{Core, Event, Limits, Refused, Tally};
+use crate::http::h2::fields::Parsed;
 use crate::http::h2::frame::HEADER_LEN;
 use crate::http::response::Response;
 use crate::http::site::Verdict;
@@ -60,6 +61,9 @@ struct Body {
 enum Source {
     /// The file is being opened on the io pool.
     Opening(Box<(Request, Waiting, Instant)>),
+    /// The sink the body went to answers once its work is done (a file
+    /// synced and named).
+    Answering(Box<(Request, Instant)>),
     /// Bytes in memory (kept, a row's, a status page), sent as slices.
     Memory(Bytes),
     File(FileBody),
@@ -76,6 +80,14 @@ struct FileBody {
     /// A read is on the io pool.
     waiting: bool,
     name: Arc<str>,
+}
+
+impl Body {
+    /// Whether the stream's send clock runs: not while a sink works on
+    /// its answer (that wait is the server's, not the client's).
+    fn clocked(&self) -> bool {
+        !matches!(self.source, Source::Answering(_))
+    }
 }
 
 pub(super) struct H2 {
@@ -259,6 +271,14 @@ impl H2 {
                 Event::Request {
                     stream,
                     request: Ok(parsed),
+                } if !reads_only(&parsed) => {
+                    // A route may take even an empty body (a file
+                    // written from no bytes): decided as a head.
+                    self.head(link, turn, stream, parsed, false)
+                }
+                Event::Request {
+                    stream,
+                    request: Ok(parsed),
                 } => {
                     let started = Instant::now();
                     let mut req =
@@ -275,7 +295,7 @@ impl H2 {
                     self.refuse(link, turn, stream, reject);
                     true
                 }
-                Event::Head { stream, request } => self.head(link, turn, stream, request),
+                Event::Head { stream, request } => self.head(link, turn, stream, request, true),
                 Event::Body { stream, body } => self.whole_body(link, turn, stream, body),
                 Event::Data { stream, data, end } => self.data(link, turn, stream, data, end),
                 Event::Cancel { stream } => {
@@ -338,6 +358,41 @@ impl H2 {
                 }
             },
         }
+    }
+
+    /// A stream's answer waits for the sink its body went to.
+    fn wait_for_sink(&mut self, turn: &Turn<'_>, stream: u32, req: Request, started: Instant) {
+        self.bodies.push(Body {
+            stream,
+            source: Source::Answering(Box::new((req, started))),
+            sent: None,
+            progress: turn.now,
+            then_reset: false,
+        });
+    }
+
+    /// The sink a stream's body went to answered.
+    fn sink_answered(&mut self, link: &mut Link, turn: &mut Turn<'_>, stream: u32, resp: Response) {
+        let Some(i) = self.bodies.iter().position(|b| b.stream == stream) else {
+            return;
+        };
+        if !matches!(self.bodies[i].source, Source::Answering(_)) {
+            return;
+        }
+        let Source::Answering(pending) = self.bodies.swap_remove(i).source else {
+            unreachable!("matched above");
+        };
+        let (mut req, started) = *pending;
+        let progress = super::answer::answer_with(
+            &serving(turn, link),
+            &mut req,
+            resp,
+            true,
+            &mut super::h1::log_error(turn, link),
+        );
+        self.go_on(link, turn, stream, req, progress, started);
+        self.push_output(link);
+        self.count(turn);
     }
 
     /// A stream's answer waits for the io pool or the verifier threads.
@@ -533,4 +588,10 @@ impl H2 {
             link.out.push(Bytes::from(out));
         }
     }
+}
+
+/// Whether a request's method is GET or HEAD (no route takes a body
+/// with them).
+fn reads_only(parsed: &Parsed) -> bool {
+    matches!(&parsed.fields[parsed.text.method.clone()], b"GET" | b"HEAD")
 }

@@ -85,6 +85,13 @@ pub(crate) enum IoDone {
         stream: u32,
         pause: u64,
     },
+    /// A sink that answers later (a body written to a file) answered.
+    Answered {
+        slot: usize,
+        conn: u64,
+        stream: u32,
+        resp: Box<crate::http::Response>,
+    },
 }
 
 impl IoDone {
@@ -93,7 +100,8 @@ impl IoDone {
             IoDone::Opened { slot, conn, .. }
             | IoDone::Read { slot, conn, .. }
             | IoDone::Verified { slot, conn, .. }
-            | IoDone::Resume { slot, conn, .. } => (*slot, *conn),
+            | IoDone::Resume { slot, conn, .. }
+            | IoDone::Answered { slot, conn, .. } => (*slot, *conn),
         }
     }
 }
@@ -418,6 +426,13 @@ impl Conn {
                 match &mut self.proto {
                     Proto::H2(h) => h.resume_body(&mut self.link, turn, stream, pause),
                     Proto::H1(h) => h.resume_body(&mut self.link, turn, pause),
+                }
+                return;
+            }
+            IoDone::Answered { stream, resp, .. } => {
+                match &mut self.proto {
+                    Proto::H2(h) => h.answered(&mut self.link, turn, stream, *resp),
+                    Proto::H1(h) => h.answered(&mut self.link, turn, *resp),
                 }
                 return;
             }

@@ -6,7 +6,7 @@
 //! simply dropped.
 
 use super::{IoDone, Turn};
-use crate::http::body::{Aborted, Erased, Flow, Resume};
+use crate::http::body::{Aborted, Erased, Flow, Reply, Resume};
 use crate::http::{Request, Response};
 use crate::linux::shared::Shared;
 use crate::rt::Runtime;
@@ -49,20 +49,68 @@ pub(super) struct Fed {
     pub paused: bool,
     /// How many times it paused: a resume is for the pause it names.
     pauses: u64,
+    /// A `100 Continue` waits for the sink to resume the body it held
+    /// before its first byte.
+    pub continue_owed: bool,
     clock: Clock,
 }
 
+/// The handle that posts a resume of pause number `pause` of the body at
+/// `to` to its worker.
+fn resumer(turn: &Turn<'_>, to: Address, pause: u64) -> impl FnMut() -> Resume {
+    let mailbox = turn.mailbox.clone();
+    move || {
+        let mailbox = mailbox.clone();
+        Resume::new(move || {
+            mailbox.post(IoDone::Resume {
+                slot: to.slot,
+                conn: to.conn,
+                stream: to.stream,
+                pause,
+            })
+        })
+    }
+}
+
 impl Fed {
-    pub(super) fn new(sink: Box<dyn Erased>, limit: Option<u64>, turn: &Turn<'_>) -> Fed {
-        Fed {
-            sink: Some(sink),
+    /// The body at `to` fed to `sink`, which may hold it before its first
+    /// byte (then [`Fed::paused`] is set) and may answer through its reply
+    /// at any time.
+    pub(super) fn new(
+        mut sink: Box<dyn Erased>,
+        limit: Option<u64>,
+        turn: &Turn<'_>,
+        to: Address,
+    ) -> Fed {
+        let mailbox = turn.mailbox.clone();
+        let reply = Reply::new(move |resp| {
+            mailbox.post(IoDone::Answered {
+                slot: to.slot,
+                conn: to.conn,
+                stream: to.stream,
+                resp: Box::new(resp),
+            })
+        });
+        let mut make = resumer(turn, to, 1);
+        let mut flow = Flow::new(&mut make);
+        let began = catch_unwind(AssertUnwindSafe(|| sink.begin(&mut flow, reply)));
+        let held = flow.paused();
+        let mut fed = Fed {
+            sink: began.is_ok().then_some(sink),
             shared: turn.shared.clone(),
             limit,
             received: 0,
             paused: false,
             pauses: 0,
+            continue_owed: false,
             clock: Clock::new(turn.now),
+        };
+        if held {
+            fed.paused = true;
+            fed.pauses = 1;
+            fed.clock.paused_at = Some(turn.now);
         }
+        fed
     }
 
     /// When the body began (its head was decided).
@@ -81,18 +129,7 @@ impl Fed {
         {
             return Given::TooLarge;
         }
-        let (mailbox, pause) = (turn.mailbox.clone(), self.pauses + 1);
-        let mut make = move || {
-            let mailbox = mailbox.clone();
-            Resume::new(move || {
-                mailbox.post(IoDone::Resume {
-                    slot: to.slot,
-                    conn: to.conn,
-                    stream: to.stream,
-                    pause,
-                })
-            })
-        };
+        let mut make = resumer(turn, to, self.pauses + 1);
         let mut flow = Flow::new(&mut make);
         if catch_unwind(AssertUnwindSafe(|| sink.piece(piece, &mut flow))).is_err() {
             self.sink = None;
@@ -135,18 +172,21 @@ impl Fed {
         self.clock.deadline(rt, self.received)
     }
 
-    /// The body arrived whole: the sink's answer.
-    pub(super) fn end(mut self, req: &Request) -> Response {
+    /// The body arrived whole: the sink's answer, or `None` when it
+    /// answers later (through its reply).
+    pub(super) fn end(mut self, req: &Request) -> Option<Response> {
         let Some(sink) = self.sink.take() else {
-            return Response::internal_error("the sink panicked earlier".to_owned());
+            return Some(Response::internal_error(
+                "the sink panicked earlier".to_owned(),
+            ));
         };
         self.shared.stats.bodies.streamed.fetch_add(1, Relaxed);
         catch_unwind(AssertUnwindSafe(|| sink.end(req))).unwrap_or_else(|_| {
-            Response::internal_error(format!(
+            Some(Response::internal_error(format!(
                 "handler panicked on {} {}",
                 req.method(),
                 req.target()
-            ))
+            )))
         })
     }
 

@@ -71,6 +71,7 @@ const MAX_CONNECTIONS: RangeInclusive<u64> = 1..=1_000_000;
 const MAX_HEADER_BYTES: RangeInclusive<u64> = 1 << 10..=1 << 20;
 const BODY_LIMIT: RangeInclusive<u64> = 0..=1 << 50;
 const BODY_MIN_RATE: RangeInclusive<u64> = 0..=1 << 30;
+const MAX_WRITES: RangeInclusive<u64> = 1..=100_000;
 const HTTP2_MAX_REQUESTS: RangeInclusive<u64> = 1..=1 << 30;
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -171,6 +172,14 @@ impl Checker<'_> {
                 "body-rate-grace" => {
                     let grace = self.duration(name, value, Duration::ZERO..=HOUR);
                     put(&mut rt.body_rate_grace, grace);
+                }
+                "max-writes" => {
+                    let writes = self.count(name, value, MAX_WRITES);
+                    put(&mut rt.max_writes, writes);
+                }
+                "write-free-floor" => {
+                    let floor = self.size(name, value, BODY_LIMIT, "64MiB");
+                    put(&mut rt.write_free_floor, floor);
                 }
                 "http2" => put(&mut rt.http2, self.boolean(name, value)),
                 "http2-max-requests" => {

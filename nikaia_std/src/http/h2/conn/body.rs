@@ -272,6 +272,25 @@ impl Core {
         }
     }
 
+    /// A streamed body answered before it all came: what still comes of
+    /// it is let arrive and dropped, up to `max` octets (past them, or if
+    /// it is not streaming, as [`Core::stop_body`]: the stream goes once
+    /// its answer is out).
+    pub(crate) fn drain_body(&mut self, stream: u32, max: u64) {
+        let Some(i) = self.position(stream) else {
+            return;
+        };
+        if !matches!(self.streams[i].taking, Taking::Stream(_))
+            || self.streams[i].recv != Recv::Open
+        {
+            return self.stop_body(stream);
+        }
+        self.close_window(i);
+        let s = &mut self.streams[i];
+        s.taking = Taking::Drain { left: max };
+        s.body = Vec::new();
+    }
+
     /// A streamed body's sink took `n` octets of `stream`: its credit goes
     /// back to the client (and its window grows if it limits the rate).
     pub(crate) fn consumed(&mut self, stream: u32, n: usize, now: Instant) {

@@ -4,7 +4,7 @@
 //! connection closed), read whole (under `body-timeout`), or fed to the
 //! route's sink as it arrives (`stream.rs`); and the clocks of each.
 
-use super::super::sink::{never, Fed};
+use super::super::sink::{never, Address, Fed};
 use super::super::{Link, Next, Turn};
 use super::stream::Streaming;
 use super::{log_error, State, H1};
@@ -98,6 +98,29 @@ pub(in crate::linux::conn) struct Drain {
     then: Option<Pending>,
 }
 
+impl Drain {
+    /// What is still to come of a body answered before it all came, when
+    /// it may be thrown away to keep the connection: not while the client
+    /// waits for `100 Continue`, nor past [`DRAIN_MAX`].
+    pub(super) fn rest(incoming: Incoming, continue_owed: bool) -> Option<Drain> {
+        let small = match &incoming {
+            Incoming::Length(n) => *n <= DRAIN_MAX,
+            Incoming::Chunked(_) => true,
+        };
+        (small && !continue_owed).then_some(Drain {
+            incoming,
+            budget: DRAIN_MAX,
+            then: None,
+        })
+    }
+}
+
+/// Queues `100 Continue`.
+pub(super) fn push_continue(link: &mut Link) {
+    link.out
+        .push(Bytes::from_static(b"HTTP/1.1 100 Continue\r\n\r\n"));
+}
+
 /// Whether the body a head announces may be thrown away to keep the
 /// connection: not if the client waits for `100 Continue` (it may never
 /// send the body, and what comes next would be read as one), nor past
@@ -143,9 +166,16 @@ impl H1 {
             Framing::Length(n) => Some(n),
             _ => None,
         };
-        let declared = answer::declared(&p.req, true, length);
+        let present = p.framing != Framing::None;
+        let declared = answer::declared(&p.req, present, length);
         let before = super::super::before_body(turn, link, &mut p.req, declared);
         match before {
+            Before::AnswerNow if p.framing == Framing::None => {
+                // No body came: nothing to throw away.
+                self.answer(link, turn, p, None);
+                self.next_begun();
+                Ok(true)
+            }
             Before::AnswerNow if drainable(&p) => {
                 let incoming = Incoming::new(&p.framing, None, turn.rt.max_header_bytes);
                 self.state = State::Draining(Box::new(Drain {
@@ -186,12 +216,23 @@ impl H1 {
                 self.read_whole(link, turn)
             }
             Before::Stream { sink, limit } => {
-                self.continue_if_waited(link, &p);
+                let to = Address {
+                    slot: turn.slot,
+                    conn: link.id,
+                    stream: 0,
+                };
+                let mut fed = Fed::new(sink, limit, turn, to);
+                // A sink that holds the body before its first byte is
+                // ready for it once it resumes: the client is told then.
+                match fed.paused {
+                    true => fed.continue_owed = self.continue_wanted(&p),
+                    false => self.continue_if_waited(link, &p),
+                }
                 let incoming = Incoming::new(&p.framing, limit, turn.rt.max_header_bytes);
                 self.state = State::Streaming(Box::new(Streaming {
                     req: p.req,
                     incoming,
-                    fed: Fed::new(sink, limit, turn),
+                    fed,
                     keep_alive: p.keep_alive,
                 }));
                 self.feed(link, turn)
@@ -202,14 +243,20 @@ impl H1 {
     /// `100 Continue`, where the client waits for it and the body is not
     /// all here.
     fn continue_if_waited(&mut self, link: &mut Link, p: &Pending) {
+        if self.continue_wanted(p) {
+            push_continue(link);
+        }
+    }
+
+    /// Whether the client waits for `100 Continue` and its body is not
+    /// all here.
+    fn continue_wanted(&self, p: &Pending) -> bool {
         let here = match p.framing {
             Framing::Length(n) => self.rbuf.len() as u64 >= n,
-            _ => false,
+            Framing::None => true,
+            Framing::Chunked => false,
         };
-        if p.expect && !here {
-            link.out
-                .push(Bytes::from_static(b"HTTP/1.1 100 Continue\r\n\r\n"));
-        }
+        p.expect && !here
     }
 
     /// Answers `p` with the pipeline, or with `refusal`; the connection

@@ -6,12 +6,19 @@
 
 use super::super::sink::{never, Address, Fed, Given};
 use super::super::{serving, Link, Next, Turn};
-use super::body::Incoming;
+use super::body::{Drain, Incoming};
 use super::{log_error, State, H1};
 use crate::http::answer;
 use crate::http::body::Aborted;
 use crate::http::request::{reject, Reject};
-use crate::http::Request;
+use crate::http::{Request, Response};
+
+/// A body whose sink answers once its work is done.
+pub(in crate::linux::conn) struct Answering {
+    req: Request,
+    keep: bool,
+    started: std::time::Instant,
+}
 
 /// A body fed to its route's sink as it arrives.
 pub(in crate::linux::conn) struct Streaming {
@@ -96,8 +103,14 @@ impl H1 {
             ..
         } = *s;
         let started = fed.started();
-        let resp = fed.end(&req);
         let keep = keep_alive && super::may_keep(turn);
+        let Some(resp) = fed.end(&req) else {
+            // The sink answers once its work is done (a file synced and
+            // named): requests pipelined behind wait.
+            link.deadline = never(turn.now);
+            self.state = State::Answering(Box::new(Answering { req, keep, started }));
+            return;
+        };
         let progress = {
             let log = &mut log_error(turn, link);
             answer::answer_with(&serving(turn, link), &mut req, resp, keep, log)
@@ -115,8 +128,58 @@ impl H1 {
     ) {
         if let State::Streaming(s) = &mut self.state {
             if s.fed.resume(turn.now, pause) {
+                if std::mem::take(&mut s.fed.continue_owed) {
+                    super::body::push_continue(link);
+                }
                 link.deadline = self.body_wait(turn);
             }
+        }
+    }
+
+    /// A sink that answers later answered: after its body (the answer goes
+    /// out as any), or before all of it came (the rest is not read: the
+    /// answer closes the connection).
+    pub(in crate::linux::conn) fn answered(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        resp: Response,
+    ) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Answering(a) => {
+                let Answering {
+                    mut req,
+                    keep,
+                    started,
+                } = *a;
+                let progress = {
+                    let log = &mut log_error(turn, link);
+                    answer::answer_with(&serving(turn, link), &mut req, resp, keep, log)
+                };
+                self.go_on(link, turn, req, progress, started);
+                self.next_begun();
+            }
+            State::Streaming(s) => {
+                let Streaming {
+                    req,
+                    fed,
+                    incoming,
+                    keep_alive,
+                } = *s;
+                let started = fed.started();
+                // The rest of a small body is thrown away to keep the
+                // connection; else the answer closes it.
+                let drain = Drain::rest(incoming, fed.continue_owed)
+                    .filter(|_| keep_alive && super::may_keep(turn));
+                drop(fed);
+                let close = drain.is_none();
+                let decided = answer::refused(&req, resp, close, &mut log_error(turn, link));
+                self.queue(link, turn, &req, decided, started);
+                if let Some(drain) = drain {
+                    self.state = State::Draining(Box::new(drain));
+                }
+            }
+            other => self.state = other,
         }
     }
 

@@ -51,9 +51,16 @@ impl H2 {
         }
         link.deadline = match (state, body) {
             (Wait::Output, _) => {
-                let oldest = self.bodies.iter().map(|b| b.progress).min();
-                let send = oldest.unwrap_or(turn.now) + rt.send_timeout;
-                body.map_or(send, |body| send.min(body))
+                let clocked = self.bodies.iter().filter(|b| b.clocked());
+                match clocked.map(|b| b.progress).min() {
+                    Some(oldest) => {
+                        let send = oldest + rt.send_timeout;
+                        body.map_or(send, |body| send.min(body))
+                    }
+                    // Only answers a sink still works on (a sync): no
+                    // clock of the client's runs.
+                    None => body.unwrap_or(super::super::sink::never(turn.now)),
+                }
             }
             // Bodies arriving, nothing being sent: their clocks alone.
             (_, Some(body)) => body,
@@ -75,7 +82,7 @@ impl H2 {
         let stalled: Vec<u32> = self
             .bodies
             .iter()
-            .filter(|b| turn.now.saturating_duration_since(b.progress) >= limit)
+            .filter(|b| b.clocked() && turn.now.saturating_duration_since(b.progress) >= limit)
             .map(|b| b.stream)
             .collect();
         for &stream in &stalled {

@@ -44,7 +44,7 @@ impl H2 {
         let body = &mut self.bodies[i];
         let stream = body.stream;
         let (payload, end) = match &mut body.source {
-            Source::Opening(_) => {
+            Source::Opening(_) | Source::Answering(_) => {
                 self.core.set_ready(stream, false);
                 return;
             }

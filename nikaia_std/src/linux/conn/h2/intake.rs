@@ -58,20 +58,22 @@ impl Inbound {
 }
 
 impl H2 {
-    /// A request whose body follows: how its body is taken is decided from
-    /// its head. Whether it was answered at once.
+    /// A request whose body follows (`follows`; else one that ended with
+    /// its head, whose route may still take an empty body): how its body
+    /// is taken is decided from its head. Whether it was answered at once.
     pub(super) fn head(
         &mut self,
         link: &mut Link,
         turn: &mut Turn<'_>,
         stream: u32,
         parsed: Parsed,
+        follows: bool,
     ) -> bool {
         let started = Instant::now();
         let length = parsed.content_length;
         let mut req = Request::new(parsed.fields, parsed.text, Bytes::new(), link.peer.clone());
         req.client = link.client.clone();
-        let declared = answer::declared(&req, true, length);
+        let declared = answer::declared(&req, follows, length);
         let before = super::super::before_body(turn, link, &mut req, declared);
         // A body no one reads is let arrive (and dropped) when it is small
         // and the client is not waiting to be told to send it, as on
@@ -80,10 +82,15 @@ impl H2 {
             true => Intake::Drain { max: DRAIN_MAX },
             false => Intake::Discard,
         };
-        if matches!(before, Before::AnswerNow | Before::Refuse(_)) && unread != Intake::Discard {
+        let unread_counted = follows && unread != Intake::Discard;
+        if matches!(before, Before::AnswerNow | Before::Refuse(_)) && unread_counted {
             turn.shared.stats.bodies.drained.fetch_add(1, Relaxed);
         }
         let how = match before {
+            Before::AnswerNow if !follows => {
+                self.answer_request(link, turn, stream, req, started);
+                return true;
+            }
             Before::AnswerNow => {
                 self.core.take_body(stream, unread, turn.now);
                 self.answer_request(link, turn, stream, req, started);
@@ -91,7 +98,9 @@ impl H2 {
             }
             Before::Refuse(resp) => {
                 turn.shared.stats.bodies.refused.fetch_add(1, Relaxed);
-                self.core.take_body(stream, unread, turn.now);
+                if follows {
+                    self.core.take_body(stream, unread, turn.now);
+                }
                 let decided = answer::refused(
                     &req,
                     resp,
@@ -108,12 +117,26 @@ impl H2 {
                 How::Whole
             }
             Before::Stream { sink, limit } => {
-                self.continue_if_asked(&req, stream);
-                self.core.take_body(stream, Intake::Stream, turn.now);
+                let to = Address {
+                    slot: turn.slot,
+                    conn: link.id,
+                    stream,
+                };
+                let mut fed = Fed::new(sink, limit, turn, to);
+                // A sink that holds the body before its first byte is
+                // ready for it once it resumes: the client is told then.
+                match fed.paused {
+                    true => fed.continue_owed = follows && expects_continue(&req),
+                    false if follows => self.continue_if_asked(&req, stream),
+                    false => {}
+                }
+                if follows {
+                    self.core.take_body(stream, Intake::Stream, turn.now);
+                }
                 How::Stream {
-                    fed: Fed::new(sink, limit, turn),
+                    fed,
                     held: VecDeque::new(),
-                    ended: false,
+                    ended: !follows,
                 }
             }
         };
@@ -123,7 +146,8 @@ impl H2 {
             started,
             how,
         });
-        false
+        // A body that ended with its head ends now (once its sink lets it).
+        !follows && self.pump(link, turn, stream)
     }
 
     /// `100 Continue` for a client that asked for it: its body is wanted.
@@ -229,7 +253,11 @@ impl H2 {
         let How::Stream { fed, .. } = how else {
             unreachable!("matched above");
         };
-        let resp = fed.end(&req);
+        let Some(resp) = fed.end(&req) else {
+            // The sink answers once its work is done.
+            self.wait_for_sink(turn, stream, req, started);
+            return true;
+        };
         let progress = answer::answer_with(
             &serving(turn, link),
             &mut req,
@@ -252,12 +280,30 @@ impl H2 {
         why: Aborted,
         reject: Reject,
     ) {
+        let resp = Response::status_page(reject.status);
+        self.answer_early(link, turn, i, why, resp, false);
+    }
+
+    /// Answers body `i` with `resp` before all of it came: its sink is told
+    /// why, and the rest of the body is dropped (`drain`: let arrive, to a
+    /// bound, before the stream goes).
+    fn answer_early(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        i: usize,
+        why: Aborted,
+        resp: Response,
+        drain: bool,
+    ) {
         let mut b = self.inbound.swap_remove(i);
         if let How::Stream { fed, .. } = &mut b.how {
             fed.abort(why);
         }
-        self.core.stop_body(b.stream);
-        let resp = Response::status_page(reject.status);
+        match drain {
+            true => self.core.drain_body(b.stream, DRAIN_MAX),
+            false => self.core.stop_body(b.stream),
+        }
         let decided = answer::refused(
             &b.req,
             resp,
@@ -283,9 +329,40 @@ impl H2 {
             return;
         };
         if fed.resume(turn.now, pause) {
+            if std::mem::take(&mut fed.continue_owed) {
+                self.core.informational(stream, 100);
+            }
             self.pump(link, turn, stream);
             self.push_output(link);
         }
+    }
+
+    /// A sink that answers later answered: after its body, the answer goes
+    /// out as any; before all of it came, the rest is dropped.
+    pub(in crate::linux::conn) fn answered(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        stream: u32,
+        resp: Response,
+    ) {
+        if let Some(i) = self.inbound.iter().position(|b| b.stream == stream) {
+            // Its sink answered: nothing more is its to hear. A client
+            // not waiting for `100 Continue` may send the rest: let a
+            // small rest arrive, as for a body refused from its head.
+            let waits = match &self.inbound[i].how {
+                How::Stream { fed, .. } => fed.continue_owed,
+                How::Whole => false,
+            };
+            let left = self.inbound[i]
+                .req
+                .header("content-length")
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let drain = !waits && left.is_none_or(|n| n <= DRAIN_MAX);
+            self.answer_early(link, turn, i, Aborted::Gone, resp, drain);
+            return;
+        }
+        self.sink_answered(link, turn, stream, resp);
     }
 
     /// The stream is gone (reset): its body will not come; a sink is told

@@ -1,0 +1,157 @@
+//! A body written under a root by std, the inbound twin of
+//! [`File`](super::File) (`spec/files.md`, "A body written under a root"):
+//! the program names the file, under an [`fs::Root`], and how it takes
+//! its name; std writes the body to an unnamed file as it arrives, off the
+//! workers, and gives it the name once it is whole and synced. Then the
+//! program's answer, or std's.
+
+use super::request::Request;
+use super::response::{IntoResponse, Response};
+use crate::fs::{self, Durability, Mode, Root, Written};
+use std::path::{Path, PathBuf};
+
+/// What a [`Server::to_file`](super::Server::to_file) handler makes of a
+/// request's head: the file its body becomes.
+///
+/// ```no_run
+/// use nikaia_std::{fs::Root, http::{Server, ToFile}};
+/// let drop = Root::dir("/srv/drop").unwrap();
+/// Server::new()
+///     .to_file("PUT", "/drop/*name", move |req| ToFile::create(req.param().unwrap_or(""), &drop))
+///     .run()
+///     .unwrap();
+/// ```
+pub struct ToFile {
+    pub(crate) root: Root,
+    pub(crate) name: PathBuf,
+    pub(crate) mode: Mode,
+    pub(crate) durability: Durability,
+    pub(crate) answer: Option<AnswerWith>,
+}
+
+/// The program's answer once the body is written (or is not).
+pub(crate) type AnswerWith =
+    Box<dyn FnOnce(&Request, Result<Written, fs::Error>) -> Response + Send>;
+
+impl ToFile {
+    fn new(name: impl AsRef<Path>, root: &Root, mode: Mode) -> ToFile {
+        ToFile {
+            root: root.clone(),
+            name: name.as_ref().to_path_buf(),
+            mode,
+            durability: Durability::default(),
+            answer: None,
+        }
+    }
+
+    /// The body becomes `name` under `root` only if that name does not
+    /// exist (412 when it does, or when it appears first).
+    pub fn create(name: impl AsRef<Path>, root: &Root) -> ToFile {
+        ToFile::new(name, root, Mode::Create)
+    }
+
+    /// The body becomes `name` under `root`, replacing the regular file
+    /// there if there is one.
+    pub fn replace(name: impl AsRef<Path>, root: &Root) -> ToFile {
+        ToFile::new(name, root, Mode::Replace)
+    }
+
+    /// The body replaces `name` under `root` only if the file there is the
+    /// version whose ETag is `etag` (as an `If-Match` gives it; `*`: any
+    /// version), checked from the head and again when the name is given:
+    /// 412 otherwise, and the file is untouched.
+    pub fn replace_if(name: impl AsRef<Path>, root: &Root, etag: impl Into<String>) -> ToFile {
+        ToFile::new(name, root, Mode::ReplaceIf(etag.into()))
+    }
+
+    /// What is on the disk before the name appears and the answer goes
+    /// out ([`Durability::Data`] unless said).
+    pub fn durability(mut self, durability: Durability) -> ToFile {
+        self.durability = durability;
+        self
+    }
+
+    /// The answer once the body is written, or why it is not: without it,
+    /// std answers as [`answer_written`] says.
+    pub fn answer<R, F>(mut self, answer: F) -> ToFile
+    where
+        F: FnOnce(&Request, Result<Written, fs::Error>) -> R + Send + 'static,
+        R: IntoResponse,
+    {
+        self.answer = Some(Box::new(move |req, done| answer(req, done).into_response()));
+        self
+    }
+
+    /// The answer to `req` for `done`: the program's, else std's.
+    pub(crate) fn answer_for(
+        answer: Option<AnswerWith>,
+        req: &Request,
+        done: Result<Written, fs::Error>,
+    ) -> Response {
+        match answer {
+            Some(answer) => answer(req, done),
+            None => answer_written(req, done),
+        }
+    }
+}
+
+/// What a [`Server::to_file`](super::Server::to_file) handler returns: the
+/// [`ToFile`], or — as `Err` of a `Result` — the answer instead, from the
+/// head (no byte of the body is read, no `100 Continue` sent).
+pub trait IntoToFile {
+    /// The file, or the answer that replaces it.
+    fn into_to_file(self) -> Result<ToFile, Response>;
+}
+
+impl IntoToFile for ToFile {
+    fn into_to_file(self) -> Result<ToFile, Response> {
+        Ok(self)
+    }
+}
+
+impl<R: IntoResponse> IntoToFile for Result<ToFile, R> {
+    fn into_to_file(self) -> Result<ToFile, Response> {
+        self.map_err(IntoResponse::into_response)
+    }
+}
+
+/// std's answer to a body written to a file: `201 Created` with
+/// `Location` (the request's path) for a name that is new, `204 No
+/// Content` for one replaced, each with the new file's `ETag`; or the
+/// status of what went wrong ([`status_of`]).
+pub fn answer_written(req: &Request, done: Result<Written, fs::Error>) -> Response {
+    match done {
+        Ok(written) if written.created => {
+            let location = req.target().split('?').next().unwrap_or("/").to_owned();
+            Response::new(201)
+                .header("Location", location)
+                .header("ETag", written.id.etag())
+        }
+        Ok(written) => Response::new(204).header("ETag", written.id.etag()),
+        Err(fs::Error::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Response::status_page(403)
+        }
+        Err(fs::Error::Io(e)) => Response::internal_error(format!("writing {}: {e}", req.path())),
+        Err(e) => Response::status_page(status_of(&e)),
+    }
+}
+
+/// The status of a write that did not happen: 404 for a name outside the
+/// root (as a read), 409 for a directory that is missing or a name that is
+/// a directory (or not a regular file), 412 for a name that exists (a
+/// create) or holds another version, 507 for no space, 500 otherwise.
+pub fn status_of(e: &fs::Error) -> u16 {
+    match e {
+        fs::Error::Outside(_) => 404,
+        fs::Error::NotFound | fs::Error::NotAFile { .. } => 409,
+        fs::Error::Exists | fs::Error::Precondition => 412,
+        fs::Error::NoSpace => 507,
+        fs::Error::WouldBlock => 503,
+        fs::Error::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => 403,
+        _ => 500,
+    }
+}
+
+/// A `to_file` route's handler: the file for a request, or the answer
+/// instead.
+pub(crate) type MakeFile = Box<dyn Fn(&Request) -> Result<ToFile, Response> + Send + Sync>;

@@ -1,0 +1,357 @@
+//! Bodies written to files (`spec/files.md`, "A body written under a
+//! root"), D9 for writes: the worker only copies each piece of a body into
+//! a bounded run of buffers; the writer threads open the unnamed file,
+//! write the runs in order, sync, and give the name — all of which may
+//! wait for the disk — and answer through the request's connection. A body
+//! whose runs are not written yet is paused (HTTP/1.1 stops reading the
+//! socket, HTTP/2 stops granting window), so a slow disk holds the client
+//! back, never a worker.
+
+use super::pool::IoPool;
+use super::shared::Shared;
+use crate::fs::{self, Durability, Written};
+use crate::http::body::{Aborted, Erased, Flow, Reply, Resume};
+use crate::http::to_file::{AnswerWith, ToFile};
+use crate::http::{Request, Response};
+use crate::rt::Runtime;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+/// A run of body bytes handed to the writer at once.
+const RUN: usize = 64 << 10;
+/// Runs waiting for the writer (one being written, one queued) before the
+/// body is paused: with the run being gathered, at most 3 × [`RUN`] of a
+/// body is in memory.
+const QUEUED_MAX: usize = 2;
+/// The writer threads: each may wait on a sync for as long as the disk
+/// takes; the others go on with other bodies.
+const THREADS: usize = 4;
+
+/// The writer threads and what they count.
+pub(crate) struct Writers {
+    pool: IoPool,
+    /// Bodies being written now (`max-writes` bounds it).
+    active: AtomicUsize,
+}
+
+impl Writers {
+    pub(crate) fn new() -> std::io::Result<Writers> {
+        Ok(Writers {
+            pool: IoPool::named("nikaia-write", THREADS)?,
+            active: AtomicUsize::new(0),
+        })
+    }
+
+    /// Finishes what is queued (a name being given is given), then stops
+    /// the threads.
+    pub(crate) fn close(&self) {
+        self.pool.close();
+    }
+}
+
+/// The sink of a body written to a file: it lives on the worker; its
+/// [`Job`] is shared with the writer threads.
+pub(crate) struct Upload {
+    job: Arc<Job>,
+    /// The run being gathered on the worker.
+    run: Vec<u8>,
+}
+
+/// What the worker and the writer threads share of one body.
+struct Job {
+    shared: Arc<Shared>,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// The file being written, between the writer's turns.
+    writing: Option<fs::Writing>,
+    /// What it becomes and how: taken by the first writer turn.
+    to: Option<Target>,
+    /// Runs waiting for the writer, in order.
+    queue: VecDeque<Vec<u8>>,
+    /// A writer turn is queued or running: it takes what is queued.
+    running: bool,
+    /// The body waits for room (or, before its first byte, for the file).
+    paused: Option<Resume>,
+    /// The body arrived whole: once the queue is written, the name.
+    ended: bool,
+    /// The answer went (or the body was aborted): nothing more is done.
+    over: bool,
+    reply: Option<Reply>,
+    req: Request,
+    answer: Option<AnswerWith>,
+    durability: Durability,
+    /// The space the file system keeps (`write-free-floor`).
+    floor: u64,
+    length: Option<u64>,
+}
+
+/// What a body becomes, until its file is opened.
+struct Target {
+    root: fs::Root,
+    name: std::path::PathBuf,
+    mode: fs::Mode,
+}
+
+impl Upload {
+    /// The sink that writes `req`'s body as `to` says, or the answer from
+    /// its head: 503 while `max-writes` bodies are being written.
+    pub(crate) fn new(
+        shared: &Arc<Shared>,
+        rt: &Runtime,
+        req: &Request,
+        to: ToFile,
+        length: Option<u64>,
+    ) -> Result<Upload, Response> {
+        let writers = &shared.writers;
+        if writers.active.fetch_add(1, Relaxed) >= rt.max_writes {
+            writers.active.fetch_sub(1, Relaxed);
+            shared.stats.bodies.files_refused.fetch_add(1, Relaxed);
+            return Err(Response::status_page(503).header("Retry-After", "1"));
+        }
+        let ToFile {
+            root,
+            name,
+            mode,
+            durability,
+            answer,
+        } = to;
+        let state = State {
+            writing: None,
+            to: Some(Target { root, name, mode }),
+            queue: VecDeque::new(),
+            running: false,
+            paused: None,
+            ended: false,
+            over: false,
+            reply: None,
+            req: req.clone(),
+            answer,
+            durability,
+            floor: rt.write_free_floor,
+            length,
+        };
+        Ok(Upload {
+            job: Arc::new(Job {
+                shared: shared.clone(),
+                state: Mutex::new(state),
+            }),
+            run: Vec::new(),
+        })
+    }
+
+    /// Hands the gathered run to the writer.
+    fn hand_over(&mut self, flow: Option<&mut Flow<'_>>) {
+        let run = std::mem::take(&mut self.run);
+        let mut st = self.job.lock();
+        if st.over {
+            return;
+        }
+        if !run.is_empty() {
+            st.queue.push_back(run);
+        }
+        if st.queue.len() >= QUEUED_MAX && st.paused.is_none() {
+            if let Some(flow) = flow {
+                st.paused = Some(flow.pause());
+            }
+        }
+        self.job.run_writer(st);
+    }
+}
+
+impl Erased for Upload {
+    /// Holds the body (and its `100 Continue`) until the writer opened the
+    /// file and found the name and the space as the head asks.
+    fn begin(&mut self, flow: &mut Flow<'_>, reply: Reply) {
+        let mut st = self.job.lock();
+        st.reply = Some(reply);
+        st.paused = Some(flow.pause());
+        self.job.run_writer(st);
+    }
+
+    fn piece(&mut self, piece: &[u8], flow: &mut Flow<'_>) {
+        if self.run.capacity() == 0 {
+            self.run.reserve_exact(RUN);
+        }
+        let mut rest = piece;
+        while !rest.is_empty() {
+            let n = (RUN - self.run.len()).min(rest.len());
+            self.run.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if self.run.len() == RUN {
+                self.hand_over(Some(&mut *flow));
+            }
+        }
+    }
+
+    fn end(mut self: Box<Self>, _req: &Request) -> Option<Response> {
+        self.job.lock().ended = true;
+        self.hand_over(None);
+        None
+    }
+
+    fn abort(self: Box<Self>, _why: Aborted) {
+        let mut st = self.job.lock();
+        if !st.over {
+            st.over = true;
+            st.queue.clear();
+            // The unnamed file goes with its descriptor (a named temporary
+            // is removed); a writer turn holding it drops it when it sees
+            // `over`.
+            st.writing = None;
+            self.job.done();
+        }
+    }
+}
+
+type Guard<'a> = std::sync::MutexGuard<'a, State>;
+
+impl Job {
+    fn lock(&self) -> Guard<'_> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a writer turn unless one is queued or running.
+    fn run_writer(self: &Arc<Self>, mut st: Guard<'_>) {
+        if st.running || st.over {
+            return;
+        }
+        st.running = true;
+        drop(st);
+        let job = self.clone();
+        self.shared.writers.pool.submit(move || job.turn());
+    }
+
+    /// One writer turn: opens the file (first), writes what is queued, and
+    /// gives the name once the body ended.
+    fn turn(self: &Arc<Self>) {
+        let mut st = self.lock();
+        if let Some(to) = st.to.take() {
+            let (length, floor) = (st.length, st.floor);
+            drop(st);
+            let opened = open(&to, length, floor);
+            st = self.lock();
+            match opened {
+                Ok(writing) if !st.over => {
+                    st.writing = Some(writing);
+                    let held = st.paused.take();
+                    drop(held); // the body may come: resumed
+                }
+                Ok(_) => {}
+                Err(e) => return self.fail(st, e, &self.shared.stats.bodies.files_refused),
+            }
+        }
+        loop {
+            if st.over {
+                st.running = false;
+                return;
+            }
+            let Some(run) = st.queue.pop_front() else {
+                break;
+            };
+            // Room for more: a body paused for room goes on.
+            let resume = match st.queue.len() < QUEUED_MAX {
+                true => st.paused.take(),
+                false => None,
+            };
+            let mut writing = st.writing.take();
+            let floor = st.floor;
+            drop(st);
+            drop(resume);
+            let wrote = match writing.as_mut() {
+                Some(w) => write_run(w, &run, floor),
+                None => Ok(()),
+            };
+            st = self.lock();
+            if let Err(e) = wrote {
+                return self.fail(st, e, &self.shared.stats.bodies.files_failed);
+            }
+            if !st.over {
+                st.writing = writing;
+            }
+        }
+        st.running = false;
+        if !st.ended || st.over {
+            return;
+        }
+        st.over = true;
+        let writing = st.writing.take();
+        let durability = st.durability;
+        drop(st);
+        let done = match writing {
+            Some(w) => w.commit(durability),
+            None => Err(fs::Error::Io(std::io::Error::other("no file was opened"))),
+        };
+        let counter = match &done {
+            Ok(_) => &self.shared.stats.bodies.files_written,
+            Err(fs::Error::NoSpace | fs::Error::Io(_)) => &self.shared.stats.bodies.files_failed,
+            Err(_) => &self.shared.stats.bodies.files_refused,
+        };
+        counter.fetch_add(1, Relaxed);
+        self.answer(done);
+    }
+
+    /// The write will not happen: the answer goes now (before the rest of
+    /// the body, if it is still coming), and the file with its descriptor.
+    fn fail(&self, mut st: Guard<'_>, e: fs::Error, counter: &std::sync::atomic::AtomicU64) {
+        st.running = false;
+        if st.over {
+            return;
+        }
+        st.over = true;
+        st.queue.clear();
+        st.writing = None;
+        drop(st);
+        counter.fetch_add(1, Relaxed);
+        self.answer(Err(e));
+    }
+
+    /// Sends the answer for `done` and lets the slot go.
+    fn answer(&self, done: Result<Written, fs::Error>) {
+        let mut st = self.lock();
+        let (reply, answer, req) = (st.reply.take(), st.answer.take(), st.req.clone());
+        drop(st);
+        self.done();
+        let resp = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ToFile::answer_for(answer, &req, done)
+        }))
+        .unwrap_or_else(|_| {
+            Response::internal_error(format!(
+                "handler panicked answering {} {}",
+                req.method(),
+                req.target()
+            ))
+        });
+        if let Some(reply) = reply {
+            reply.send(resp);
+        }
+    }
+
+    /// One body less being written.
+    fn done(&self) {
+        self.shared.writers.active.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Opens the unnamed file for `to`, and refuses a `Content-Length` that
+/// would take the file system below its floor (507).
+fn open(to: &Target, length: Option<u64>, floor: u64) -> Result<fs::Writing, fs::Error> {
+    let writing = to.root.begin_write(&to.name, to.mode.clone())?;
+    if let Some(length) = length {
+        if writing.free_space() < length.saturating_add(floor) {
+            return Err(fs::Error::NoSpace);
+        }
+    }
+    Ok(writing)
+}
+
+/// Writes one run, keeping the file system above its floor.
+fn write_run(w: &mut fs::Writing, run: &[u8], floor: u64) -> Result<(), fs::Error> {
+    if floor > 0 && w.free_space() < (run.len() as u64).saturating_add(floor) {
+        return Err(fs::Error::NoSpace);
+    }
+    w.write(run)
+}
