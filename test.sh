@@ -22,6 +22,9 @@ command -v pebble >/dev/null 2>&1 && command -v pebble-challtestsrv >/dev/null 2
 command -v lego >/dev/null 2>&1 || need+=(lego)
 [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || need+=(faketime)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+# strace: the order of a written file's syncs, link and rename
+# (tests/tests/to_file_faults.rs).
+command -v strace >/dev/null 2>&1 || need+=(strace)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

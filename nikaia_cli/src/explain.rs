@@ -172,6 +172,12 @@ pub fn render(socket: &Path, r: &Value) -> String {
             n(&b["timeouts"]),
             n(&b["aborted"]),
         );
+        out += &format!(
+            "files in     {} written, {} refused (precondition, name, space, cap), {} failed mid-body\n",
+            n(&b["files_written"]),
+            n(&b["files_refused"]),
+            n(&b["files_failed"]),
+        );
     }
     let tls = &r["tls"];
     if tls.is_object() {

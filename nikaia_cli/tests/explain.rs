@@ -167,7 +167,7 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         report["bodies"],
-        serde_json::json!({"whole": 0, "streamed": 0, "bytes": 0, "refused": 0, "drained": 1, "timeouts": 0, "aborted": 0})
+        serde_json::json!({"whole": 0, "streamed": 0, "bytes": 0, "refused": 0, "drained": 1, "timeouts": 0, "aborted": 0, "files_written": 0, "files_refused": 0, "files_failed": 0})
     );
     let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
     let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
@@ -176,6 +176,9 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     let text = explain(&["--socket", sock.to_str().unwrap()]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("1 thrown away unread"), "{text}");
+    assert!(text.contains("files in     0 written, 0 refused"), "{text}");
+    let written = prometheus_sample(&prom, "nikaia_files_written", &[("outcome", "written")]);
+    assert_eq!(written, 0.0);
 
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),

@@ -272,3 +272,65 @@ fn curl_puts_over_http2_and_http1() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "412", "{flag}: {err}");
     }
 }
+
+#[test]
+fn of_many_conditional_replacers_of_one_version_one_wins() {
+    let (_keep, dir) = scratch();
+    std::fs::write(dir.join("doc"), b"version one").unwrap();
+    let server = serve(&dir, test_runtime());
+    let root = Root::dir(&dir).unwrap();
+    let etag = root.open("doc").unwrap().id.etag();
+    let addr = server.local_addr();
+    let threads: Vec<_> = (0..50u8)
+        .map(|i| {
+            let etag = etag.clone();
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                let data = body(20_000 + i as usize, i);
+                let status = put(&mut c, "/if/doc", &format!("If-Match: {etag}\r\n"), &data).status;
+                (status, data)
+            })
+        })
+        .collect();
+    let results: Vec<(u16, Vec<u8>)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let won: Vec<&Vec<u8>> = results
+        .iter()
+        .filter(|(s, _)| *s == 204)
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(
+        won.len(),
+        1,
+        "{:?}",
+        results.iter().map(|r| r.0).collect::<Vec<_>>()
+    );
+    assert!(results.iter().all(|(s, _)| *s == 204 || *s == 412));
+    assert_eq!(&std::fs::read(dir.join("doc")).unwrap(), won[0]);
+}
+
+#[test]
+fn past_max_writes_a_body_is_refused_from_its_head() {
+    let (_keep, dir) = scratch();
+    let mut rt = test_runtime();
+    rt.max_writes = 1;
+    let server = serve(&dir, rt);
+    // One body being written (half sent), the next is 503 before its body.
+    // Its 100 Continue says its file is open.
+    let mut first = Client::connect(server.local_addr());
+    first.send(
+        "PUT /create/one HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n",
+    );
+    assert_eq!(first.read_reply(true).unwrap().status, 100);
+    first.send("half!");
+    let mut second = Client::connect(server.local_addr());
+    second.send(
+        "PUT /create/two HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+    );
+    let r = second.reply().unwrap();
+    assert_eq!((r.status, r.header("retry-after")), (503, Some("1")));
+    // The first goes on; then there is room again.
+    first.send("whole");
+    assert_eq!(first.reply().unwrap().status, 201);
+    assert_eq!(put(&mut first, "/create/two", "", b"12345").status, 201);
+    assert_eq!(names(&dir), vec!["one", "sub", "two"]);
+}

@@ -200,6 +200,18 @@ pub fn prometheus(r: &Value) -> String {
             "Bytes of request bodies handed to handlers and sinks.",
             vec![(vec![], n(&b["bytes"]))],
         );
+        p.counter(
+            "nikaia_files_written_total",
+            "Request bodies written to files, by outcome: the name given, refused (a precondition, the name, the space, max-writes), failed mid-body (no space, I/O).",
+            [
+                ("written", "files_written"),
+                ("refused", "files_refused"),
+                ("failed", "files_failed"),
+            ]
+            .iter()
+            .map(|(outcome, key)| (vec![("outcome", outcome.to_string())], n(&b[key])))
+            .collect(),
+        );
     }
     if tls.is_object() {
         p.counter(

@@ -12,6 +12,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod host;
+mod list;
 mod mem_host;
 mod open;
 mod root;
@@ -47,11 +48,11 @@ pub use no_map::{map, MapOnWasm32, Mapped};
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened, TEMPORARY_PREFIX};
-#[doc(hidden)]
-#[cfg(target_os = "linux")]
-pub use put::force_named_temporaries;
 #[cfg(target_os = "linux")]
 pub use put::Writing;
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub use put::{delay_syncs, force_named_temporaries};
 /// The open file an [`Opened`] holds: a descriptor on Linux.
 #[cfg(target_os = "linux")]
 pub(crate) type OpenFile = std::fs::File;
@@ -101,7 +102,8 @@ pub(crate) fn name_from_bytes(name: &[u8]) -> Option<&std::path::Path> {
     std::str::from_utf8(name).ok().map(std::path::Path::new)
 }
 
+pub use list::{DirEntry, Reached, ReachedKind};
 #[doc(hidden)]
 pub use root::force_uncached_opens;
-pub use root::{anywhere_sites, AnywhereSite, DirEntry, Reached, ReachedKind, Root};
+pub use root::{anywhere_sites, AnywhereSite, Root};
 pub use rw::{read, read_string, write, Durability, Mode, Written};

@@ -51,6 +51,16 @@ pub fn force_named_temporaries(on: bool) {
     FORCE_NAMED.store(on, Ordering::SeqCst);
 }
 
+/// Test switch: milliseconds every commit waits before its sync, as a
+/// slow disk would (tests that a waiting writer holds up no worker).
+static SYNC_DELAY_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Makes every commit wait `ms` milliseconds before it syncs (tests only).
+#[doc(hidden)]
+pub fn delay_syncs(ms: u64) {
+    SYNC_DELAY_MS.store(ms, Ordering::SeqCst);
+}
+
 /// Splits a name into its directory (`.` for the root) and last component,
 /// refusing what cannot name a file to write: `.`/`..` last, a trailing
 /// `/`, a temporary's name.
@@ -134,6 +144,10 @@ impl Writing {
     /// error — still what it held.
     pub fn commit(mut self, durability: Durability) -> Result<Written, Error> {
         let name = Path::new(&self.name).to_path_buf();
+        let delay = SYNC_DELAY_MS.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
         if durability != Durability::None {
             rustix::fs::fdatasync(&self.file).map_err(|e| io_error(e, &name))?;
         }
@@ -391,7 +405,7 @@ pub(crate) fn sweep_dir(dir: BorrowedFd<'_>, before: SystemTime) -> usize {
     };
     let cutoff = before
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+        .map_or(0, |d| d.as_nanos() as i128);
     let mut removed = 0;
     while let Some(Ok(entry)) = entries.read() {
         let raw = entry.file_name().to_bytes();
@@ -403,7 +417,7 @@ pub(crate) fn sweep_dir(dir: BorrowedFd<'_>, before: SystemTime) -> usize {
         };
         let regular = FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile;
         if regular
-            && (st.st_mtime as i64) < cutoff
+            && (st.st_mtime as i128) * 1_000_000_000 + (st.st_mtime_nsec as i128) < cutoff
             && rustix::fs::unlinkat(&fd, entry.file_name(), AtFlags::empty()).is_ok()
         {
             removed += 1;

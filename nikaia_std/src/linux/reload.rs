@@ -155,7 +155,7 @@ pub(crate) fn reload(
     shared
         .variants
         .configure(new.compress, new.compress_cache_bytes);
-    let budget = connection_budget(shared, new.max_connections, workers);
+    let budget = connection_budget(shared, new.max_connections, workers, new.max_writes);
     shared
         .max_connections
         .store(budget, std::sync::atomic::Ordering::Relaxed);

@@ -32,9 +32,9 @@ impl Server {
         let listening: Vec<(ListenAddr, bool)> = (opened.listeners.iter())
             .map(|l| (l.address.clone(), l.tls))
             .collect();
-        let asked = self.rt.max_connections;
+        let (asked, max_writes) = (self.rt.max_connections, self.rt.max_writes);
         let shared = Shared::new(self.router, self.rt, opened.listeners)?;
-        let budget = connection_budget(&shared, asked, workers);
+        let budget = connection_budget(&shared, asked, workers, max_writes);
         shared.max_connections.store(budget, Ordering::Relaxed);
         let shared = Arc::new(shared);
         for notice in &opened.notices {

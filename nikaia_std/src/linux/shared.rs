@@ -294,10 +294,16 @@ impl Shared {
 /// How many connections the process can hold open and still open files:
 /// raises the soft descriptor limit to the hard one, then keeps an eighth of
 /// it (16 to 1024) for the files being sent, the logs and the workers' own
-/// descriptors. `max-connections` is lowered to fit, with a line in the
+/// descriptors, and two for each body `max-writes` lets be written at once
+/// (its directory and its file). `max-connections` is lowered to fit, with a line in the
 /// error log, so the server stops accepting before it runs out of
 /// descriptors rather than answering 500 for want of one.
-pub(crate) fn connection_budget(shared: &Shared, asked: usize, workers: usize) -> usize {
+pub(crate) fn connection_budget(
+    shared: &Shared,
+    asked: usize,
+    workers: usize,
+    max_writes: usize,
+) -> usize {
     use rustix::process::{getrlimit, setrlimit, Resource};
     let mut lim = getrlimit(Resource::Nofile);
     if lim.current < lim.maximum {
@@ -309,7 +315,8 @@ pub(crate) fn connection_budget(shared: &Shared, asked: usize, workers: usize) -
         return asked;
     };
     let open_now = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count() as u64);
-    let reserve = (limit / 8).clamp(16, 1024) + 3 * workers as u64;
+    let writes = 2 * max_writes as u64;
+    let reserve = (limit / 8).clamp(16, 1024) + 3 * workers as u64 + writes;
     let budget = limit.saturating_sub(open_now + reserve).max(1);
     if (asked as u64) > budget {
         shared.logs.error(format_args!(

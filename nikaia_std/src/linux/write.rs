@@ -19,12 +19,16 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
-/// A run of body bytes handed to the writer at once.
-const RUN: usize = 64 << 10;
+/// A run of body bytes handed to the writer at once: each costs the
+/// worker a hand-over and the writer a `pwrite`, so runs are large.
+const RUN: usize = 256 << 10;
 /// Runs waiting for the writer (one being written, one queued) before the
 /// body is paused: with the run being gathered, at most 3 × [`RUN`] of a
-/// body is in memory.
+/// body is in memory, in buffers reused from run to run.
 const QUEUED_MAX: usize = 2;
+/// How much may be written between two looks at the free space: the
+/// floor is kept by an estimate in between.
+const SPACE_LOOK: u64 = 16 << 20;
 /// The writer threads: each may wait on a sync for as long as the disk
 /// takes; the others go on with other bodies.
 const THREADS: usize = 4;
@@ -72,6 +76,14 @@ struct State {
     to: Option<Target>,
     /// Runs waiting for the writer, in order.
     queue: VecDeque<Vec<u8>>,
+    /// Buffers of runs written, for the next runs (no allocation, no page
+    /// faults per run).
+    spare: Vec<Vec<u8>>,
+    /// Bytes free above the floor as last looked at, less what was
+    /// written since.
+    room: u64,
+    /// Bytes written since the free space was last looked at.
+    since_look: u64,
     /// A writer turn is queued or running: it takes what is queued.
     running: bool,
     /// The body waits for room (or, before its first byte, for the file).
@@ -123,6 +135,9 @@ impl Upload {
             writing: None,
             to: Some(Target { root, name, mode }),
             queue: VecDeque::new(),
+            spare: Vec::new(),
+            room: 0,
+            since_look: SPACE_LOOK,
             running: false,
             paused: None,
             ended: false,
@@ -143,10 +158,12 @@ impl Upload {
         })
     }
 
-    /// Hands the gathered run to the writer.
+    /// Hands the gathered run to the writer, and takes a spare buffer for
+    /// the next.
     fn hand_over(&mut self, flow: Option<&mut Flow<'_>>) {
-        let run = std::mem::take(&mut self.run);
         let mut st = self.job.lock();
+        let next = st.spare.pop().unwrap_or_default();
+        let run = std::mem::replace(&mut self.run, next);
         if st.over {
             return;
         }
@@ -173,8 +190,8 @@ impl Erased for Upload {
     }
 
     fn piece(&mut self, piece: &[u8], flow: &mut Flow<'_>) {
-        if self.run.capacity() == 0 {
-            self.run.reserve_exact(RUN);
+        if self.run.capacity() < RUN {
+            self.run.reserve_exact(RUN - self.run.len());
         }
         let mut rest = piece;
         while !rest.is_empty() {
@@ -258,16 +275,26 @@ impl Job {
                 false => None,
             };
             let mut writing = st.writing.take();
-            let floor = st.floor;
+            let mut space = Space {
+                floor: st.floor,
+                room: st.room,
+                since_look: st.since_look,
+            };
             drop(st);
             drop(resume);
             let wrote = match writing.as_mut() {
-                Some(w) => write_run(w, &run, floor),
+                Some(w) => write_run(w, &run, &mut space),
                 None => Ok(()),
             };
             st = self.lock();
             if let Err(e) = wrote {
                 return self.fail(st, e, &self.shared.stats.bodies.files_failed);
+            }
+            (st.room, st.since_look) = (space.room, space.since_look);
+            if st.spare.len() < QUEUED_MAX {
+                let mut run = run;
+                run.clear();
+                st.spare.push(run);
             }
             if !st.over {
                 st.writing = writing;
@@ -348,10 +375,27 @@ fn open(to: &Target, length: Option<u64>, floor: u64) -> Result<fs::Writing, fs:
     Ok(writing)
 }
 
-/// Writes one run, keeping the file system above its floor.
-fn write_run(w: &mut fs::Writing, run: &[u8], floor: u64) -> Result<(), fs::Error> {
-    if floor > 0 && w.free_space() < (run.len() as u64).saturating_add(floor) {
-        return Err(fs::Error::NoSpace);
+/// What a body's writes know of the free space.
+struct Space {
+    floor: u64,
+    room: u64,
+    since_look: u64,
+}
+
+/// Writes one run, keeping the file system above its floor: the free
+/// space is looked at again once [`SPACE_LOOK`] bytes were written since
+/// the last look, or when the run would take more than the room left.
+fn write_run(w: &mut fs::Writing, run: &[u8], space: &mut Space) -> Result<(), fs::Error> {
+    let len = run.len() as u64;
+    if space.floor > 0 && (space.since_look >= SPACE_LOOK || len > space.room) {
+        space.room = w.free_space().saturating_sub(space.floor);
+        space.since_look = 0;
+        if len > space.room {
+            return Err(fs::Error::NoSpace);
+        }
     }
-    w.write(run)
+    w.write(run)?;
+    space.room = space.room.saturating_sub(len);
+    space.since_look += len;
+    Ok(())
 }
