@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""A PUT body taken into a file on disk: what it costs the machine in CPU
+and wall time, nikaia (this crate's `body-to-file` program:
+`Server::to_file`, `ToFile::replace`) beside nginx (`dav_methods PUT`),
+one worker each, in one run.
+
+Three servers per case, started side by side and asked in rotating order
+inside each round:
+
+  nikaia(none)  durability none: no sync before the name appears — what
+                nginx does (it renames its temporary file and answers);
+  nikaia(data)  durability data, nikaia's default: fdatasync before the
+                name appears, so its time and CPU include the disk write;
+  nginx         dav_methods PUT, its client_body_temp_path on the same
+                file system as the target directory (its last step is a
+                rename), client_body_buffer_size left at its default.
+
+Cases: plain HTTP/1.1 (the main one), plain HTTP/2 (h2c by prior
+knowledge), TLS HTTP/1.1, TLS HTTP/2 (ALPN); TLS 1.3 with
+TLS_AES_128_GCM_SHA256 for both (the client asks only for it), a
+self-signed P-256 certificate. The client is curl for all, `-T FILE`, the
+file read from the page cache (read once before the first round). Every
+PUT replaces the same name, `x`, in one directory.
+
+Each PUT: wall time (curl's run), MiB/s, machine CPU ms per GiB (from
+/proc/stat: user+nice+system+irq+softirq of all CPUs, before and after,
+the client included: on loopback the kernel's TCP work moves between the
+client and the server), the server's own CPU ms per GiB (/proc/PID/stat
+utime+stime: nikaia's process, all its threads; nginx's worker). Before
+each PUT the directory's file system is synced outside the measurement,
+so no PUT pays for the writeback of the one before it; a PUT with
+durability none, and nginx's, leaves its data in the page cache.
+
+    benches/body-to-file/bodies_to_file.py --server target/body-to-file/release/body-to-file \\
+        --data target/body-to-file-data [--gib 1] [--rounds 5]
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+SERVERS = ("nikaia(none)", "nikaia(data)", "nginx")
+CASES = ((False, False), (False, True), (True, False), (True, True))  # (tls, h2)
+
+NGINX = """
+{user}
+worker_processes 1;
+daemon off;
+master_process on;
+pid {conf}/nginx.pid;
+error_log {conf}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp};
+    client_max_body_size 0;
+    client_body_timeout 60s;
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{port} {listen};
+        {tls}
+        location /up/ {{
+            alias {files}/;
+            dav_methods PUT;
+            create_full_put_path off;
+            dav_access user:rw group:r all:r;
+        }}
+    }}
+}}
+"""
+
+TLS_NGINX = """ssl_certificate {conf}/cert.pem;
+        ssl_certificate_key {conf}/key.pem;
+        ssl_protocols TLSv1.3;"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc):
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server on {port} exited ({proc.returncode})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def machine_cpu():
+    """user+nice+system+irq+softirq jiffies of all CPUs."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq = map(int, f.readline().split()[1:8])
+    return user + nice + system + irq + softirq
+
+
+def proc_cpu(pid):
+    """utime+stime jiffies of a process, all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+class Server:
+    """One server of one case: nikaia with a durability, or nginx."""
+
+    def __init__(self, name, args, conf, tls, h2):
+        self.name, self.args, self.tls, self.h2 = name, args, tls, h2
+        self.conf = os.path.join(conf, f"{name.replace('(', '-').rstrip(')')}-{'tls' if tls else 'plain'}"
+                                       f"-{'h2' if h2 else 'h1'}")
+        self.port = free_port()
+        self.proc = None
+
+    def start(self):
+        os.makedirs(self.conf, exist_ok=True)
+        cert, key = (os.path.join(self.args.conf, f) for f in ("cert.pem", "key.pem"))
+        if self.name == "nginx":
+            for f in (cert, key):
+                shutil.copy(f, self.conf)
+            # nginx 1.22: `listen … http2` on a plain listener speaks only h2c.
+            listen = " ".join(w for w, on in (("ssl", self.tls), ("http2", self.h2)) if on)
+            # Run as root (a container), the worker must write under root-owned directories.
+            user = "user root root;" if os.geteuid() == 0 else ""
+            path = os.path.join(self.conf, "nginx.conf")
+            with open(path, "w") as f:
+                f.write(NGINX.format(user=user, conf=self.conf, tmp=self.args.tmp, files=self.args.files,
+                                     port=self.port, listen=listen,
+                                     tls=TLS_NGINX.format(conf=self.conf) if self.tls else ""))
+            cmd = [shutil.which("nginx") or "/usr/sbin/nginx", "-c", path, "-p", self.conf]
+        else:
+            durability = self.name[len("nikaia("):-1]
+            cmd = [self.args.server, f"127.0.0.1:{self.port}", self.args.files, durability]
+            if self.tls:
+                cmd += [cert, key]
+        self.log = open(os.path.join(self.conf, "stderr"), "w")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log)
+        wait_port(self.port, self.proc)
+        self.pid = self.worker_pid()
+
+    def worker_pid(self):
+        if self.name != "nginx":
+            return self.proc.pid
+        for _ in range(100):
+            out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                                 text=True).stdout.split()
+            if out:
+                return int(out[0])
+            time.sleep(0.05)
+        raise SystemExit("no nginx worker")
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+            self.log.close()
+
+    def url(self):
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/up/x"
+
+
+def put(server, body, size):
+    """One PUT of `body` by curl: (seconds, server jiffies, machine jiffies)."""
+    cmd = ["curl", "-sS", "-T", body, "-o", "/dev/null",
+           "-w", "%{http_code} %{http_version} %{size_upload}"]
+    if server.tls:
+        cmd += ["-k", "--tlsv1.3", "--tls13-ciphers", "TLS_AES_128_GCM_SHA256",
+                "--http2" if server.h2 else "--http1.1"]
+    else:
+        cmd += ["--http2-prior-knowledge" if server.h2 else "--http1.1"]
+    cmd.append(server.url())
+    # Whatever an earlier PUT left dirty goes to the disk now, unmeasured;
+    # then the page cache is dropped, so every PUT writes into free memory
+    # (on this VM a write into memory freed seconds before costs several
+    # times more CPU than one into memory just dropped: docs/performance.md).
+    subprocess.run(["sync", "-f", server.args.files], check=True)
+    if server.args.drop_caches:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    time.sleep(0.2)
+    m0, s0 = machine_cpu(), proc_cpu(server.pid)
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - t0
+    m1, s1 = machine_cpu(), proc_cpu(server.pid)
+    got = out.stdout.split()
+    want_version = "2" if server.h2 else "1.1"
+    if (out.returncode != 0 or len(got) != 3 or got[0] not in ("201", "204")
+            or got[1] != want_version or int(got[2]) != size):
+        raise SystemExit(f"{server.name} {' '.join(cmd)}: the PUT failed: {out.stdout} {out.stderr}")
+    if os.stat(os.path.join(server.args.files, "x")).st_size != size:
+        raise SystemExit(f"{server.name}: x is not {size} bytes after its PUT")
+    return wall, s1 - s0, m1 - m0
+
+
+def cell(xs, fmt="{:.0f}"):
+    return f"{fmt.format(statistics.median(xs))} ({fmt.format(min(xs))}–{fmt.format(max(xs))})"
+
+
+def case(args, tls, h2, body, size):
+    gib = size / 2**30
+    label = f"{'TLS' if tls else 'plain'} {'HTTP/2' if h2 else 'HTTP/1.1'}"
+    servers = [Server(name, args, args.conf, tls, h2) for name in SERVERS]
+    runs = {s.name: [] for s in servers}
+    ratios = {d: {"rate": [], "machine": []} for d in ("none", "data")}
+    try:
+        for s in servers:
+            s.start()
+        for r in range(args.rounds):
+            k = r % len(servers)
+            got = {}
+            for s in servers[k:] + servers[:k]:
+                wall, server, machine = put(s, body, size)
+                got[s.name] = (wall, size / 2**20 / wall, machine * 1000 / CLK_TCK / gib,
+                               server * 1000 / CLK_TCK / gib)
+                runs[s.name].append(got[s.name])
+            for d in ("none", "data"):
+                ours, theirs = got[f"nikaia({d})"], got["nginx"]
+                ratios[d]["rate"].append(ours[1] / theirs[1])
+                ratios[d]["machine"].append(ours[2] / theirs[2])
+    finally:
+        for s in servers:
+            s.stop()
+    rows = []
+    for name in SERVERS:
+        xs = runs[name]
+        rows.append(f"| {label} | {name} | {cell([x[0] for x in xs], '{:.2f}')} | "
+                    f"{cell([x[1] for x in xs])} | {cell([x[2] for x in xs])} | "
+                    f"{cell([x[3] for x in xs])} |")
+    ratio_rows = [f"| {label} | nikaia({d})/nginx | {cell(ratios[d]['machine'], '{:.2f}')} | "
+                  f"{cell(ratios[d]['rate'], '{:.2f}')} |" for d in ("none", "data")]
+    return rows, ratio_rows
+
+
+def idle_load(seconds=2.0):
+    """The machine's CPU ms per second with nothing of this run going on."""
+    m0 = machine_cpu()
+    time.sleep(seconds)
+    return (machine_cpu() - m0) * 1000 / CLK_TCK / seconds
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", required=True, help="the built body-to-file program")
+    ap.add_argument("--data", required=True,
+                    help="a directory on the file system to write to (made if missing)")
+    ap.add_argument("--gib", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--drop-caches", action=argparse.BooleanOptionalAction, default=os.geteuid() == 0,
+                    help="drop the page cache before each PUT, unmeasured (root only; default when root)")
+    ap.add_argument("--source-dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+                    help="where the source body is kept (default /dev/shm: dropping the cache keeps it)")
+    ap.add_argument("--cases", default="plain-h1,plain-h2,tls-h1,tls-h2",
+                    help="which of plain-h1, plain-h2, tls-h1, tls-h2")
+    args = ap.parse_args()
+    args.server = os.path.abspath(args.server)
+    data = os.path.abspath(args.data)
+    args.files, args.tmp, args.conf = (os.path.join(data, d) for d in ("files", "nginx-tmp", "conf"))
+    for d in (args.files, args.tmp, args.conf):
+        os.makedirs(d, exist_ok=True)
+    if os.stat(args.files).st_dev != os.stat(args.tmp).st_dev:
+        raise SystemExit("nginx's temporary directory is not on the target's file system")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", os.path.join(args.conf, "key.pem"), "-out",
+                    os.path.join(args.conf, "cert.pem"), "-days", "7", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True)
+    size = int(args.gib * 2**30) >> 20 << 20
+    # The source lives on tmpfs: dropping the page cache leaves it in memory.
+    body = os.path.join(args.source_dir or data, "body")
+    if not os.path.exists(body) or os.path.getsize(body) != size:
+        with open(body, "wb") as f:
+            block = os.urandom(1 << 20)
+            for _ in range(size >> 20):
+                f.write(block)
+    with open(body, "rb") as f:  # into the page cache, once
+        while f.read(1 << 24):
+            pass
+    fs = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", args.files],
+                        capture_output=True, text=True).stdout.strip()
+    nginx = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
+    curl = subprocess.run(["curl", "-V"], capture_output=True, text=True).stdout.split("\n")[0].split()[:2]
+    print(f"# body to file, {time.strftime('%Y-%m-%d %H:%M')}, {size / 2**30:g} GiB body, {args.rounds} rounds, "
+          f"{os.cpu_count()} cores, {fs}; {nginx}; {' '.join(curl)}; "
+          f"source {body}; page cache dropped before each PUT: {'yes' if args.drop_caches else 'no'}; "
+          f"idle machine before: {idle_load():.0f} CPU ms/s")
+    print()
+    print("| case | server | wall s | MiB/s | machine CPU ms/GiB | server CPU ms/GiB |")
+    print("|---|---|---|---|---|---|", flush=True)
+    all_ratios = []
+    wanted = args.cases.split(",")
+    for tls, h2 in CASES:
+        if f"{'tls' if tls else 'plain'}-{'h2' if h2 else 'h1'}" not in wanted:
+            continue
+        rows, ratio_rows = case(args, tls, h2, body, size)
+        for row in rows:
+            print(row, flush=True)
+        all_ratios += ratio_rows
+    print()
+    print("Per round, nikaia over nginx in the same round:")
+    print()
+    print("| case | pair | machine CPU per GiB | MiB/s |")
+    print("|---|---|---|---|")
+    for row in all_ratios:
+        print(row)
+    print()
+    print(f"idle machine after: {idle_load():.0f} CPU ms/s")
+
+
+if __name__ == "__main__":
+    main()
