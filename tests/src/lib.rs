@@ -20,6 +20,16 @@ pub fn test_runtime() -> Runtime {
     rt
 }
 
+/// The names in `dir`, sorted.
+pub fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
 /// Starts `server` and returns the running handle.
 pub fn start(server: Server) -> Running {
     server.start().expect("server starts")

@@ -5,7 +5,7 @@
 
 use nikaia_std::fs::{Durability, Root};
 use nikaia_std::http::{Server, ToFile};
-use nikaia_tests::{start, test_runtime, Client};
+use nikaia_tests::{names, start, test_runtime, Client};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -60,14 +60,22 @@ fn put(c: &mut Client, path: &str, extra: &str, data: &[u8]) -> nikaia_tests::Re
     c.reply().unwrap()
 }
 
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+/// Racing writers (each thread's status and body): exactly one got
+/// `won`, every other 412, and `file` holds the winner's body.
+fn the_one_winner(threads: Vec<std::thread::JoinHandle<(u16, Vec<u8>)>>, won: u16, file: &Path) {
+    let results: Vec<(u16, Vec<u8>)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let statuses: Vec<u16> = results.iter().map(|r| r.0).collect();
+    let winners: Vec<&Vec<u8>> = results
+        .iter()
+        .filter(|(s, _)| *s == won)
+        .map(|(_, d)| d)
         .collect();
-    v.sort();
-    v
+    assert_eq!(winners.len(), 1, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| *s == won || *s == 412),
+        "{statuses:?}"
+    );
+    assert_eq!(&std::fs::read(file).unwrap(), winners[0]);
 }
 
 #[test]
@@ -197,20 +205,7 @@ fn of_many_creators_of_one_name_one_wins() {
             })
         })
         .collect();
-    let results: Vec<(u16, Vec<u8>)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-    let won: Vec<&Vec<u8>> = results
-        .iter()
-        .filter(|(s, _)| *s == 201)
-        .map(|(_, d)| d)
-        .collect();
-    assert_eq!(
-        won.len(),
-        1,
-        "{:?}",
-        results.iter().map(|r| r.0).collect::<Vec<_>>()
-    );
-    assert!(results.iter().all(|(s, _)| *s == 201 || *s == 412));
-    assert_eq!(&std::fs::read(dir.join("race")).unwrap(), won[0]);
+    the_one_winner(threads, 201, &dir.join("race"));
     assert_eq!(names(&dir), vec!["race", "sub"]);
 }
 
@@ -292,20 +287,7 @@ fn of_many_conditional_replacers_of_one_version_one_wins() {
             })
         })
         .collect();
-    let results: Vec<(u16, Vec<u8>)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-    let won: Vec<&Vec<u8>> = results
-        .iter()
-        .filter(|(s, _)| *s == 204)
-        .map(|(_, d)| d)
-        .collect();
-    assert_eq!(
-        won.len(),
-        1,
-        "{:?}",
-        results.iter().map(|r| r.0).collect::<Vec<_>>()
-    );
-    assert!(results.iter().all(|(s, _)| *s == 204 || *s == 412));
-    assert_eq!(&std::fs::read(dir.join("doc")).unwrap(), won[0]);
+    the_one_winner(threads, 204, &dir.join("doc"));
 }
 
 #[test]

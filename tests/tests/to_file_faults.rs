@@ -8,7 +8,7 @@
 
 use nikaia_std::fs::{Durability, Root};
 use nikaia_std::http::{Server, ToFile};
-use nikaia_tests::{start, test_runtime, Client};
+use nikaia_tests::{names, start, test_runtime, Client};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -36,16 +36,6 @@ fn body(version: u32, len: usize) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 /// The `put_server` program, started on `dir`.
