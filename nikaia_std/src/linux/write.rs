@@ -15,8 +15,8 @@ use crate::http::to_file::{AnswerWith, ToFile};
 use crate::http::{Request, Response};
 use crate::rt::Runtime;
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 /// A run of body bytes handed to the writer at once: each costs the
@@ -67,6 +67,8 @@ pub(crate) struct Upload {
 struct Job {
     shared: Arc<Shared>,
     state: Mutex<State>,
+    /// It still counts among the bodies being written (`max-writes`).
+    counted: AtomicBool,
 }
 
 struct State {
@@ -152,6 +154,7 @@ impl Upload {
         Ok(Upload {
             job: Arc::new(Job {
                 shared: shared.clone(),
+                counted: AtomicBool::new(true),
                 state: Mutex::new(state),
             }),
             run: Vec::new(),
@@ -357,9 +360,19 @@ impl Job {
         }
     }
 
-    /// One body less being written.
+    /// One body less being written (once).
     fn done(&self) {
-        self.shared.writers.active.fetch_sub(1, Relaxed);
+        if self.counted.swap(false, Relaxed) {
+            self.shared.writers.active.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+impl Drop for Job {
+    /// A body whose sink went without an end or an abort (its `begin`
+    /// panicked) still lets its slot go.
+    fn drop(&mut self) {
+        self.done();
     }
 }
 
