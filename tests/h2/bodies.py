@@ -204,7 +204,35 @@ def upload(c):
     print(json.dumps({"expected": fnv(body)}), flush=True)
 
 
-SCENARIOS = {"refused": refused, "paused": paused, "clocks": clocks, "upload": upload}
+def to_file(c):
+    """Bodies written to files (the server of tests/tests/to_file.rs): 100
+    Continue once the file is open, a refusal from the head without it, a
+    refusal after a small body, a stream reset mid-body, an empty body that
+    ends with its head; the connection serves on."""
+    first = bytes(range(256)) * 1200
+    c.request(1, "PUT", "/create/h2a", [("expect", "100-continue"),
+                                        ("content-length", str(len(first)))])
+    c.until(lambda: 1 in c.informational)
+    c.send(1, first, end=True)
+    c.until(c.answered(1))
+    c.request(3, "PUT", "/create/h2a", [("expect", "100-continue"), ("content-length", "10")])
+    c.until(c.answered(3))
+    c.request(5, "PUT", "/create/h2b", [("content-length", "100000")])
+    c.send(5, b"b" * 100000, end=True)
+    c.request(7, "PUT", "/create/h2a", [("content-length", "1000")])
+    c.send(7, b"c" * 1000, end=True)
+    c.request(9, "PUT", "/create/h2gone", [("content-length", "200000")])
+    c.send(9, b"d" * 50000)
+    c.conn.reset_stream(9)
+    c.flush()
+    c.request(11, "PUT", "/create/h2empty", end=True)
+    c.until(c.answered(5, 7, 11))
+    c.request(13, "GET", "/nothing", end=True)
+    c.until(c.answered(13))
+
+
+SCENARIOS = {"refused": refused, "paused": paused, "clocks": clocks, "upload": upload,
+             "to_file": to_file}
 
 
 def main():

@@ -316,3 +316,48 @@ fn past_max_writes_a_body_is_refused_from_its_head() {
     assert_eq!(put(&mut first, "/create/two", "", b"12345").status, 201);
     assert_eq!(names(&dir), vec!["one", "sub", "two"]);
 }
+
+#[test]
+fn http2_streams_hold_refuse_drop_and_write_files() {
+    let (_keep, dir) = scratch();
+    let server = serve(&dir, test_runtime());
+    let addr = server.local_addr();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/h2/bodies.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .args([addr.ip().to_string(), addr.port().to_string()])
+        .arg("to_file")
+        .output()
+        .expect("python3 runs (test.sh installs PyPI h2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let seen: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a JSON line")).unwrap();
+    let status = |s: &str| seen["status"][s].as_u64();
+    // 100 Continue only for the body that was wanted, after its file was
+    // open; the refusal from the head came without it.
+    assert_eq!(
+        seen["informational"]["1"],
+        serde_json::json!([100]),
+        "{text}"
+    );
+    assert!(seen["informational"].get("3").is_none(), "{text}");
+    assert_eq!(status("1"), Some(201), "{text}");
+    assert_eq!(status("3"), Some(412), "{text}");
+    assert_eq!(status("5"), Some(201), "{text}");
+    assert_eq!(status("7"), Some(412), "{text}");
+    assert_eq!(status("11"), Some(201), "{text}");
+    assert_eq!(status("13"), Some(404), "{text}");
+    assert!(seen["goaway"].is_null(), "{text}");
+    let first: Vec<u8> = (0..1200).flat_map(|_| 0..=255u8).collect();
+    assert_eq!(std::fs::read(dir.join("h2a")).unwrap(), first);
+    assert_eq!(std::fs::read(dir.join("h2b")).unwrap(), vec![b'b'; 100_000]);
+    assert_eq!(std::fs::read(dir.join("h2empty")).unwrap(), b"");
+    // The stream reset mid-body left no name, and no temporary.
+    for _ in 0..100 {
+        if server.report().bodies.aborted >= 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(names(&dir), vec!["h2a", "h2b", "h2empty", "sub"]);
+}
