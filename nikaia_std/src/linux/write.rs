@@ -20,12 +20,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 /// A run of body bytes handed to the writer at once: each costs the
-/// worker a hand-over and the writer a `pwrite`, so runs are large.
-const RUN: usize = 256 << 10;
-/// Runs waiting for the writer (one being written, one queued) before the
-/// body is paused: with the run being gathered, at most 3 × [`RUN`] of a
-/// body is in memory, in buffers reused from run to run.
-const QUEUED_MAX: usize = 2;
+/// worker a hand-over and the writer a wake-up, so runs are large
+/// (docs/performance.md, "A body written to a file").
+const RUN: usize = 512 << 10;
+/// Runs waiting for the writer before the body is paused: with the one
+/// being written and the one being gathered, at most 3 × [`RUN`] (1.5 MiB)
+/// of a body is in memory, in buffers reused from run to run.
+const QUEUED_MAX: usize = 1;
 /// How much may be written between two looks at the free space: the
 /// floor is kept by an estimate in between.
 const SPACE_LOOK: u64 = 16 << 20;
