@@ -3,6 +3,7 @@
 //! the server sent.
 
 pub mod bodies;
+pub mod load;
 
 use nikaia_std::http::{Running, Server};
 use nikaia_std::rt::{LogTarget, Runtime};

@@ -140,10 +140,7 @@ fn put_partial(port: u16, path: &str, data: &[u8], upto: usize) -> TcpStream {
 /// The round count of the kill test: `NIKAIA_KILL_ROUNDS` (full mode:
 /// 200), else 24.
 fn rounds() -> usize {
-    std::env::var("NIKAIA_KILL_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
+    nikaia_tests::load::env_number("NIKAIA_KILL_ROUNDS", 24)
 }
 
 #[test]

@@ -5,20 +5,10 @@
 
 use nikaia_std::fs::Root;
 use nikaia_std::http::{Limit, Server, ToFile};
+use nikaia_tests::load::{env_number, sampled};
 use nikaia_tests::{start, test_runtime};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::Arc;
-use std::time::Duration;
-
-/// The server runs in this process: its resident memory is the process's.
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib << 10
-}
 
 /// Block `i` of the body (64 KiB): its words say where they are.
 fn block(i: u64, out: &mut [u8]) {
@@ -29,10 +19,7 @@ fn block(i: u64, out: &mut [u8]) {
 
 #[test]
 fn a_gib_body_becomes_a_file_byte_exact_in_bounded_memory() {
-    let gib: u64 = std::env::var("NIKAIA_BODY_GIB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let gib: u64 = env_number("NIKAIA_BODY_GIB", 1);
     let len = gib << 30;
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let root = Root::dir(dir.path()).unwrap();
@@ -43,46 +30,34 @@ fn a_gib_body_becomes_a_file_byte_exact_in_bounded_memory() {
             })
             .max_body(Limit::None),
     );
-    let before = rss_bytes();
-    let peak = Arc::new(AtomicU64::new(before));
-    let done = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (peak, done) = (peak.clone(), done.clone());
-        std::thread::spawn(move || {
-            while !done.load(SeqCst) {
-                peak.fetch_max(rss_bytes(), SeqCst);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    };
-    let mut s = TcpStream::connect(server.local_addr()).unwrap();
-    write!(
-        s,
-        "PUT /put/big HTTP/1.1\r\nHost: t\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut buf = vec![0u8; 64 << 10];
-    for i in 0..len / buf.len() as u64 {
-        block(i, &mut buf);
-        s.write_all(&buf).unwrap();
-    }
     let mut reply = String::new();
-    s.read_to_string(&mut reply).unwrap();
-    done.store(true, SeqCst);
-    sampler.join().unwrap();
+    let (grew, _threads) = sampled(|| {
+        let mut s = TcpStream::connect(server.local_addr()).unwrap();
+        write!(
+            s,
+            "PUT /put/big HTTP/1.1\r\nHost: t\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut buf = vec![0u8; 64 << 10];
+        for i in 0..len / buf.len() as u64 {
+            block(i, &mut buf);
+            s.write_all(&buf).unwrap();
+        }
+        s.read_to_string(&mut reply).unwrap();
+    });
     assert!(reply.starts_with("HTTP/1.1 201 "), "{reply}");
     // Byte-exact: read back block by block.
     let mut file = std::fs::File::open(dir.path().join("big")).unwrap();
     assert_eq!(file.metadata().unwrap().len(), len);
+    let mut buf = vec![0u8; 64 << 10];
     let mut want = vec![0u8; 64 << 10];
     for i in 0..len / buf.len() as u64 {
         file.read_exact(&mut buf).unwrap();
         block(i, &mut want);
         assert!(buf == want, "block {i} differs");
     }
-    let grew = peak.load(SeqCst).saturating_sub(before);
     eprintln!("resident memory grew by {} KiB", grew >> 10);
-    // What one body may hold: three runs of 256 KiB, the read buffer and
+    // What one body may hold: three runs of 512 KiB, the read buffer and
     // the client's block; far below this bound.
     assert!(grew < 24 << 20, "resident memory grew by {grew} bytes");
     let report = server.report();
