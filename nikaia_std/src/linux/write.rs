@@ -82,11 +82,8 @@ struct State {
     /// Buffers of runs written, for the next runs (no allocation, no page
     /// faults per run).
     spare: Vec<Vec<u8>>,
-    /// Bytes free above the floor as last looked at, less what was
-    /// written since.
-    room: u64,
-    /// Bytes written since the free space was last looked at.
-    since_look: u64,
+    /// What the writes know of the free space, between turns.
+    space: Space,
     /// A writer turn is queued or running: it takes what is queued.
     running: bool,
     /// The body waits for room (or, before its first byte, for the file).
@@ -99,9 +96,21 @@ struct State {
     req: Request,
     answer: Option<AnswerWith>,
     durability: Durability,
-    /// The space the file system keeps (`write-free-floor`).
-    floor: u64,
     length: Option<u64>,
+}
+
+impl State {
+    /// Nothing more is done for this body: what waits is dropped, and the
+    /// file with its descriptor. False when that was so already.
+    fn close(&mut self) -> bool {
+        if self.over {
+            return false;
+        }
+        self.over = true;
+        self.queue.clear();
+        self.writing = None;
+        true
+    }
 }
 
 /// What a body becomes, until its file is opened.
@@ -139,8 +148,11 @@ impl Upload {
             to: Some(Target { root, name, mode }),
             queue: VecDeque::new(),
             spare: Vec::new(),
-            room: 0,
-            since_look: SPACE_LOOK,
+            space: Space {
+                floor: rt.write_free_floor,
+                room: 0,
+                since_look: SPACE_LOOK,
+            },
             running: false,
             paused: None,
             ended: false,
@@ -149,7 +161,6 @@ impl Upload {
             req: req.clone(),
             answer,
             durability,
-            floor: rt.write_free_floor,
             length,
         };
         Ok(Upload {
@@ -215,14 +226,9 @@ impl Erased for Upload {
     }
 
     fn abort(self: Box<Self>, _why: Aborted) {
-        let mut st = self.job.lock();
-        if !st.over {
-            st.over = true;
-            st.queue.clear();
-            // The unnamed file goes with its descriptor (a named temporary
-            // is removed); a writer turn holding it drops it when it sees
-            // `over`.
-            st.writing = None;
+        // The unnamed file goes with its descriptor (a named temporary is
+        // removed); a writer turn holding it drops it when it sees `over`.
+        if self.job.lock().close() {
             self.job.done();
         }
     }
@@ -251,7 +257,7 @@ impl Job {
     fn turn(self: &Arc<Self>) {
         let mut st = self.lock();
         if let Some(to) = st.to.take() {
-            let (length, floor) = (st.length, st.floor);
+            let (length, floor) = (st.length, st.space.floor);
             drop(st);
             let opened = open(&to, length, floor);
             st = self.lock();
@@ -279,11 +285,7 @@ impl Job {
                 false => None,
             };
             let mut writing = st.writing.take();
-            let mut space = Space {
-                floor: st.floor,
-                room: st.room,
-                since_look: st.since_look,
-            };
+            let mut space = st.space;
             drop(st);
             drop(resume);
             let wrote = match writing.as_mut() {
@@ -294,7 +296,7 @@ impl Job {
             if let Err(e) = wrote {
                 return self.fail(st, e, &self.shared.stats.bodies.files_failed);
             }
-            (st.room, st.since_look) = (space.room, space.since_look);
+            st.space = space;
             if st.spare.len() < QUEUED_MAX {
                 let mut run = run;
                 run.clear();
@@ -329,12 +331,9 @@ impl Job {
     /// the body, if it is still coming), and the file with its descriptor.
     fn fail(&self, mut st: Guard<'_>, e: fs::Error, counter: &std::sync::atomic::AtomicU64) {
         st.running = false;
-        if st.over {
+        if !st.close() {
             return;
         }
-        st.over = true;
-        st.queue.clear();
-        st.writing = None;
         drop(st);
         counter.fetch_add(1, Relaxed);
         self.answer(Err(e));
@@ -390,9 +389,14 @@ fn open(to: &Target, length: Option<u64>, floor: u64) -> Result<fs::Writing, fs:
 }
 
 /// What a body's writes know of the free space.
+#[derive(Clone, Copy)]
 struct Space {
+    /// The space the file system keeps (`write-free-floor`).
     floor: u64,
+    /// Bytes free above the floor as last looked at, less what was
+    /// written since.
     room: u64,
+    /// Bytes written since the free space was last looked at.
     since_look: u64,
 }
 

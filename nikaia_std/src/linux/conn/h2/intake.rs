@@ -26,7 +26,16 @@ pub(in crate::linux::conn) struct Inbound {
     stream: u32,
     req: Request,
     started: Instant,
+    /// Its `content-length`, if it gave one.
+    length: Option<u64>,
     how: How,
+}
+
+/// Whether a body no one will read may be let arrive and dropped rather
+/// than its stream reset: not past [`DRAIN_MAX`], nor while the client
+/// waits for `100 Continue` (it may never send it), as on HTTP/1.1.
+fn drainable(length: Option<u64>, waits: bool) -> bool {
+    !waits && length.is_none_or(|n| n <= DRAIN_MAX)
 }
 
 enum How {
@@ -78,7 +87,7 @@ impl H2 {
         // A body no one reads is let arrive (and dropped) when it is small
         // and the client is not waiting to be told to send it, as on
         // HTTP/1.1; otherwise its stream is reset once its answer is out.
-        let unread = match length.is_none_or(|n| n <= DRAIN_MAX) && !expects_continue(&req) {
+        let unread = match drainable(length, expects_continue(&req)) {
             true => Intake::Drain { max: DRAIN_MAX },
             false => Intake::Discard,
         };
@@ -144,6 +153,7 @@ impl H2 {
             stream,
             req,
             started,
+            length,
             how,
         });
         // A body that ended with its head ends now (once its sink lets it).
@@ -354,11 +364,7 @@ impl H2 {
                 How::Stream { fed, .. } => fed.continue_owed,
                 How::Whole => false,
             };
-            let left = self.inbound[i]
-                .req
-                .header("content-length")
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            let drain = !waits && left.is_none_or(|n| n <= DRAIN_MAX);
+            let drain = drainable(self.inbound[i].length, waits);
             self.answer_early(link, turn, i, Aborted::Gone, resp, drain);
             return;
         }
