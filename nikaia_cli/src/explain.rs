@@ -179,6 +179,24 @@ pub fn render(socket: &Path, r: &Value) -> String {
             n(&b["files_failed"]),
         );
     }
+    let w = &r["writes"];
+    if w.is_object() {
+        let refused: Vec<String> = w["refused"]
+            .as_object()
+            .map(|m| m.iter().map(|(s, c)| format!("{} {s}", n(c))).collect())
+            .unwrap_or_default();
+        let refused = match refused.is_empty() {
+            true => "none refused".to_owned(),
+            false => format!("refused: {}", refused.join(", ")),
+        };
+        out += &format!(
+            "uploads      {} created, {} replaced ({} received), {} deleted; {refused}\n",
+            n(&w["created"]),
+            n(&w["replaced"]),
+            size(n(&w["bytes"])),
+            n(&w["deleted"]),
+        );
+    }
     let tls = &r["tls"];
     if tls.is_object() {
         out += &format!(

@@ -3,7 +3,7 @@
 //! travels.
 
 use nikaia_std::fs::Root;
-use nikaia_std::http::{dir_handler, Server};
+use nikaia_std::http::{dir_handler, dir_writer, Limit, Server};
 use nikaia_std::rt::{Acme, HttpsRedirect, Listen, ListenAddr, Runtime, RUNTIME_ENV};
 use std::io::Write;
 use std::path::PathBuf;
@@ -92,12 +92,19 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    // GET (and HEAD), and OPTIONS for CORS preflights (`spec/site.md`).
+    // GET (and HEAD), OPTIONS for CORS preflights, and PUT and DELETE as
+    // the write rules allow (none by default: 405) (`spec/site.md`).
+    let writer = std::sync::Arc::new(dir_writer(root.clone(), args.hidden));
+    let remover = writer.clone();
     let handler = std::sync::Arc::new(dir_handler(root, args.hidden, args.list));
     let preflight = handler.clone();
     let mut server = Server::with_runtime(rt)
         .route("/*path", move |req| handler(req))
-        .on("OPTIONS", "/*path", move |req| preflight(req));
+        .on("OPTIONS", "/*path", move |req| preflight(req))
+        .to_file("PUT", "/*path", move |req| writer(req))
+        .coded_body()
+        .max_body(Limit::None)
+        .to_file("DELETE", "/*path", move |req| remover(req));
     if let Some(file) = file {
         server = server.reload_from(file, adjust);
     }

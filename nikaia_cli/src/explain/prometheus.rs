@@ -213,6 +213,32 @@ pub fn prometheus(r: &Value) -> String {
             .collect(),
         );
     }
+    let w = &r["writes"];
+    if w.is_object() {
+        p.counter(
+            "nikaia_uploads_total",
+            "What the directory writer did: files created, files replaced, names deleted.",
+            ["created", "replaced", "deleted"]
+                .iter()
+                .map(|outcome| (vec![("outcome", outcome.to_string())], n(&w[*outcome])))
+                .collect(),
+        );
+        p.counter(
+            "nikaia_upload_bytes_total",
+            "Bytes of request bodies written to files that took their name, by the directory writer.",
+            vec![(vec![], n(&w["bytes"]))],
+        );
+        let refused = w["refused"].as_object().map(|m| {
+            m.iter()
+                .map(|(status, count)| (vec![("status", status.clone())], n(count)))
+                .collect::<Vec<_>>()
+        });
+        p.counter(
+            "nikaia_upload_refusals_total",
+            "Writes and deletes of the directory writer refused or failed, by status.",
+            refused.unwrap_or_default(),
+        );
+    }
     if tls.is_object() {
         p.counter(
             "nikaia_tls_handshakes_total",

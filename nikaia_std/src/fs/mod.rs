@@ -22,6 +22,8 @@ mod walk;
 #[cfg(target_os = "linux")]
 mod fd;
 #[cfg(target_os = "linux")]
+mod guard;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod map;
@@ -106,4 +108,5 @@ pub use list::{DirEntry, Reached, ReachedKind};
 #[doc(hidden)]
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, Root};
-pub use rw::{read, read_string, write, Durability, Mode, Written};
+pub(crate) use rw::etag_listed;
+pub use rw::{read, read_string, write, Conditions, Durability, Guard, Mode, Removable, Written};

@@ -11,7 +11,8 @@
 //! threads, never on a worker.
 
 use super::open::{check_name, is_temporary, Purpose, TEMPORARY_PREFIX};
-use super::{Durability, Error, Mode, Outside, Written};
+use super::Guard;
+use super::{Conditions, Durability, Error, Mode, Outside, Written};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode as Perm, OFlags, RenameFlags, CWD};
 use rustix::io::Errno;
@@ -39,6 +40,9 @@ pub struct Writing {
     named: Option<Vec<u8>>,
     mode: Mode,
     written: u64,
+    /// A write under a site's rules: the last component, if a link, is
+    /// replaced (never followed), and protected files are refused.
+    guard: Option<Guard>,
 }
 
 /// The most one `pwrite` gives the page cache. A larger write makes the
@@ -104,10 +108,11 @@ impl Writing {
         entry: &[u8],
         name: &Path,
         mode: Mode,
+        guard: Option<Guard>,
     ) -> Result<Writing, Error> {
         let entry = entry.to_vec();
         sweep_once(&dir);
-        check_mode(dir.as_fd(), &entry, &mode, name)?;
+        check_mode(dir.as_fd(), &entry, &mode, name, guard.as_ref())?;
         let (file, named) = temporary(dir.as_fd()).map_err(|e| io_error(e, name))?;
         Ok(Writing {
             dir,
@@ -117,6 +122,7 @@ impl Writing {
             named,
             mode,
             written: 0,
+            guard,
         })
     }
 
@@ -163,12 +169,14 @@ impl Writing {
         }
         let created = {
             let _serial = serialize(self.dir.as_fd(), &self.entry);
-            let created = check_mode(self.dir.as_fd(), &self.entry, &self.mode, &name)?;
-            self.link(created).map_err(|e| match e {
+            let dir = self.dir.as_fd();
+            let found = check_mode(dir, &self.entry, &self.mode, &name, self.guard.as_ref())?;
+            stamp(&self.file, found.previous_mtime).map_err(|e| io_error(e, &name))?;
+            self.link(found.created).map_err(|e| match e {
                 Errno::EXIST => Error::Exists,
                 e => io_error(e, &name),
             })?;
-            created
+            found.created
         };
         if durability == Durability::Full {
             rustix::fs::fsync(&self.dir).map_err(|e| io_error(e, &name))?;
@@ -185,7 +193,13 @@ impl Writing {
     /// temporary name over it.
     fn link(&mut self, created: bool) -> Result<(), Errno> {
         let dir = self.dir.as_fd();
-        let replace = self.mode != Mode::Create;
+        let replace = match self.mode {
+            Mode::Create => false,
+            // What was found decides: a name that was free is linked, so
+            // one that appeared meanwhile is not overwritten.
+            Mode::Conditional(_) => !created,
+            Mode::Replace | Mode::ReplaceIf(_) => true,
+        };
         match self.named.take() {
             Some(temp) => {
                 let done = match replace {
@@ -245,34 +259,141 @@ fn link_unnamed(file: &File, dir: BorrowedFd<'_>, entry: &[u8]) -> Result<(), Er
     }
 }
 
-/// What `mode` asks of `entry` as it is now; whether the name is free
-/// (the write will create it).
-fn check_mode(dir: BorrowedFd<'_>, entry: &[u8], mode: &Mode, name: &Path) -> Result<bool, Error> {
+/// What checking a name found: whether the write creates it, and the
+/// modification time of the file it replaces.
+struct Found {
+    created: bool,
+    previous_mtime: Option<i64>,
+}
+
+/// What `mode` asks of `entry` as it is now (and, under `guard`, that it
+/// is no protected file).
+fn check_mode(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    mode: &Mode,
+    name: &Path,
+    guard: Option<&Guard>,
+) -> Result<Found, Error> {
     let now = match rustix::fs::statat(dir, entry, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Some(st),
         Err(Errno::NOENT) => None,
         Err(e) => return Err(io_error(e, name)),
     };
-    let Some(st) = now else {
+    if let (Some(guard), Some(st)) = (guard, &now) {
+        guard.check(st, name)?;
+    }
+    let kind = now
+        .as_ref()
+        .map(|st| FileType::from_raw_mode(st.st_mode as _));
+    let id = now
+        .as_ref()
+        .filter(|_| kind == Some(FileType::RegularFile))
+        .map(super::fd::identity);
+    let previous_mtime = id.map(|id| id.mtime_ns);
+    let created = now.is_none();
+    let found = Found {
+        created,
+        previous_mtime,
+    };
+    if let Mode::Conditional(c) = mode {
+        return conditional(c, kind, id, guard.is_some()).map(|()| found);
+    }
+    let Some(kind) = kind else {
         return match mode {
             Mode::ReplaceIf(_) => Err(Error::Precondition),
-            _ => Ok(true),
+            _ => Ok(found),
         };
     };
     if *mode == Mode::Create {
         return Err(Error::Exists);
     }
-    match FileType::from_raw_mode(st.st_mode as _) {
+    match kind {
         FileType::RegularFile => {}
         FileType::Directory => return Err(Error::NotAFile { directory: true }),
         _ => return Err(Error::NotAFile { directory: false }),
     }
-    if let Mode::ReplaceIf(etag) = mode {
-        if etag.trim() != "*" && etag.trim() != super::fd::identity(&st).etag() {
+    if let (Mode::ReplaceIf(list), Some(id)) = (mode, id) {
+        if list.trim() != "*" && !super::etag_listed(list, &id.etag()) {
             return Err(Error::Precondition);
         }
     }
-    Ok(false)
+    Ok(found)
+}
+
+/// A [`Mode::Conditional`] write against what is at the name: the
+/// preconditions first, then what the rule allows. Under a guard a link
+/// is replaced like a file (never followed); it has no ETag to match.
+fn conditional(
+    c: &Conditions,
+    kind: Option<FileType>,
+    id: Option<super::Identity>,
+    links_replaced: bool,
+) -> Result<(), Error> {
+    let etag = id.map(|id| id.etag());
+    let seen = kind.map(|_| {
+        let modified = id.map(|id| id.mtime_ns.div_euclid(1_000_000_000).max(0) as u64);
+        etag.as_deref().zip(modified)
+    });
+    if !c.hold(seen) {
+        return Err(Error::Precondition);
+    }
+    let replaceable = match kind {
+        None if c.create => return Ok(()),
+        None => return Err(denied("the rule does not let this create a name")),
+        Some(FileType::RegularFile) => true,
+        Some(FileType::Symlink) => links_replaced,
+        Some(FileType::Directory) => return Err(Error::NotAFile { directory: true }),
+        Some(_) => false,
+    };
+    match (replaceable, c.replace) {
+        (false, _) => Err(Error::NotAFile { directory: false }),
+        (true, false) => Err(denied("the rule does not let this replace a file")),
+        (true, true) => Ok(()),
+    }
+}
+
+/// A write or removal a rule does not allow: 403.
+pub(crate) fn denied(why: &str) -> Error {
+    Error::Io(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        why.to_owned(),
+    ))
+}
+
+/// Gives the file a modification time later than the one it replaces,
+/// from the server's clock at full resolution, so that every version a
+/// name takes has its own ETag (two replaces of one size in one clock
+/// tick would otherwise share one). Where the file system keeps coarser
+/// times, it steps by a second until the time it keeps has moved.
+fn stamp(file: &File, previous: Option<i64>) -> Result<(), Errno> {
+    use rustix::fs::{Timespec, Timestamps, UTIME_OMIT};
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    let mut at = match previous {
+        Some(p) if now <= p => p + 1,
+        _ => now,
+    };
+    for _ in 0..3 {
+        let times = Timestamps {
+            last_access: Timespec {
+                tv_sec: 0,
+                tv_nsec: UTIME_OMIT,
+            },
+            last_modification: Timespec {
+                tv_sec: at.div_euclid(1_000_000_000),
+                tv_nsec: at.rem_euclid(1_000_000_000) as _,
+            },
+        };
+        rustix::fs::futimens(file, &times)?;
+        let kept = super::fd::identity(&rustix::fs::fstat(file)?).mtime_ns;
+        if previous.is_none_or(|p| kept > p) {
+            return Ok(());
+        }
+        at = (kept.div_euclid(1_000_000_000) + 1) * 1_000_000_000;
+    }
+    Ok(())
 }
 
 /// The unnamed file in `dir`, or a named temporary where the file system
@@ -333,7 +454,7 @@ pub(crate) fn free_space(dir: BorrowedFd<'_>) -> u64 {
 }
 
 /// An errno of a write, as an outcome.
-fn io_error(e: Errno, name: &Path) -> Error {
+pub(crate) fn io_error(e: Errno, name: &Path) -> Error {
     match e {
         Errno::NOSPC | Errno::DQUOT => Error::NoSpace,
         Errno::ROFS => Error::Io(std::io::Error::from(std::io::ErrorKind::ReadOnlyFilesystem)),
@@ -351,12 +472,12 @@ type NameKey = (u64, u64, Vec<u8>);
 static BUSY: LazyLock<(Mutex<HashSet<NameKey>>, Condvar)> = LazyLock::new(Default::default);
 
 /// A name held by one writer until dropped.
-struct Serial {
+pub(crate) struct Serial {
     key: NameKey,
 }
 
 #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
-fn serialize(dir: BorrowedFd<'_>, entry: &[u8]) -> Serial {
+pub(crate) fn serialize(dir: BorrowedFd<'_>, entry: &[u8]) -> Serial {
     let (dev, ino) = rustix::fs::fstat(dir).map_or((0, 0), |st| (st.st_dev as u64, st.st_ino));
     let key = (dev, ino, entry.to_vec());
     let (lock, cv) = &*BUSY;

@@ -357,7 +357,7 @@ impl Root {
             let dir_fd = self.open_fd(dir, Purpose::List)?;
             let target = match rustix::fs::readlinkat(&dir_fd, entry, Vec::new()) {
                 Ok(target) => target.into_bytes(),
-                Err(_) => return super::Writing::begin(dir_fd, entry, asked, mode),
+                Err(_) => return super::Writing::begin(dir_fd, entry, asked, mode, None),
             };
             use std::os::unix::ffi::OsStrExt;
             let target = Path::new(std::ffi::OsStr::from_bytes(&target));
@@ -370,6 +370,45 @@ impl Root {
             };
         }
         Err(outside())
+    }
+
+    /// Begins a write of `name` under a site's write rules: as
+    /// [`Root::begin_write`], but no symbolic link is followed in any
+    /// component (a link the name itself is gets replaced), missing
+    /// directories are made when `guard` says so, and the files `guard`
+    /// protects are refused (`spec/fs-root.md`, "Guarded writes"). A `Dir`
+    /// root only.
+    #[cfg(target_os = "linux")]
+    pub fn begin_write_guarded(
+        &self,
+        name: impl AsRef<Path>,
+        mode: super::Mode,
+        guard: &super::Guard,
+    ) -> Result<super::Writing, Error> {
+        match &self.kind {
+            Kind::Dir(d) => super::guard::begin_write(d.fd.as_fd(), name.as_ref(), mode, guard),
+            _ => Err(host::read_only()),
+        }
+    }
+
+    /// Removes `name` (a file or link, or an empty directory, as `what`
+    /// allows) under the same guard, if `conditions` hold for it.
+    #[cfg(target_os = "linux")]
+    pub fn remove_guarded(
+        &self,
+        name: impl AsRef<Path>,
+        conditions: &super::Conditions,
+        what: super::Removable,
+        guard: &super::Guard,
+        durability: super::Durability,
+    ) -> Result<(), Error> {
+        match &self.kind {
+            Kind::Dir(d) => {
+                let fd = d.fd.as_fd();
+                super::guard::remove(fd, name.as_ref(), conditions, what, guard, durability)
+            }
+            _ => Err(host::read_only()),
+        }
     }
 
     /// The one place a name becomes a host file or directory.

@@ -56,9 +56,87 @@ pub enum Mode {
     /// Whether or not it exists (a regular file it names is replaced).
     Replace,
     /// Only if it names the version whose ETag is this one (as sent in
-    /// `If-Match`, quotes included; `*`: any version), else
-    /// [`Error::Precondition`].
+    /// `If-Match`, quotes included; a list of them; `*`: any version),
+    /// else [`Error::Precondition`].
     ReplaceIf(String),
+    /// As a request's preconditions and a site's write rule say, checked
+    /// when the write begins and again, with the name held, when it
+    /// takes the name.
+    Conditional(Conditions),
+}
+
+/// What a write (or a removal) asks of the name as it is when it acts: the
+/// request's preconditions (RFC 9110 §13.2.2; a false one is
+/// [`Error::Precondition`]), then what the rule lets it do (creating a
+/// name, replacing a file: [`std::io::ErrorKind::PermissionDenied`]
+/// otherwise).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// A name that does not exist may be created.
+    pub create: bool,
+    /// A file that exists may be replaced.
+    pub replace: bool,
+    /// `If-Match`: `*`, or ETags one of which the file must have.
+    pub if_match: Option<String>,
+    /// `If-None-Match`: `*` (the name must not exist), or ETags the file
+    /// must not have.
+    pub if_none_match: Option<String>,
+    /// `If-Unmodified-Since`, seconds since the epoch (ignored with
+    /// `if_match`).
+    pub if_unmodified_since: Option<u64>,
+}
+
+impl Conditions {
+    /// Whether the preconditions hold for the name as it is: `now` is the
+    /// file's ETag and modification time (seconds) when it is a regular
+    /// file, `Some(None)` when it is something else (a link, a directory),
+    /// `None` when nothing is there.
+    pub(crate) fn hold(&self, now: Option<Option<(&str, u64)>>) -> bool {
+        if let Some(list) = &self.if_match {
+            let matched = match now {
+                None => false,
+                Some(_) if list.trim() == "*" => true,
+                Some(None) => false,
+                Some(Some((etag, _))) => etag_listed(list, etag),
+            };
+            if !matched {
+                return false;
+            }
+        } else if let (Some(since), Some(Some((_, modified)))) = (self.if_unmodified_since, now) {
+            if modified > since {
+                return false;
+            }
+        }
+        match (&self.if_none_match, now) {
+            (Some(list), Some(_)) if list.trim() == "*" => false,
+            (Some(list), Some(Some((etag, _)))) => !etag_listed(list, etag),
+            _ => true,
+        }
+    }
+}
+
+/// Whether a list of ETags (as `If-Match` sends it) names `etag`, by the
+/// strong comparison: a weak tag (`W/"…"`) never matches.
+pub(crate) fn etag_listed(list: &str, etag: &str) -> bool {
+    let mut rest = list.trim();
+    while !rest.is_empty() {
+        rest = rest.trim_start_matches([',', ' ', '\t']);
+        let weak = rest.starts_with("W/");
+        let tag = rest.strip_prefix("W/").unwrap_or(rest);
+        let Some(body) = tag.strip_prefix('"') else {
+            // Not a quoted tag: the rest up to the next comma is skipped.
+            rest = rest.split_once(',').map_or("", |(_, r)| r);
+            continue;
+        };
+        let Some(end) = body.find('"') else {
+            return false;
+        };
+        if !weak && tag[..end + 2] == *etag {
+            return true;
+        }
+        rest = &body[end + 1..];
+    }
+    false
 }
 
 /// What is on the disk before the name appears (and the answer goes out).
@@ -82,4 +160,24 @@ pub struct Written {
     pub id: super::Identity,
     /// The name did not exist before (a create).
     pub created: bool,
+}
+
+/// What a guarded write or removal takes care of beyond its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Guard {
+    /// Missing directories on the way are made (mode 0o755 before the
+    /// umask), each by the walk, so none is made through a link.
+    pub make_dirs: bool,
+    /// Files and directories never written into, replaced or removed, by
+    /// (device, inode) as they are when the write acts.
+    pub protected: Vec<(u64, u64)>,
+}
+
+/// What a removal may take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Removable {
+    /// Files (and links, removed themselves).
+    pub files: bool,
+    /// Empty directories.
+    pub dirs: bool,
 }

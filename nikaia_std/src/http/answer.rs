@@ -213,6 +213,11 @@ fn begin(
     close: bool,
     log: &mut impl FnMut(&Request, &str),
 ) -> Progress {
+    let mut file = file;
+    if let Some(rt) = rules(files, &file).filter(|rt| !rt.site.write.is_empty()) {
+        let name = file.name.to_string_lossy();
+        file.upload = site::write::may_upload(rt, &grant, &name, files.tls());
+    }
     let step = file::begin(files, req, &user, &file);
     let waiting = Waiting {
         user,

@@ -32,5 +32,5 @@ pub use body::{Aborted, Flow, IntoSink, Limit, Resume, Sink, WithBody};
 pub use file::File;
 pub use request::{Peer, Request, Version};
 pub use response::{IntoResponse, Response};
-pub use serve::{dir_handler, visible};
+pub use serve::{dir_handler, dir_writer, visible};
 pub use to_file::{answer_written, status_of, IntoToFile, ToFile};

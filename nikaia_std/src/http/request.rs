@@ -184,6 +184,9 @@ pub struct Request {
     pub(crate) body: Bytes,
     pub(crate) peer: Peer,
     pub(crate) client: Peer,
+    /// Bytes of a streamed body handed to its sink (the access log's
+    /// `received`; a whole body's is `body`'s length).
+    pub(crate) received: u64,
 }
 
 impl Request {
@@ -202,7 +205,13 @@ impl Request {
             body,
             client: peer.clone(),
             peer,
+            received: 0,
         }
+    }
+
+    /// Bytes of body this request brought: its sink's, or its whole body's.
+    pub(crate) fn received(&self) -> u64 {
+        self.received.max(self.body.len() as u64)
     }
 
     fn slice(&self, r: &Range<usize>) -> &[u8] {

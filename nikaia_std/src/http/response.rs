@@ -40,6 +40,9 @@ pub struct Response {
     pub(crate) default_type: Option<&'static str>,
     /// An error to write to the error log when this response is sent.
     pub(crate) log_error: Option<String>,
+    /// The user std verified for this answer (the access log's), where std
+    /// made the answer itself after a body (the directory writer's).
+    pub(crate) user: Option<String>,
 }
 
 impl Response {
@@ -51,6 +54,7 @@ impl Response {
             body: Body::Empty,
             default_type: None,
             log_error: None,
+            user: None,
         }
     }
 
@@ -233,6 +237,7 @@ pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",
+        201 => "Created",
         204 => "No Content",
         206 => "Partial Content",
         301 => "Moved Permanently",
@@ -246,10 +251,12 @@ pub(crate) fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
+        409 => "Conflict",
         411 => "Length Required",
         412 => "Precondition Failed",
         413 => "Content Too Large",
         414 => "URI Too Long",
+        415 => "Unsupported Media Type",
         416 => "Range Not Satisfiable",
         417 => "Expectation Failed",
         431 => "Request Header Fields Too Large",
@@ -257,6 +264,7 @@ pub(crate) fn reason(status: u16) -> &'static str {
         501 => "Not Implemented",
         503 => "Service Unavailable",
         505 => "HTTP Version Not Supported",
+        507 => "Insufficient Storage",
         _ => "",
     }
 }

@@ -7,6 +7,8 @@ use super::file::{File, Pages};
 use super::request::Request;
 use super::response::Response;
 use super::site::path::normalise;
+use super::site::write::{Asked, Op};
+use super::to_file::ToFile;
 use crate::fs::{self, Root};
 use std::path::Path;
 
@@ -47,15 +49,9 @@ pub fn dir_handler(
     list: bool,
 ) -> impl Fn(&Request) -> Response + Send + Sync + 'static {
     move |req| {
-        // The exact bytes: a name that is not UTF-8 is served as it is.
-        let tail = req.param_bytes().unwrap_or(b"");
-        let normal = normalise(tail);
-        let bytes = normal.as_deref().unwrap_or(tail);
-        // `None` where the target cannot name these bytes (wasm32: not
-        // UTF-8): refused like a dot-name, never a lossy name opened instead.
-        let name = fs::name_from_bytes(bytes);
-        let mut file = File::new(name.unwrap_or(Path::new("")), &root).index_html();
-        if normal.is_none() || name.is_none() || (!hidden && !visible_bytes(bytes)) {
+        let (name, refused) = asked_name(req, hidden);
+        let mut file = File::new(name, &root).index_html();
+        if refused {
             // Never opened: the answer is the runtime's `not-found` page or
             // the plain 404, as for a missing name.
             file.pages = Pages::Refused;
@@ -65,6 +61,59 @@ pub fn dir_handler(
         file.hidden = hidden;
         let file = if list { file.list(hidden) } else { file };
         Response::new(200).body(file)
+    }
+}
+
+/// The name a request of the directory handler (or writer) asks for:
+/// the tail's exact bytes (a name that is not UTF-8 is served as it is),
+/// normalised, and whether it is refused — a dot segment, a hidden name,
+/// or bytes the target cannot name (wasm32: not UTF-8; never a lossy name
+/// opened instead).
+fn asked_name(req: &Request, hidden: bool) -> (std::path::PathBuf, bool) {
+    let tail = req.param_bytes().unwrap_or(b"");
+    let normal = normalise(tail);
+    let bytes = normal.as_deref().unwrap_or(tail);
+    let name = fs::name_from_bytes(bytes);
+    let refused = normal.is_none() || name.is_none() || (!hidden && !visible_bytes(bytes));
+    (name.unwrap_or(Path::new("")).to_path_buf(), refused)
+}
+
+/// The writer of `nikaia serve`, for `PUT` and `DELETE` routes ending in
+/// `/*path` beside [`dir_handler`]'s: the body becomes the file the tail
+/// names under `root` (`PUT`), or the name goes (`DELETE`), only as the
+/// runtime file's write rules allow (`spec/site.md`, "Writes"; none by
+/// default: every such request is 405). Route it with `.coded_body()`
+/// and `.max_body(Limit::None)`: the rules decide a coded body (415) and
+/// the size (413), in their order.
+///
+/// ```no_run
+/// use nikaia_std::{fs::Root, http::{dir_handler, dir_writer, Limit, Server}};
+/// let root = Root::dir("site").unwrap();
+/// let writer = std::sync::Arc::new(dir_writer(root.clone(), false));
+/// let remover = writer.clone();
+/// Server::new()
+///     .route("/*path", dir_handler(root, false, false))
+///     .to_file("PUT", "/*path", move |req| writer(req))
+///     .coded_body()
+///     .max_body(Limit::None)
+///     .to_file("DELETE", "/*path", move |req| remover(req))
+///     .run()
+///     .unwrap();
+/// ```
+pub fn dir_writer(root: Root, hidden: bool) -> impl Fn(&Request) -> ToFile + Send + Sync + 'static {
+    move |req| {
+        let (name, refused) = asked_name(req, hidden);
+        let op = match req.method() {
+            "DELETE" => Op::Delete,
+            _ => Op::Put,
+        };
+        let mut to = ToFile::new(name, &root, fs::Mode::Replace);
+        to.site = Some(Asked {
+            op,
+            hidden,
+            refused,
+        });
+        to
     }
 }
 

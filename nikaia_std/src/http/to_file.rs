@@ -27,6 +27,11 @@ pub struct ToFile {
     pub(crate) mode: Mode,
     pub(crate) durability: Durability,
     pub(crate) answer: Option<AnswerWith>,
+    /// A write of the directory writer: the site's write rules decide it
+    /// (`spec/site.md`, "Writes"), from the head.
+    pub(crate) site: Option<super::site::write::Asked>,
+    /// What those rules let it do, once they have.
+    pub(crate) permit: Option<Box<super::site::write::Permit>>,
 }
 
 /// The program's answer once the body is written (or is not).
@@ -34,13 +39,15 @@ pub(crate) type AnswerWith =
     Box<dyn FnOnce(&Request, Result<Written, fs::Error>) -> Response + Send>;
 
 impl ToFile {
-    fn new(name: impl AsRef<Path>, root: &Root, mode: Mode) -> ToFile {
+    pub(crate) fn new(name: impl AsRef<Path>, root: &Root, mode: Mode) -> ToFile {
         ToFile {
             root: root.clone(),
             name: name.as_ref().to_path_buf(),
             mode,
             durability: Durability::default(),
             answer: None,
+            site: None,
+            permit: None,
         }
     }
 

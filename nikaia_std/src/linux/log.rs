@@ -216,6 +216,8 @@ pub(crate) struct AccessEntry<'a> {
     pub status: u16,
     /// Body bytes sent.
     pub bytes: u64,
+    /// Body bytes received (JSON only: the combined format stays nginx's).
+    pub received: u64,
     pub referer: Option<&'a [u8]>,
     pub user_agent: Option<&'a [u8]>,
     pub duration: Duration,
@@ -307,8 +309,8 @@ impl AccessEntry<'_> {
         json_or_null(out, protocol);
         let _ = write!(
             out,
-            ",\"status\":{},\"bytes\":{},\"referer\":",
-            self.status, self.bytes
+            ",\"status\":{},\"bytes\":{},\"received\":{},\"referer\":",
+            self.status, self.bytes, self.received
         );
         json_or_null(out, self.referer);
         out.extend_from_slice(b",\"user_agent\":");
@@ -507,6 +509,7 @@ mod tests {
             },
             status: 200,
             bytes: 5,
+            received: 0,
             referer,
             user_agent: Some(b"curl/8 (x\"y)"),
             duration: Duration::from_micros(42),

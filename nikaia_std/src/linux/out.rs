@@ -31,6 +31,8 @@ pub(crate) struct Sent {
     pub client: crate::http::Peer,
     /// The user its credentials were verified for.
     pub user: Option<String>,
+    /// Bytes of request body received.
+    pub received: u64,
 }
 
 #[derive(Debug)]
@@ -428,6 +430,7 @@ mod tests {
             started: Instant::now(),
             client: crate::http::Peer::Unix,
             user: None,
+            received: 0,
         }
     }
 

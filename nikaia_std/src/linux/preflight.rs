@@ -10,7 +10,7 @@ impl Runtime {
     /// with them would: what `nikaia check` reports beyond the file's text.
     /// (Linux: the machine is the Linux backend's.)
     pub fn preflight(&self) -> Vec<Finding> {
-        let mut found = Vec::new();
+        let mut found = crate::http::site::write::findings(self);
         if let Some(path) = &self.stats_socket {
             let what = super::stats_socket::what(path);
             if let Err(e) = super::unix_path::inspect(path, &what) {

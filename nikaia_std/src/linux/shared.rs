@@ -108,8 +108,21 @@ impl Files for Serving<'_> {
         to: crate::http::ToFile,
         length: Option<u64>,
     ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
+        use crate::http::site::write::Op;
+        if to.permit.as_ref().is_some_and(|p| p.op == Op::Delete) {
+            return Ok(Box::new(super::write::Removal::new(
+                self.shared,
+                self.rt,
+                req,
+                to,
+            )));
+        }
         let upload = super::write::Upload::new(self.shared, self.rt, req, to, length)?;
         Ok(Box::new(upload))
+    }
+
+    fn count_write(&self, status: u16) {
+        self.shared.stats.writes.refused(status);
     }
 
     fn vehicle(&self, len: u64) -> crate::rt::Vehicle {
@@ -287,6 +300,7 @@ impl Shared {
             }),
             h2: self.stats.h2.report(),
             bodies: self.stats.bodies.report(),
+            writes: self.stats.writes.report(),
         }
     }
 }

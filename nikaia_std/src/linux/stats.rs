@@ -26,6 +26,50 @@ pub(crate) struct Stats {
     statuses: [AtomicU64; 5],
     pub h2: H2Stats,
     pub bodies: BodyStats,
+    pub writes: WriteStats,
+}
+
+/// The statuses a write of the directory writer is refused with, counted
+/// each on its own (`rt::WritesReport`); any other is counted as 500.
+const WRITE_REFUSALS: [u16; 14] = [
+    400, 401, 403, 404, 405, 409, 412, 413, 415, 500, 503, 507, 408, 411,
+];
+
+/// What the directory writer did (`rt::WritesReport`).
+#[derive(Default)]
+pub(crate) struct WriteStats {
+    pub created: AtomicU64,
+    pub replaced: AtomicU64,
+    pub bytes: AtomicU64,
+    pub deleted: AtomicU64,
+    refused: [AtomicU64; WRITE_REFUSALS.len()],
+}
+
+impl WriteStats {
+    /// Counts a write refused (or failed) with `status`.
+    pub(crate) fn refused(&self, status: u16) {
+        let i = WRITE_REFUSALS.iter().position(|&s| s == status);
+        let i = i.unwrap_or_else(|| WRITE_REFUSALS.iter().position(|&s| s == 500).unwrap_or(0));
+        self.refused[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn report(&self) -> crate::rt::WritesReport {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut refused: Vec<(u16, u64)> = WRITE_REFUSALS
+            .iter()
+            .zip(&self.refused)
+            .map(|(&s, c)| (s, load(c)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        refused.sort_unstable();
+        let mut report = crate::rt::WritesReport::default();
+        report.created = load(&self.created);
+        report.replaced = load(&self.replaced);
+        report.bytes = load(&self.bytes);
+        report.deleted = load(&self.deleted);
+        report.refused = refused;
+        report
+    }
 }
 
 /// What became of request bodies (`rt::BodiesReport`).

@@ -7,10 +7,16 @@
 //! socket, HTTP/2 stops granting window), so a slow disk holds the client
 //! back, never a worker.
 
+mod site;
+
+pub(crate) use site::Removal;
+
 use super::pool::IoPool;
 use super::shared::Shared;
 use crate::fs::{self, Durability, Written};
 use crate::http::body::{Aborted, Erased, Flow, Reply, Resume};
+use crate::http::site::write::Permit;
+use crate::http::site::{Check, Verdict};
 use crate::http::to_file::{AnswerWith, ToFile};
 use crate::http::{Request, Response};
 use crate::rt::Runtime;
@@ -97,6 +103,10 @@ struct State {
     answer: Option<AnswerWith>,
     durability: Durability,
     length: Option<u64>,
+    /// A write of the directory writer: what the site's rules let it do.
+    site: Option<Box<Permit>>,
+    /// The runtime file's own files and names, never written.
+    own: site::Own,
 }
 
 impl State {
@@ -130,19 +140,21 @@ impl Upload {
         to: ToFile,
         length: Option<u64>,
     ) -> Result<Upload, Response> {
-        let writers = &shared.writers;
-        if writers.active.fetch_add(1, Relaxed) >= rt.max_writes {
-            writers.active.fetch_sub(1, Relaxed);
-            shared.stats.bodies.files_refused.fetch_add(1, Relaxed);
-            return Err(Response::status_page(503).header("Retry-After", "1"));
+        let site = to.permit;
+        // Credentials still to check take no place among the writes: a
+        // flood of wrong passwords holds no writer's slot.
+        let pending = site.as_ref().is_some_and(|p| p.check.is_some());
+        if !pending {
+            take_slot(shared, rt.max_writes).map_err(|busy| {
+                let rt = shared.runtime();
+                site::answer_refusal(&rt, req, site.as_deref(), busy)
+            })?;
         }
-        let ToFile {
-            root,
-            name,
-            mode,
-            durability,
-            answer,
-        } = to;
+        let (mode, durability) = match &site {
+            Some(p) => (fs::Mode::Conditional(p.conditions.clone()), p.durability),
+            None => (to.mode, to.durability),
+        };
+        let (root, name, answer) = (to.root, to.name, to.answer);
         let state = State {
             writing: None,
             to: Some(Target { root, name, mode }),
@@ -162,11 +174,13 @@ impl Upload {
             answer,
             durability,
             length,
+            own: site::Own::of(rt, site.is_some()),
+            site,
         };
         Ok(Upload {
             job: Arc::new(Job {
                 shared: shared.clone(),
-                counted: AtomicBool::new(true),
+                counted: AtomicBool::new(!pending),
                 state: Mutex::new(state),
             }),
             run: Vec::new(),
@@ -201,7 +215,17 @@ impl Erased for Upload {
         let mut st = self.job.lock();
         st.reply = Some(reply);
         st.paused = Some(flow.pause());
-        self.job.run_writer(st);
+        let check = st.site.as_mut().and_then(|p| p.check.take());
+        let Some(check) = check else {
+            return self.job.run_writer(st);
+        };
+        drop(st);
+        // The body stays held (no `100 Continue`) until the check is done.
+        let job = self.job.clone();
+        let auth = &self.job.shared.auth;
+        if let Err(check) = auth.submit(check, move |check, verdict| job.verified(check, verdict)) {
+            self.job.verified(check, Verdict::Busy);
+        }
     }
 
     fn piece(&mut self, piece: &[u8], flow: &mut Flow<'_>) {
@@ -241,6 +265,42 @@ impl Job {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Goes on once the credentials of a site write were checked: the
+    /// writer's turn (with a slot among the writes), or the answer.
+    fn verified(self: &Arc<Self>, check: Box<Check>, verdict: Verdict) {
+        let mut st = self.lock();
+        let Some(permit) = st.site.take() else {
+            return;
+        };
+        let (name, tls) = (permit.name.clone(), permit.tls);
+        let refusal = match permit.verified(check, verdict) {
+            Ok(permit) => {
+                let max = self.shared.runtime().max_writes;
+                let took = take_slot(&self.shared, max);
+                let refusal = took.err().map(|busy| (busy, Some(permit.grant.clone())));
+                st.site = Some(Box::new(permit));
+                if refusal.is_none() {
+                    self.counted.store(true, Relaxed);
+                }
+                refusal
+            }
+            Err(resp) => Some((resp, None)),
+        };
+        let Some((mut resp, grant)) = refusal else {
+            return self.run_writer(st);
+        };
+        st.close();
+        let (reply, req) = (st.reply.take(), st.req.clone());
+        drop(st);
+        let rt = self.shared.runtime();
+        let grant = grant.unwrap_or_default();
+        crate::http::site::write::dress_refusal(&rt, &req, &name, &grant, tls, &mut resp);
+        self.shared.stats.writes.refused(resp.status());
+        if let Some(reply) = reply {
+            reply.send(resp);
+        }
+    }
+
     /// Queues a writer turn unless one is queued or running.
     fn run_writer(self: &Arc<Self>, mut st: Guard<'_>) {
         if st.running || st.over {
@@ -258,9 +318,18 @@ impl Job {
         let mut st = self.lock();
         if let Some(to) = st.to.take() {
             let (length, floor) = (st.length, st.space.floor);
+            let guard = st
+                .site
+                .as_ref()
+                .map(|p| p.guard(st.own.identities(&to.root)));
+            let owed = st.site.as_ref().and_then(|p| p.after_preconditions);
             drop(st);
-            let opened = open(&to, length, floor);
+            let opened = open(&to, guard.as_ref(), length, floor);
             st = self.lock();
+            if let (Ok(_), Some(status)) = (&opened, owed) {
+                // The preconditions held: now the head's own fault.
+                return self.refuse(st, status);
+            }
             match opened {
                 Ok(writing) if !st.over => {
                     st.writing = Some(writing);
@@ -327,6 +396,25 @@ impl Job {
         self.answer(done);
     }
 
+    /// A site write whose preconditions held but whose head cannot be
+    /// taken (400, 415, 413): answered now, nothing written.
+    fn refuse(&self, mut st: Guard<'_>, status: u16) {
+        st.running = false;
+        if !st.close() {
+            return;
+        }
+        let (reply, req, permit) = (st.reply.take(), st.req.clone(), st.site.take());
+        drop(st);
+        self.done();
+        self.shared.stats.bodies.files_refused.fetch_add(1, Relaxed);
+        let rt = self.shared.runtime();
+        let resp =
+            site::answer_refusal(&rt, &req, permit.as_deref(), Response::status_page(status));
+        if let Some(reply) = reply {
+            reply.send(resp);
+        }
+    }
+
     /// The write will not happen: the answer goes now (before the rest of
     /// the body, if it is still coming), and the file with its descriptor.
     fn fail(&self, mut st: Guard<'_>, e: fs::Error, counter: &std::sync::atomic::AtomicU64) {
@@ -343,8 +431,16 @@ impl Job {
     fn answer(&self, done: Result<Written, fs::Error>) {
         let mut st = self.lock();
         let (reply, answer, req) = (st.reply.take(), st.answer.take(), st.req.clone());
+        let permit = st.site.take();
         drop(st);
         self.done();
+        if let Some(permit) = permit {
+            let resp = site::answered(&self.shared, &req, &permit, done);
+            if let Some(reply) = reply {
+                reply.send(resp);
+            }
+            return;
+        }
         let resp = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             ToFile::answer_for(answer, &req, done)
         }))
@@ -376,10 +472,33 @@ impl Drop for Job {
     }
 }
 
-/// Opens the unnamed file for `to`, and refuses a `Content-Length` that
-/// would take the file system below its floor (507).
-fn open(to: &Target, length: Option<u64>, floor: u64) -> Result<fs::Writing, fs::Error> {
-    let writing = to.root.begin_write(&to.name, to.mode.clone())?;
+/// Takes a place among the bodies being written, or the 503 that says
+/// there is none (`max-writes`).
+fn take_slot(shared: &Shared, max: usize) -> Result<(), Response> {
+    let writers = &shared.writers;
+    if writers.active.fetch_add(1, Relaxed) >= max {
+        writers.active.fetch_sub(1, Relaxed);
+        shared.stats.bodies.files_refused.fetch_add(1, Relaxed);
+        return Err(Response::status_page(503).header("Retry-After", "1"));
+    }
+    Ok(())
+}
+
+/// Opens the unnamed file for `to` (under the site's guard, for a write
+/// of the directory writer), and refuses a `Content-Length` that would
+/// take the file system below its floor (507).
+fn open(
+    to: &Target,
+    guard: Option<&fs::Guard>,
+    length: Option<u64>,
+    floor: u64,
+) -> Result<fs::Writing, fs::Error> {
+    let writing = match guard {
+        Some(guard) => to
+            .root
+            .begin_write_guarded(&to.name, to.mode.clone(), guard)?,
+        None => to.root.begin_write(&to.name, to.mode.clone())?,
+    };
     if let Some(length) = length {
         if writing.free_space() < length.saturating_add(floor) {
             return Err(fs::Error::NoSpace);

@@ -25,7 +25,7 @@ pub use listen::{HttpsRedirect, Listen, ListenAddr, UNIX_MODE};
 pub(crate) use site::{any_matches, canonical};
 pub use site::{
     reserved_header, AuthRule, Cors, DenyRule, HeaderRule, Net, Origins, SecurityHeaders, Site,
-    TrustedProxies,
+    TrustedProxies, WriteRule,
 };
 pub use units::{format_duration, format_size};
 
@@ -184,8 +184,12 @@ pub struct Runtime {
     /// `list`: a directory without an index is listed (as `--list`).
     pub list: bool,
     /// A site's rules (`spec/site.md`): the keys `headers`,
-    /// `security-headers`, `cors`, `trusted-proxies`, `auth` and `deny`.
+    /// `security-headers`, `cors`, `trusted-proxies`, `auth`, `deny` and
+    /// `write`.
     pub site: Site,
+    /// The runtime file these values were read from (`None`: the
+    /// defaults, or a program's own): never writable by a write rule.
+    pub source: Option<PathBuf>,
 }
 
 /// `cache-control`: the `Cache-Control` value for a file `http::dir_handler`
@@ -258,7 +262,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 45] = [
+pub const KEYS: [&str; 46] = [
     "listen",
     "workers",
     "io-threads",
@@ -304,6 +308,7 @@ pub const KEYS: [&str; 45] = [
     "headers",
     "auth",
     "deny",
+    "write",
 ];
 
 impl Default for Runtime {
@@ -349,6 +354,7 @@ impl Default for Runtime {
             index: vec!["index.html".to_owned()],
             list: false,
             site: Site::default(),
+            source: None,
         }
     }
 }

@@ -14,7 +14,9 @@ pub use config::{
     Acme, AuthRule, CacheControl, CertFiles, CertSummary, ChallengeKind, Coding, ConfigError, Cors,
     DenyRule, Eab, FallbackFor, Finding, Glob, HeaderRule, HttpsRedirect, KeyType, Listen,
     ListenAddr, LogTarget, Net, Origins, Runtime, SecurityHeaders, SendFile, Site, TrustedProxies,
-    Users, KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
+    Users, WriteRule, KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
 };
-pub use stats::{BodiesReport, CertReport, CompressedReport, H2Report, Report, TlsReport};
+pub use stats::{
+    BodiesReport, CertReport, CompressedReport, H2Report, Report, TlsReport, WritesReport,
+};
 pub(crate) use vehicle::Vehicle;

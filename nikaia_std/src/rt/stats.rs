@@ -49,6 +49,22 @@ pub struct Report {
     pub h2: H2Report,
     /// What became of request bodies (`spec/http.md`, "Request bodies").
     pub bodies: BodiesReport,
+    /// What the directory writer did (`spec/site.md`, "Writes").
+    pub writes: WritesReport,
+}
+
+/// What the directory writer did: files created and replaced, bytes
+/// taken into them, names removed, and refusals by status.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WritesReport {
+    pub created: u64,
+    pub replaced: u64,
+    /// Bytes of the bodies written to files that took their name.
+    pub bytes: u64,
+    pub deleted: u64,
+    /// Requests refused or failed, by status (only statuses seen).
+    pub refused: Vec<(u16, u64)>,
 }
 
 /// What became of request bodies, both protocols together.
@@ -252,6 +268,18 @@ impl Report {
             b.whole, b.streamed, b.bytes, b.refused, b.drained, b.timeouts, b.aborted,
             b.files_written, b.files_refused, b.files_failed
         ));
+        let w = &self.writes;
+        s.push_str(&format!(
+            ",\"writes\":{{\"created\":{},\"replaced\":{},\"bytes\":{},\"deleted\":{},\"refused\":{{",
+            w.created, w.replaced, w.bytes, w.deleted
+        ));
+        for (i, (status, count)) in w.refused.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!("\"{status}\":{count}"));
+        }
+        s.push_str("}}");
         if let Some(t) = &self.tls {
             s.push_str(&format!(
                 ",\"tls\":{{\"connections\":{},\"handshakes_full\":{},\"handshakes_resumed\":{},\"failures\":{},\"plain_http\":{},\"vehicles\":",

@@ -12,7 +12,7 @@ use super::super::redirect::ToHttps;
 use super::super::request::Request;
 use super::super::response::Response;
 use super::super::router::{Found, Handler, Router};
-use super::super::to_file::MakeFile;
+use super::super::to_file::{MakeFile, ToFile};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// How a request with a body goes on.
@@ -107,6 +107,7 @@ fn to_file(
     };
     let made = catch_unwind(AssertUnwindSafe(|| make(req)));
     let to = match made {
+        Ok(Ok(to)) if to.site.is_some() => return site_write(files, req, to, declared),
         Ok(Ok(to)) => to,
         Ok(Err(answer)) => return Before::Refuse(answer),
         Err(_) => {
@@ -120,6 +121,40 @@ fn to_file(
     match files.to_file(req, to, declared.length) {
         Ok(sink) => Before::Stream { sink, limit },
         Err(answer) => Before::Refuse(answer),
+    }
+}
+
+/// A write of the directory writer: the site's write rules decide it from
+/// the head (`spec/site.md`, "Writes"); the backend's sink does what they
+/// let it, once the credentials are checked.
+fn site_write(files: &impl Files, req: &Request, mut to: ToFile, declared: Declared) -> Before {
+    use super::super::site::{write, Grant};
+    static DEFAULTS: std::sync::LazyLock<crate::rt::Runtime> =
+        std::sync::LazyLock::new(crate::rt::Runtime::default);
+    let rt = files.runtime().unwrap_or(&DEFAULTS);
+    let Some(asked) = to.site else {
+        return Before::Refuse(Response::status_page(500));
+    };
+    let name = to.name.to_string_lossy().into_owned();
+    let length = match declared.present {
+        true => declared.length,
+        false => Some(0),
+    };
+    let tls = files.tls();
+    match write::gate(rt, req, &name, asked, tls, length, |c| files.verified(c)) {
+        Err(mut refusal) => {
+            files.count_write(refusal.status());
+            write::dress_refusal(rt, req, &name, &Grant::default(), tls, &mut refusal);
+            Before::Refuse(refusal)
+        }
+        Ok(permit) => {
+            let limit = permit.limit;
+            to.permit = Some(Box::new(permit));
+            match files.to_file(req, to, declared.length) {
+                Ok(sink) => Before::Stream { sink, limit },
+                Err(answer) => Before::Refuse(answer),
+            }
+        }
     }
 }
 

@@ -96,12 +96,13 @@ pub(super) fn finish(
             (Plan::None, _) => Payload::None,
         }
     };
+    let user = resp.user.take();
     Answer {
         resp,
         length,
         payload,
         close,
-        user: None,
+        user,
     }
 }
 

@@ -38,6 +38,8 @@ pub(crate) struct Ask {
     deny: Vec<Glob>,
     /// The request's `If-None-Match`: a listing it names is not rendered.
     if_none_match: Option<String>,
+    /// The reader may write here: the page has an upload control.
+    upload: bool,
 }
 
 /// A listing made: its bytes and validator.
@@ -77,6 +79,7 @@ pub(super) fn begin(
         show_hidden: file.listed(rt).unwrap_or(false),
         deny,
         if_none_match: req.header("if-none-match").map(str::to_owned),
+        upload: file.upload,
     }))
 }
 
@@ -97,6 +100,7 @@ impl Ask {
             format: self.format,
             sort: self.sort,
             order: self.order,
+            upload: self.upload,
         };
         let etag = render::etag(&page, &entries, truncated);
         let not_modified = self

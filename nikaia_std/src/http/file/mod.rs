@@ -57,6 +57,9 @@ pub struct File {
     /// Whether the server's `cache-control`, `not-found` and `fallback`
     /// apply: only to the files of `dir_handler`.
     pub(crate) pages: Pages,
+    /// The reader may write in the directory listed (a write rule lets
+    /// them create there): its listing has an upload control.
+    pub(crate) upload: bool,
 }
 
 /// How the runtime's pages apply to a [`File`] (spec/runtime-file.md).
@@ -82,6 +85,7 @@ impl File {
             list: None,
             hidden: false,
             pages: Pages::Off,
+            upload: false,
         }
     }
 
@@ -188,6 +192,9 @@ pub(crate) trait Files {
                 .to_owned(),
         ))
     }
+    /// Counts an answer about a write of the directory writer, by status
+    /// (`nikaia explain`); nothing where there are no counters.
+    fn count_write(&self, _status: u16) {}
     /// How `len` bytes of a file that is not kept travel.
     fn vehicle(&self, len: u64) -> Vehicle;
     /// The sidecar codings served (`precompressed`), in the server's order.

@@ -24,28 +24,55 @@ pub(super) fn is_preflight(req: &Request) -> bool {
         && req.header_bytes("access-control-request-method").is_some()
 }
 
+/// The request headers a write needs beside the safelisted ones: its
+/// preconditions, its type and its credentials.
+const WRITE_HEADERS: [&str; 5] = [
+    "If-Match",
+    "If-None-Match",
+    "If-Unmodified-Since",
+    "Content-Type",
+    "Authorization",
+];
+
 /// The 204 a preflight gets: with the CORS headers when the origin, the
 /// method and every requested header are allowed, without them otherwise.
-pub(super) fn preflight(cors: &Cors, req: &Request) -> Response {
+/// `writes`: the write methods a rule allows for the name (`PUT`,
+/// `DELETE`), which are allowed with the headers a write needs.
+pub(super) fn preflight(cors: &Cors, req: &Request, writes: &[&str]) -> Response {
     let mut resp = Response::new(204);
     let method = req.header("access-control-request-method").unwrap_or("");
     let asked = req.header("access-control-request-headers").unwrap_or("");
+    let mut methods: Vec<&str> = cors.methods.iter().map(String::as_str).collect();
+    let mut headers: Vec<&str> = cors.headers.iter().map(String::as_str).collect();
+    if !writes.is_empty() {
+        methods.extend(
+            writes
+                .iter()
+                .filter(|w| !methods.contains(w))
+                .collect::<Vec<_>>(),
+        );
+        for h in WRITE_HEADERS {
+            if !headers.iter().any(|a| a.eq_ignore_ascii_case(h)) {
+                headers.push(h);
+            }
+        }
+    }
     let headers_ok = asked
         .split(',')
         .map(|h| h.trim())
         .filter(|h| !h.is_empty())
-        .all(|h| cors.headers.iter().any(|a| a.eq_ignore_ascii_case(h)));
-    let method_ok = cors.methods.iter().any(|m| m == method);
+        .all(|h| headers.iter().any(|a| a.eq_ignore_ascii_case(h)));
+    let method_ok = methods.contains(&method);
     if let (Some(origin), true, true) = (allowed(cors, req), method_ok, headers_ok) {
         allow_origin(cors, origin, &mut resp);
         resp.push_header(
             "Access-Control-Allow-Methods",
-            Bytes::from(cors.methods.join(", ")),
+            Bytes::from(methods.join(", ")),
         );
-        if !cors.headers.is_empty() {
+        if !headers.is_empty() {
             resp.push_header(
                 "Access-Control-Allow-Headers",
-                Bytes::from(cors.headers.join(", ")),
+                Bytes::from(headers.join(", ")),
             );
         }
         let age = cors.max_age.as_secs().to_string();

@@ -83,9 +83,37 @@ pub(crate) fn dress(
             }
         }
     }
+    if let Some(sent) = at.sent {
+        sandbox(rt, sent, resp);
+    }
     if let Some(cors) = &site.cors {
         super::cors::dress(cors, req, resp);
     }
+}
+
+/// A file someone may have uploaded is served so that it cannot act as the
+/// site (`spec/site.md`, "Writes"): `Content-Security-Policy: sandbox`
+/// (no script, no forms, an opaque origin: an uploaded page cannot read
+/// the site or use the credentials a browser sends it by itself) and
+/// `nosniff`, on every answer about a file a write rule covers, unless the
+/// rule says its content is trusted. Put after the header rules, so no
+/// rule takes them off; a policy a rule set stays, and both apply.
+fn sandbox(rt: &Runtime, sent: &str, resp: &mut Response) {
+    let Some(rule) = super::write::rule_for(rt, sent) else {
+        return;
+    };
+    if rule.trusted {
+        return;
+    }
+    resp.headers.push((
+        Cow::Borrowed("Content-Security-Policy"),
+        Bytes::from_static(b"sandbox"),
+    ));
+    set(
+        resp,
+        "X-Content-Type-Options",
+        Bytes::from_static(b"nosniff"),
+    );
 }
 
 /// Replaces every header `name` with one of `value`.

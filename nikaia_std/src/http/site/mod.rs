@@ -9,6 +9,7 @@ pub(crate) mod basic;
 mod cors;
 pub(crate) mod dress;
 pub(crate) mod path;
+pub(crate) mod write;
 
 use super::request::Request;
 use super::response::Response;
@@ -110,9 +111,13 @@ pub(crate) fn gate(
         };
     }
     if req.method() == "OPTIONS" {
+        // The writes a rule allows here are allowed too (and only here).
+        let bare = name.strip_suffix('/').unwrap_or(&name);
+        let rule = write::rule_for(rt, bare).filter(|_| write::writable_name(bare));
+        let writes = write::methods(rule);
         return Gate::Answer(match &site.cors {
-            Some(cors) if cors::is_preflight(req) => cors::preflight(cors, req),
-            _ => allow(),
+            Some(cors) if cors::is_preflight(req) => cors::preflight(cors, req, writes),
+            _ => allow(writes),
         });
     }
     let Some(rule) = site.auth.iter().find(|r| matches(&r.patterns)) else {
@@ -165,10 +170,16 @@ pub(crate) fn may_send<'n>(
     })
 }
 
-/// 204 with the directory handler's methods.
-fn allow() -> Response {
+/// 204 with the directory handler's methods, and the writes a rule
+/// allows for the name.
+fn allow(writes: &[&str]) -> Response {
     let mut r = Response::new(204);
-    r.push_header("Allow", Bytes::from_static(b"GET, HEAD, OPTIONS"));
+    let mut methods = String::from("GET, HEAD, OPTIONS");
+    for m in writes {
+        methods.push_str(", ");
+        methods.push_str(m);
+    }
+    r.push_header("Allow", Bytes::from(methods));
     r
 }
 

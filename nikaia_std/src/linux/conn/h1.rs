@@ -316,6 +316,7 @@ impl H1 {
             started,
             client: req.client.clone(),
             user: decided_user,
+            received: req.received(),
         });
         link.close_after |= close;
         // From here the client has send-timeout to take each part of it.

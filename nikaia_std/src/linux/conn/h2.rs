@@ -504,6 +504,7 @@ impl H2 {
             started,
             client: req.client.clone(),
             user,
+            received: req.received(),
         };
         let source = match payload {
             Payload::None => None,

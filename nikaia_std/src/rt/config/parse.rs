@@ -14,6 +14,7 @@ mod pages;
 mod site;
 mod tables;
 mod values;
+mod write;
 
 use super::{
     available_cores, AccessLogFormat, Coding, ConfigError, LogTarget, Runtime, SendFile, KEYS,
@@ -69,7 +70,7 @@ const STATIC_CACHE: RangeInclusive<u64> = 0..=1_000_000;
 const STATIC_CACHE_BYTES: RangeInclusive<u64> = 0..=64 << 30;
 const MAX_CONNECTIONS: RangeInclusive<u64> = 1..=1_000_000;
 const MAX_HEADER_BYTES: RangeInclusive<u64> = 1 << 10..=1 << 20;
-const BODY_LIMIT: RangeInclusive<u64> = 0..=1 << 50;
+pub(super) const BODY_LIMIT: RangeInclusive<u64> = 0..=1 << 50;
 const BODY_MIN_RATE: RangeInclusive<u64> = 0..=1 << 30;
 const MAX_WRITES: RangeInclusive<u64> = 1..=100_000;
 const HTTP2_MAX_REQUESTS: RangeInclusive<u64> = 1..=1 << 30;
@@ -98,6 +99,7 @@ impl Checker<'_> {
     /// Builds the runtime from the top-level table, recording every problem.
     fn runtime(&mut self, table: &DeTable<'_>) -> Runtime {
         let mut rt = Runtime::default();
+        rt.source = Some(self.file.to_path_buf());
         let mut entries: Vec<_> = table.iter().collect();
         entries.sort_by_key(|(key, _)| key.span().start);
         let given = |k: &str| entries.iter().any(|(key, _)| *key.get_ref() == *k);
@@ -218,6 +220,7 @@ impl Checker<'_> {
                 }
                 "auth" => put(&mut rt.site.auth, self.auth_rules(name, value)),
                 "deny" => put(&mut rt.site.deny, self.deny_rules(name, value)),
+                "write" => put(&mut rt.site.write, self.write_rules(name, value)),
                 _ => self.unknown_key(key),
             }
         }

@@ -212,6 +212,58 @@ pub struct DenyRule {
     pub status: u16,
 }
 
+/// One `[[write]]` rule: who may put files under the names it covers, and
+/// how (`spec/site.md`, "Writes").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteRule {
+    pub patterns: Vec<Glob>,
+    /// `writers`: users of the `[[auth]]` rule that protects a name, any of
+    /// whom may write it.
+    pub writers: Vec<String>,
+    /// `anyone`: no credentials needed (said explicitly).
+    pub anyone: bool,
+    /// `create`: a name that does not exist may be created.
+    pub create: bool,
+    /// `replace`: a file that exists may be replaced.
+    pub replace: bool,
+    /// `delete`: a file may be removed.
+    pub delete: bool,
+    /// `delete-dirs`: an empty directory may be removed.
+    pub delete_dirs: bool,
+    /// `make-dirs`: missing parent directories are created.
+    pub make_dirs: bool,
+    /// `max-size`: the largest body written; `None`: `stream-limit`.
+    pub max_size: Option<u64>,
+    /// `durability`: what is on the disk before the answer.
+    pub durability: crate::fs::Durability,
+    /// `trusted`: the names' content is the site's own, served without the
+    /// sandbox headers.
+    pub trusted: bool,
+    /// `plain-http`: writes are taken on a plain listener (TLS ended in
+    /// front).
+    pub plain_http: bool,
+}
+
+impl WriteRule {
+    /// A rule that covers nothing and allows nothing: the parser's start.
+    pub(crate) fn new() -> WriteRule {
+        WriteRule {
+            patterns: Vec::new(),
+            writers: Vec::new(),
+            anyone: false,
+            create: true,
+            replace: true,
+            delete: false,
+            delete_dirs: false,
+            make_dirs: false,
+            max_size: None,
+            durability: crate::fs::Durability::Data,
+            trusted: false,
+            plain_http: false,
+        }
+    }
+}
+
 /// Everything of a site's rules, as the runtime holds them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Site {
@@ -226,6 +278,8 @@ pub struct Site {
     pub auth: Vec<AuthRule>,
     /// `[[deny]]`, in file order.
     pub deny: Vec<DenyRule>,
+    /// `[[write]]`, in file order.
+    pub write: Vec<WriteRule>,
 }
 
 impl Site {
@@ -237,6 +291,7 @@ impl Site {
             && self.trusted_proxies.is_empty()
             && self.auth.is_empty()
             && self.deny.is_empty()
+            && self.write.is_empty()
     }
 }
 
@@ -354,6 +409,40 @@ impl Site {
                             "{{ match = {}, status = {} }}",
                             globs(&r.patterns),
                             r.status
+                        )
+                    })
+                    .collect(),
+            ),
+        );
+        line(
+            "write",
+            rules(
+                self.write
+                    .iter()
+                    .map(|r| {
+                        let durability = match r.durability {
+                            crate::fs::Durability::None => "none",
+                            crate::fs::Durability::Data => "data",
+                            crate::fs::Durability::Full => "full",
+                        };
+                        let max = r.max_size.map_or(String::new(), |m| {
+                            format!("max-size = {}, ", string(&super::format_size(m)))
+                        });
+                        format!(
+                            "{{ match = {}, writers = {}, anyone = {}, create = {}, replace = {}, \
+                             delete = {}, delete-dirs = {}, make-dirs = {}, {max}durability = {}, \
+                             trusted = {}, plain-http = {} }}",
+                            globs(&r.patterns),
+                            strings(&r.writers),
+                            r.anyone,
+                            r.create,
+                            r.replace,
+                            r.delete,
+                            r.delete_dirs,
+                            r.make_dirs,
+                            string(durability),
+                            r.trusted,
+                            r.plain_http
                         )
                     })
                     .collect(),

@@ -25,6 +25,9 @@ pub(crate) struct Page<'a> {
     pub format: Format,
     pub sort: Sort,
     pub order: Order,
+    /// The reader may write here (`spec/site.md`, "Writes"): the HTML page
+    /// has an upload control.
+    pub upload: bool,
 }
 
 /// The page's bytes: `truncated` when the directory had more entries than
@@ -52,6 +55,9 @@ pub(crate) fn render(page: &Page<'_>, entries: &[Entry], truncated: bool) -> Vec
                 out.push_str(
                     "<p>Truncated: this directory has more entries than one listing shows.</p>\n",
                 );
+            }
+            if page.upload {
+                out.push_str(UPLOAD);
             }
         }
         Format::Json => {
@@ -81,6 +87,26 @@ pub(crate) fn render(page: &Page<'_>, entries: &[Entry], truncated: bool) -> Vec
     }
     out.into_bytes()
 }
+
+/// The upload control a writer's listing ends with: each file chosen is
+/// sent by `fetch` as a `PUT` of its bytes to its name in this directory,
+/// created only (`If-None-Match: *`: an existing name is refused, never
+/// overwritten from a browser); no multipart.
+const UPLOAD: &str = "<form id=\"upload\"><input type=\"file\" id=\"files\" multiple> \
+<button>Upload</button> <output id=\"said\"></output></form>
+<script>
+document.getElementById('upload').onsubmit = async (e) => {
+  e.preventDefault();
+  const said = document.getElementById('said');
+  for (const f of document.getElementById('files').files) {
+    said.value = 'Uploading ' + f.name + '...';
+    const r = await fetch(encodeURIComponent(f.name), {method: 'PUT', body: f, headers: {'If-None-Match': '*'}});
+    if (!r.ok) { said.value = f.name + ': ' + r.status + ' ' + r.statusText; return; }
+  }
+  location.reload();
+};
+</script>
+";
 
 fn html_head(out: &mut String, page: &Page<'_>) {
     let title = html_escape(page.path);
@@ -234,7 +260,7 @@ pub(crate) fn etag(page: &Page<'_>, entries: &[Entry], truncated: bool) -> Strin
     h.bytes(page.sort.token().as_bytes());
     h.bytes(page.order.token().as_bytes());
     h.bytes(page.path.as_bytes());
-    h.word(u64::from(page.parent) << 1 | u64::from(truncated));
+    h.word(u64::from(page.upload) << 2 | u64::from(page.parent) << 1 | u64::from(truncated));
     for e in entries {
         let name = e.name.as_encoded_bytes();
         h.word(name.len() as u64);
@@ -314,6 +340,7 @@ mod tests {
                 format,
                 sort: Sort::Name,
                 order: Order::Asc,
+                upload: false,
             };
             let out = String::from_utf8(render(&page, &entries, false)).unwrap();
             assert!(out.len() <= MAX_PAGE && out.len() > MAX_PAGE - 4096);
@@ -329,6 +356,7 @@ mod tests {
             format: Format::Json,
             sort: Sort::Name,
             order: Order::Asc,
+            upload: false,
         };
         let out = String::from_utf8(render(&page, &entries[..100], false)).unwrap();
         assert!(out.ends_with("],\"truncated\":false}\n"));
@@ -343,6 +371,7 @@ mod tests {
             format,
             sort,
             order,
+            upload: false,
         };
         let one = |size| Entry {
             name: "a".into(),

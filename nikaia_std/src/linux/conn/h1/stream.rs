@@ -104,6 +104,7 @@ impl H1 {
         } = *s;
         let started = fed.started();
         let keep = keep_alive && super::may_keep(turn);
+        req.received = fed.received;
         let Some(resp) = fed.end(&req) else {
             // The sink answers once its work is done (a file synced and
             // named): requests pipelined behind wait.
@@ -161,12 +162,13 @@ impl H1 {
             }
             State::Streaming(s) => {
                 let Streaming {
-                    req,
+                    mut req,
                     fed,
                     incoming,
                     keep_alive,
                 } = *s;
                 let started = fed.started();
+                req.received = fed.received;
                 // The rest of a small body is thrown away to keep the
                 // connection; else the answer closes it.
                 let drain = Drain::rest(incoming, fed.continue_owed)

@@ -263,6 +263,7 @@ impl H2 {
         let How::Stream { fed, .. } = how else {
             unreachable!("matched above");
         };
+        req.received = fed.received;
         let Some(resp) = fed.end(&req) else {
             // The sink answers once its work is done.
             self.wait_for_sink(turn, stream, req, started);
@@ -308,6 +309,7 @@ impl H2 {
     ) {
         let mut b = self.inbound.swap_remove(i);
         if let How::Stream { fed, .. } = &mut b.how {
+            b.req.received = fed.received;
             fed.abort(why);
         }
         match drain {

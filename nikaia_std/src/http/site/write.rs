@@ -1,0 +1,471 @@
+//! Writes under a site's rules (`spec/site.md`, "Writes"): what a `PUT`
+//! or `DELETE` of the directory writer is let do, decided from its head in
+//! the order the spec gives — the name, deny, the write rule, auth (its
+//! check off the loop), the plain-HTTP refusal, the preconditions (when
+//! the write acts), the head's own faults, the size — and the answer once
+//! the file system acted. Target- and protocol-independent: a backend
+//! runs the check, the write and the removal off its workers.
+
+use super::path::Candidates;
+use super::{basic, dress, unauthorized, Check, Grant, Verdict};
+use crate::fs::{self, Conditions, Durability, Removable, Written};
+use crate::http::request::Request;
+use crate::http::response::Response;
+use crate::rt::{any_matches, Runtime, WriteRule};
+use crate::text::date::parse_http_date;
+use bytes::Bytes;
+
+/// What a request asks the directory writer for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// `PUT`: the body becomes the file.
+    Put,
+    /// `DELETE`: the name goes.
+    Delete,
+}
+
+/// What the directory writer's handler made of a request before the rules.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asked {
+    pub op: Op,
+    /// Dot-names are shown (`--hidden`): one asked for is refused 403, not
+    /// hidden behind 404.
+    pub hidden: bool,
+    /// The normaliser refused the name (a dot segment, a hidden name, bytes
+    /// the target cannot name): 404, as for a read.
+    pub refused: bool,
+}
+
+/// What a request is let do, once the head passed the rules.
+pub(crate) struct Permit {
+    pub op: Op,
+    /// The request's name under the served directory, for the answer's rules.
+    pub name: String,
+    pub conditions: Conditions,
+    pub make_dirs: bool,
+    pub removable: Removable,
+    pub durability: Durability,
+    /// The most the body may hold (`max-size`, else `stream-limit`).
+    pub limit: Option<u64>,
+    /// Owed once the preconditions held: the head's own fault (400 for
+    /// `Content-Range`, 415 for `Content-Encoding`, 413 for a length past
+    /// the limit).
+    pub after_preconditions: Option<u16>,
+    /// Credentials still to verify (bcrypt, off the loop); then
+    /// [`Permit::verified`].
+    pub check: Option<Box<Check>>,
+    pub grant: Grant,
+    pub tls: bool,
+    /// The users who may write; `None`: anyone.
+    writers: Option<Vec<String>>,
+    /// Taken on a plain listener where the rule wants TLS: 403 once auth
+    /// has spoken.
+    plain_refused: bool,
+}
+
+/// Decides from the head what `req` may do to `name` (normalised, with a
+/// trailing `/` for a directory): the permit, or the answer instead.
+/// `verified`: whether the backend's table of verified credentials has
+/// these.
+pub(crate) fn gate(
+    rt: &Runtime,
+    req: &Request,
+    name: &str,
+    asked: Asked,
+    tls: bool,
+    length: Option<u64>,
+    verified: impl FnOnce(&Check) -> bool,
+) -> Result<Permit, Response> {
+    let site = &rt.site;
+    if asked.refused {
+        return Err(Response::status_page(404));
+    }
+    let names = Candidates::of(name, &[]);
+    let matches = |patterns: &[crate::rt::Glob]| names.iter().any(|n| any_matches(patterns, n));
+    if let Some(rule) = site.deny.iter().find(|r| matches(&r.patterns)) {
+        return Err(Response::status_page(rule.status));
+    }
+    if !writable_name(name) {
+        return Err(Response::status_page(if asked.hidden { 403 } else { 404 }));
+    }
+    let bare = name.strip_suffix('/').unwrap_or(name);
+    let Some(rule) = rule_for(rt, bare) else {
+        return Err(not_allowed(&[]));
+    };
+    let allowed = match asked.op {
+        Op::Put => rule.create || rule.replace,
+        Op::Delete => rule.delete || rule.delete_dirs,
+    };
+    if !allowed || bare.is_empty() {
+        return Err(not_allowed(methods(Some(rule))));
+    }
+    let mut permit = Permit {
+        op: asked.op,
+        name: name.to_owned(),
+        conditions: conditions(req, rule),
+        make_dirs: rule.make_dirs,
+        removable: Removable {
+            files: rule.delete,
+            dirs: rule.delete_dirs,
+        },
+        durability: rule.durability,
+        limit: rule.max_size.or(Some(rt.stream_limit)),
+        after_preconditions: None,
+        check: None,
+        grant: Grant::default(),
+        tls,
+        writers: (!rule.anyone).then(|| rule.writers.clone()),
+        plain_refused: !tls && !rule.plain_http,
+    };
+    if asked.op == Op::Put {
+        permit.after_preconditions = head_fault(req, length, permit.limit);
+    }
+    match site.auth.iter().find(|r| matches(&r.patterns)) {
+        // Fail closed: writers are named, and nothing here names anyone.
+        None if !rule.anyone => Err(Response::status_page(403)),
+        None => permit.settle(),
+        Some(auth) if !tls && !auth.plain_http => Err(Response::status_page(403)),
+        Some(auth) => {
+            let Some((user, password)) = req
+                .header_bytes("authorization")
+                .and_then(basic::credentials)
+            else {
+                return Err(unauthorized(&auth.realm));
+            };
+            let check = Check {
+                users: auth.users.clone(),
+                generation: auth.generation,
+                user,
+                password,
+                client: req.client().ip(),
+                realm: auth.realm.clone(),
+            };
+            if verified(&check) {
+                return permit.verified(Box::new(check), Verdict::Valid);
+            }
+            permit.check = Some(Box::new(check));
+            Ok(permit)
+        }
+    }
+}
+
+impl Permit {
+    /// Goes on once the credentials were checked: through, or the answer
+    /// (401, 503; 403 for a user who is not one of the rule's writers, or
+    /// on a plain listener the rule refuses).
+    pub(crate) fn verified(
+        mut self,
+        check: Box<Check>,
+        verdict: Verdict,
+    ) -> Result<Permit, Response> {
+        self.check = None;
+        self.grant = check.decide(verdict)?;
+        self.settle()
+    }
+
+    /// What comes after auth: the writer, then the listener.
+    fn settle(self) -> Result<Permit, Response> {
+        let user = self.grant.user.as_deref();
+        let writer = match &self.writers {
+            None => true,
+            Some(writers) => user.is_some_and(|u| writers.iter().any(|w| w == u)),
+        };
+        if !writer || self.plain_refused {
+            return Err(Response::status_page(403));
+        }
+        Ok(self)
+    }
+
+    /// The guard the file system acts under: no link followed, the
+    /// `protected` files refused.
+    pub(crate) fn guard(&self, protected: Vec<(u64, u64)>) -> fs::Guard {
+        fs::Guard {
+            make_dirs: self.make_dirs,
+            protected,
+        }
+    }
+}
+
+/// The write rule that governs `name` (without a trailing `/`): the first
+/// that matches it. A sidecar (`NAME.gz`, `.br`, `.zst`) is governed by the
+/// rule of `NAME`, and only if that rule matches the sidecar too: it is
+/// writable only where the file it stands for is.
+pub(crate) fn rule_for<'r>(rt: &'r Runtime, name: &str) -> Option<&'r WriteRule> {
+    let first = |n: &str| rt.site.write.iter().find(|r| any_matches(&r.patterns, n));
+    let original = [".br", ".zst", ".gz"]
+        .iter()
+        .find_map(|ext| name.strip_suffix(ext).filter(|o| !o.is_empty()));
+    match original {
+        Some(original) => first(original).filter(|r| any_matches(&r.patterns, name)),
+        None => first(name),
+    }
+}
+
+/// Whether a name may ever be written: no component is a dot-name
+/// (`.well-known` included: an uploader must never plant an ACME token or
+/// a `.htaccess`-like file another tool reads).
+pub(crate) fn writable_name(name: &str) -> bool {
+    name.split('/').all(|c| !c.starts_with('.'))
+}
+
+/// Whether a reader let through with `grant` may create files in the
+/// directory `dir` (a listing's name, with or without its trailing `/`):
+/// its listing then has an upload control. Asked of a name inside it, as
+/// a write would be.
+pub(crate) fn may_upload(rt: &Runtime, grant: &Grant, dir: &str, tls: bool) -> bool {
+    let dir = dir.trim_end_matches('/');
+    let inside = match dir {
+        "" | "." => "upload".to_owned(),
+        dir => format!("{dir}/upload"),
+    };
+    let Some(rule) = rule_for(rt, &inside).filter(|_| writable_name(&inside)) else {
+        return false;
+    };
+    let writer = rule.anyone
+        || grant
+            .user
+            .as_deref()
+            .is_some_and(|u| rule.writers.iter().any(|w| w == u));
+    rule.create && writer && (tls || rule.plain_http)
+}
+
+/// The methods the directory handler answers for a name `rule` governs.
+pub(crate) fn methods(rule: Option<&WriteRule>) -> &'static [&'static str] {
+    match rule {
+        None => &[],
+        Some(r) if (r.create || r.replace) && (r.delete || r.delete_dirs) => &["PUT", "DELETE"],
+        Some(r) if r.create || r.replace => &["PUT"],
+        Some(_) => &["DELETE"],
+    }
+}
+
+/// 405 with the methods the name allows.
+fn not_allowed(writes: &[&str]) -> Response {
+    let mut allow = String::from("GET, HEAD, OPTIONS");
+    for m in writes {
+        allow.push_str(", ");
+        allow.push_str(m);
+    }
+    let mut r = Response::status_page(405);
+    r.push_header("Allow", Bytes::from(allow));
+    r
+}
+
+/// The request's preconditions, and what the rule lets a write do.
+fn conditions(req: &Request, rule: &WriteRule) -> Conditions {
+    Conditions {
+        create: rule.create,
+        replace: rule.replace,
+        if_match: req.header("if-match").map(str::to_owned),
+        if_none_match: req.header("if-none-match").map(str::to_owned),
+        if_unmodified_since: req.header("if-unmodified-since").and_then(parse_http_date),
+    }
+}
+
+/// What a `PUT`'s head says that no write can take: a part of a file
+/// (`Content-Range`, RFC 9110 §14.5: never written as if it were the
+/// whole), a coded body, a length past the limit.
+fn head_fault(req: &Request, length: Option<u64>, limit: Option<u64>) -> Option<u16> {
+    if req.header_bytes("content-range").is_some() {
+        return Some(400);
+    }
+    let coded = req
+        .header_bytes("content-encoding")
+        .is_some_and(|v| !v.trim_ascii().eq_ignore_ascii_case(b"identity"));
+    if coded {
+        return Some(415);
+    }
+    match (length, limit) {
+        (Some(length), Some(limit)) if length > limit => Some(413),
+        _ => None,
+    }
+}
+
+/// The answer once the file system acted (`done`: for a `PUT`, the file
+/// written), dressed by the site's rules.
+pub(crate) fn answer(
+    rt: &Runtime,
+    req: &Request,
+    permit: &Permit,
+    done: Result<Option<Written>, fs::Error>,
+) -> Response {
+    let mut resp = match done {
+        Ok(Some(written)) if written.created => {
+            let location = req.target().split('?').next().unwrap_or("/").to_owned();
+            Response::new(201)
+                .header("Location", location)
+                .header("ETag", written.id.etag())
+        }
+        Ok(Some(written)) => Response::new(204).header("ETag", written.id.etag()),
+        Ok(None) => Response::new(204),
+        Err(e) => match status(permit.op, &e) {
+            500 => Response::internal_error(format!("{} {}: {e}", req.method(), permit.name)),
+            status => Response::status_page(status),
+        },
+    };
+    dress_answer(rt, req, permit, &mut resp);
+    resp
+}
+
+/// A refusal from the head, or any answer about a write, dressed as the
+/// directory handler's answers are.
+pub(crate) fn dress_answer(rt: &Runtime, req: &Request, permit: &Permit, resp: &mut Response) {
+    dress_refusal(rt, req, &permit.name, &permit.grant, permit.tls, resp);
+}
+
+/// The site's headers on an answer about the write of `name`.
+pub(crate) fn dress_refusal(
+    rt: &Runtime,
+    req: &Request,
+    name: &str,
+    grant: &Grant,
+    tls: bool,
+    resp: &mut Response,
+) {
+    resp.user.clone_from(&grant.user);
+    if rt.site.is_empty() {
+        return;
+    }
+    let subject = dress::Subject {
+        name,
+        sent: None,
+        file_body: false,
+        tls,
+    };
+    dress::dress(rt, req, grant, &subject, resp);
+}
+
+/// The status of a write or removal that did not happen.
+fn status(op: Op, e: &fs::Error) -> u16 {
+    match e {
+        fs::Error::Outside(_) => 404,
+        fs::Error::NotFound if op == Op::Delete => 404,
+        // A missing directory on the way (no `make-dirs`), a directory at
+        // the name, a directory that is not empty.
+        fs::Error::NotFound | fs::Error::NotAFile { .. } => 409,
+        fs::Error::Exists | fs::Error::Precondition => 412,
+        fs::Error::NoSpace => 507,
+        fs::Error::WouldBlock => 503,
+        fs::Error::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => 403,
+        fs::Error::Io(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => 409,
+        _ => 500,
+    }
+}
+
+/// The paths the runtime file names, which no write may touch: the
+/// runtime file itself, users files, certificates and keys, ACME's
+/// storage, the logs and the stats socket. A backend takes their identity
+/// when a write acts.
+pub(crate) fn own_files(rt: &Runtime) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> = Vec::new();
+    out.extend(rt.source.clone());
+    out.extend(rt.site.auth.iter().map(|a| a.htpasswd.clone()));
+    out.extend(rt.tls_cert.clone());
+    out.extend(rt.tls_key.clone());
+    for pair in &rt.certificates {
+        out.push(pair.cert.clone());
+        out.push(pair.key.clone());
+    }
+    if let Some(acme) = &rt.acme {
+        out.push(acme.storage.clone());
+    }
+    for log in [&rt.access_log, &rt.error_log] {
+        if let crate::rt::LogTarget::File(path) = log {
+            out.push(path.clone());
+        }
+    }
+    out.extend(rt.stats_socket.clone());
+    out
+}
+
+/// The names under the served directory the runtime file names (the
+/// `not-found` and `fallback` pages): never writable either.
+pub(crate) fn own_names(rt: &Runtime) -> Vec<&str> {
+    [&rt.not_found, &rt.fallback]
+        .into_iter()
+        .filter_map(|n| n.as_deref())
+        .collect()
+}
+
+/// What `nikaia check` says of the write rules (warnings): names a rule
+/// covers that no `[[auth]]` rule protects (writes there are refused, or
+/// open to anyone), and writers the users file that protects them does
+/// not have. Each pattern is tried on a name made from it.
+pub(crate) fn findings(rt: &Runtime) -> Vec<crate::rt::Finding> {
+    let mut found = Vec::new();
+    for (i, rule) in rt.site.write.iter().enumerate() {
+        for pattern in &rule.patterns {
+            let Some(name) = sample(pattern) else {
+                continue;
+            };
+            let auth = rt
+                .site
+                .auth
+                .iter()
+                .find(|a| any_matches(&a.patterns, &name));
+            let message = match auth {
+                None if rule.anyone => format!(
+                    "[[write]] rule {} lets anyone write names such as `{name}` (anyone = true), \
+                     which no [[auth]] rule protects",
+                    i + 1
+                ),
+                None => format!(
+                    "[[write]] rule {} covers names such as `{name}` that no [[auth]] rule \
+                     protects: writes there are refused (403) until one does",
+                    i + 1
+                ),
+                Some(auth) => {
+                    let strangers: Vec<&str> = (rule.writers.iter())
+                        .filter(|w| auth.users.hash(w).is_none())
+                        .map(String::as_str)
+                        .collect();
+                    if strangers.is_empty() {
+                        continue;
+                    }
+                    format!(
+                        "[[write]] rule {}: writer(s) {} are not users of {}, which protects \
+                         `{name}`",
+                        i + 1,
+                        strangers.join(", "),
+                        auth.htpasswd.display()
+                    )
+                }
+            };
+            found.push(crate::rt::Finding {
+                key: "write",
+                message,
+                warning: true,
+            });
+        }
+    }
+    found
+}
+
+/// A name `pattern` matches, made by putting `x` for each wildcard and
+/// the first character of each class; `None` when that name does not
+/// match it after all.
+fn sample(pattern: &crate::rt::Glob) -> Option<String> {
+    let text = pattern.as_str();
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                out.push_str("x/x");
+            }
+            '*' | '?' => out.push('x'),
+            '[' => {
+                let first = chars.next().filter(|&c| c != '!' && c != '^');
+                out.push(first.unwrap_or('x'));
+                for c in chars.by_ref() {
+                    if c == ']' {
+                        break;
+                    }
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    pattern.matches(&out).then_some(out)
+}
