@@ -161,8 +161,8 @@ fn a_rust_item_without_a_declaration() {
     );
     copy.edit(
         "nikaia_std/src/fs/mod.rs",
-        "pub use rw::{read, read_string, write, Durability, Mode, Written};",
-        "pub use rw::{exists, read, read_string, write, Durability, Mode, Written};",
+        "pub use rw::{read, read_string, write, Conditions, Durability, Guard, Mode, Removable, Written};",
+        "pub use rw::{exists, read, read_string, write, Conditions, Durability, Guard, Mode, Removable, Written};",
     );
     let line = copy.line_of("nikaia_std/src/fs/rw.rs", "pub fn exists");
     let output = copy.stubtest(&[]);

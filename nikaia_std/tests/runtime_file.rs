@@ -82,10 +82,18 @@ fn defaults_when_there_is_no_file() {
     assert_eq!(rt.tls_key, None);
 }
 
+/// The defaults, as read from the test's runtime file (which a runtime
+/// remembers: its writes never touch it).
+fn defaults() -> Runtime {
+    let mut rt = Runtime::default();
+    rt.source = Some(PathBuf::from(FILE));
+    rt
+}
+
 #[test]
 fn an_empty_file_is_the_defaults() {
-    assert_eq!(ok(""), Runtime::default());
-    assert_eq!(ok("# nothing to tune here\n"), Runtime::default());
+    assert_eq!(ok(""), defaults());
+    assert_eq!(ok("# nothing to tune here\n"), defaults());
 }
 
 #[test]
@@ -122,6 +130,7 @@ tls-key = "tls/key.pem"
     let etc = PathBuf::from("/etc/nikaia");
     assert_eq!(rt, {
         let mut rt = Runtime::default();
+        rt.source = Some(etc.join("runtime.toml"));
         rt.listen = vec![Listen::tcp("[::1]:9000".parse().unwrap())];
         rt.workers = 3;
         rt.io_threads = 8;
@@ -312,7 +321,7 @@ fn to_toml_of_the_defaults() {
 
 #[test]
 fn to_toml_round_trips() {
-    let defaults = Runtime::default();
+    let defaults = defaults();
     assert_eq!(ok(&defaults.to_toml()), defaults);
 
     let text = r#"
@@ -339,6 +348,7 @@ trusted-proxies = ["10.0.0.0/8", "::1", "unix"]
 cors = { origins = ["https://a.example"], credentials = true, headers = ["Range"] }
 headers = [{ match = ["*.html", "docs/**"], set = { "X-Frame-Options" = "DENY", "it's" = "a \"quoted\" value" }, remove = ["X-Powered-By"] }, { match = "**", add = { Link = "</s.css>; rel=preload" }, always = true }]
 deny = [{ match = "*.bak" }, { match = ["private/**"], status = 403 }]
+write = [{ match = "drop/**", writers = ["alice", "ci"], delete = true, make-dirs = true, max-size = "2GiB", durability = "full" }, { match = "inbox/*", anyone = true, replace = false, plain-http = true, trusted = true }]
 "#;
     let file = Path::new("/srv/site/runtime.toml");
     let rt = Runtime::parse(text, file).unwrap();
@@ -351,6 +361,43 @@ deny = [{ match = "*.bak" }, { match = ["private/**"], status = 403 }]
         .collect();
     assert_eq!(keys, nikaia_std::rt::KEYS);
     insta::assert_snapshot!(printed);
+}
+
+#[test]
+fn a_write_rule_says_who_writes_and_allows_something() {
+    let rt = ok("[[write]]\nmatch = \"drop/**\"\nwriters = [\"alice\"]\n");
+    let rule = &rt.site.write[0];
+    assert!(rule.create && rule.replace && !rule.delete && !rule.delete_dirs);
+    assert!(!rule.anyone && !rule.make_dirs && !rule.trusted && !rule.plain_http);
+    assert_eq!(rule.durability, nikaia_std::fs::Durability::Data);
+    assert_eq!(rule.max_size, None);
+    for (text, says) in [
+        ("match = \"x\"\n", "needs `writers`"),
+        (
+            "match = \"x\"\nwriters = [\"a\"]\nanyone = true\n",
+            "not both",
+        ),
+        ("match = \"x\"\nwriters = []\n", "name at least one user"),
+        ("writers = [\"a\"]\n", "needs `match`"),
+        (
+            "match = \"x\"\nanyone = true\ncreate = false\nreplace = false\n",
+            "allows nothing",
+        ),
+        (
+            "match = \"x\"\nanyone = true\ndurability = \"sometimes\"\n",
+            "\"none\", \"data\" or \"full\"",
+        ),
+        (
+            "match = \"x\"\nanyone = true\nmax_size = 5\n",
+            "unknown field `max_size`",
+        ),
+        ("match = \"x\"\nwriters = [\"a:b\"]\n", "not a user name"),
+    ] {
+        let text = format!("[[write]]\n{text}");
+        let errors = parse(&text).expect_err(&text);
+        let shown = render(&errors);
+        assert!(shown.contains(says), "{text}: {shown}");
+    }
 }
 
 // ---- where the file comes from --------------------------------------------

@@ -3,7 +3,10 @@
 //! the server sent.
 
 pub mod bodies;
+pub mod curl;
 pub mod load;
+pub mod serve;
+pub mod tmpfs;
 
 use nikaia_std::http::{Running, Server};
 use nikaia_std::rt::{LogTarget, Runtime};

@@ -8,11 +8,11 @@
 use nikaia_std::fs::Root;
 use nikaia_std::http::{dir_handler, Running, Server};
 use nikaia_std::rt::{LogTarget, Runtime};
+use nikaia_tests::curl::curl;
 use nikaia_tests::{start, test_runtime, Client, TestPki, TlsClient};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,72 +86,6 @@ fn serve(site: &Site, rt: Runtime) -> Running {
             .route("/*path", move |req| handler(req))
             .method("OPTIONS", "/*path", move |req| options(req)),
     )
-}
-
-/// What curl saw: status, headers (lowercase names), body.
-#[derive(Debug)]
-struct Seen {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-            .collect()
-    }
-}
-
-fn curl_output(args: &[&str]) -> Output {
-    Command::new("curl")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("curl runs (test.sh installs it)")
-}
-
-/// curl `url` with `args`; the head is read from `-D -`.
-fn curl(url: &str, args: &[&str]) -> Seen {
-    let mut all = vec!["-s", "--max-time", "20", "-D", "-", "-o", "-"];
-    all.extend_from_slice(args);
-    all.push(url);
-    let out = curl_output(&all);
-    assert!(out.status.success(), "curl {all:?}: {out:?}");
-    parse_seen(&out.stdout)
-}
-
-fn parse_seen(raw: &[u8]) -> Seen {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a head");
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Seen {
-        status,
-        headers,
-        body: raw[split + 4..].to_vec(),
-    }
 }
 
 fn url(running: &Running, path: &str) -> String {

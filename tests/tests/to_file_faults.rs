@@ -3,11 +3,14 @@
 //! creates and replaces, a directory swapped for a symlink out while
 //! writes go on, a file system filled mid-body, the durability order as
 //! strace sees it (a writer waiting on a slow sync: `to_file_slow.rs`).
-//! The guarantee checked: no name ever holds anything but the
-//! old bytes or the new ones, and nothing lands outside the root.
+//! The kills go through `Server::to_file`'s routes and through `nikaia
+//! serve`'s directory writer alike. The guarantee checked: no name ever
+//! holds anything but the old bytes or the new ones, and nothing lands
+//! outside the root.
 
 use nikaia_std::fs::{Durability, Root};
 use nikaia_std::http::{Server, ToFile};
+use nikaia_tests::tmpfs::{free_bytes, Tmpfs};
 use nikaia_tests::{names, start, test_runtime, Client};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -59,10 +62,15 @@ impl PutServer {
             }
             None => Command::new(exe),
         };
+        // The directory writer's rule, for `nikaia serve`'s paths.
+        let rules = dir.with_extension("rules.toml");
+        let rule = "[[write]]\nmatch = \"*\"\nanyone = true\nplain-http = true\n";
+        std::fs::write(&rules, rule).unwrap();
         let child = cmd
             .arg(dir)
             .arg(&port_file)
             .env("NIKAIA_NAMED_TEMPORARIES", if named { "1" } else { "0" })
+            .env("NIKAIA_PUT_RUNTIME", &rules)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -193,9 +201,13 @@ fn kills_at_any_offset_leave_each_name_old_or_new() {
         // The new version may become the name's from here.
         known.lock().unwrap().push((version, len));
         versions.push((version, len));
-        let path = match round % 3 {
+        // `Server::to_file`'s routes, and `nikaia serve`'s directory
+        // writer under a write rule.
+        let path = match next(4) {
             0 => "/create/created",
-            _ => "/replace/target",
+            1 => "/replace/target",
+            2 => "/target",
+            _ => "/created",
         };
         let upto = next(len);
         let conn = put_partial(server.port, path, &data, upto);
@@ -229,6 +241,8 @@ fn kills_at_any_offset_leave_each_name_old_or_new() {
         }
         assert_eq!(put(server.port, "/create/sweep-probe", b"x"), Some(201));
         assert_eq!(put(server.port, "/replace/sweep-probe", b"y"), Some(204));
+        // The directory writer writes under the same directory.
+        assert_eq!(put(server.port, "/sweep-probe", b"z"), Some(204));
         let left: Vec<String> = names(&root)
             .into_iter()
             .filter(|n| n.starts_with(".nikaia-tmp-"))
@@ -307,38 +321,15 @@ fn a_directory_swapped_for_a_symlink_out_takes_nothing_outside() {
     assert!(names(&root.join("d")).iter().all(|n| n == "f"));
 }
 
-/// Mounts a tmpfs of `size` at `at`; false where this process may not.
-fn mount_tmpfs(at: &Path, size: &str) -> bool {
-    Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-        .arg(at)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn free_bytes(at: &Path) -> u64 {
-    let st = rustix::fs::statvfs(at).unwrap();
-    st.f_bavail * st.f_frsize
-}
-
 #[test]
 fn a_full_file_system_mid_body_is_507_and_gives_the_space_back() {
     let dir = scratch("full");
     let mnt: PathBuf = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    if !mount_tmpfs(&mnt, "8m") {
-        // Mounting needs CAP_SYS_ADMIN: CI runs as root and mounts.
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "8m") else {
         eprintln!("SKIPPED: cannot mount a tmpfs here");
         return;
-    }
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(mnt.clone());
+    };
     std::fs::write(mnt.join("keep"), b"old").unwrap();
     let before = free_bytes(&mnt);
     let root = Root::dir(&mnt).unwrap();

@@ -407,6 +407,11 @@ fn route(router: &Router, req: &mut Request) -> Response {
                 },
                 // Reached only where the backend took the whole body
                 // before std saw it (the wasm32 host): it writes nothing.
+                // The directory writer there has no rules: 405, as on
+                // Linux without a rule.
+                Handler::File(make) if make(req).is_ok_and(|to| to.site.is_some()) => {
+                    site::write::no_rule()
+                }
                 Handler::File(_) => Response::internal_error(
                     "a body written to a file needs a backend that writes: this target's is read-only"
                         .to_owned(),

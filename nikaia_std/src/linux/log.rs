@@ -550,7 +550,7 @@ mod tests {
         assert!(line.ends_with("}\n") && line.lines().count() == 1, "{line}");
         assert!(
             line.contains(
-                "\"remote_addr\":\"127.0.0.1\",\"user\":null,\"method\":\"GET\",\"target\":\"/\\u000a\\\"x\u{fffd}\",\"protocol\":\"HTTP/1.1\",\"status\":200,\"bytes\":5,\"referer\":\"http://r/\",\"user_agent\":\"curl/8 (x\\\"y)\",\"duration_us\":42,\"vehicle\":\"sendfile\"}"
+                "\"remote_addr\":\"127.0.0.1\",\"user\":null,\"method\":\"GET\",\"target\":\"/\\u000a\\\"x\u{fffd}\",\"protocol\":\"HTTP/1.1\",\"status\":200,\"bytes\":5,\"received\":0,\"referer\":\"http://r/\",\"user_agent\":\"curl/8 (x\\\"y)\",\"duration_us\":42,\"vehicle\":\"sendfile\"}"
             ),
             "{line}"
         );

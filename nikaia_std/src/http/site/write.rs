@@ -239,6 +239,11 @@ pub(crate) fn methods(rule: Option<&WriteRule>) -> &'static [&'static str] {
     }
 }
 
+/// The 405 of a name no write rule covers.
+pub(crate) fn no_rule() -> Response {
+    not_allowed(&[])
+}
+
 /// 405 with the methods the name allows.
 fn not_allowed(writes: &[&str]) -> Response {
     let mut allow = String::from("GET, HEAD, OPTIONS");

@@ -428,13 +428,15 @@ impl Site {
                         let max = r.max_size.map_or(String::new(), |m| {
                             format!("max-size = {}, ", string(&super::format_size(m)))
                         });
+                        let who = match r.anyone {
+                            true => "anyone = true".to_owned(),
+                            false => format!("writers = {}", strings(&r.writers)),
+                        };
                         format!(
-                            "{{ match = {}, writers = {}, anyone = {}, create = {}, replace = {}, \
+                            "{{ match = {}, {who}, create = {}, replace = {}, \
                              delete = {}, delete-dirs = {}, make-dirs = {}, {max}durability = {}, \
                              trusted = {}, plain-http = {} }}",
                             globs(&r.patterns),
-                            strings(&r.writers),
-                            r.anyone,
                             r.create,
                             r.replace,
                             r.delete,

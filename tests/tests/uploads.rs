@@ -1,0 +1,918 @@
+//! `nikaia serve` takes files in (`spec/site.md`, "Writes"): `PUT` and
+//! `DELETE` of the directory writer under the runtime file's `[[write]]`
+//! rules, driven by real clients over real sockets — curl `-T` over
+//! HTTP/1.1, nghttp `-d` over h2c, a raw client where the bytes on the wire
+//! matter. The precondition matrix (racing create-only writers, stale
+//! `If-Match`, `Content-Range`, a hundred same-size replaces), writers
+//! against readers against anonymous clients, the plain-HTTP refusal, the
+//! refusals before `100 Continue`, the sandbox headers on an uploaded page,
+//! CORS preflights, the listing's upload control, the runtime file's own
+//! files, sidecars, missing directories, a replaced file served new at
+//! once under readers, the JSON log's bytes received and the counters.
+
+use nikaia_std::rt::{LogTarget, Runtime};
+use nikaia_tests::curl::{curl, Seen};
+use nikaia_tests::serve::serve_dir;
+use nikaia_tests::{names, test_runtime, Client, TestPki};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// `htpasswd -nbB -C 5 alice 'open sesame'`, and bob's `b0b:pass`.
+const USERS: &str = "\
+alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K
+bob:$2y$05$3Ti.SB88ruvccek7oAgm3e8koIVqVED9LvYhxKKGWocrGZZLjHSu6
+";
+const ALICE: &str = "alice:open sesame";
+const BOB: &str = "bob:b0b:pass";
+
+/// A drop folder behind auth (alice writes, bob reads), a public inbox
+/// anyone may create in, a page whose uploads are trusted, and no rule
+/// for the rest.
+const RULES: &str = r#"
+not-found = "404.html"
+
+[[auth]]
+match = ["drop/**", "trusted/**"]
+htpasswd = "users.htpasswd"
+plain-http = true
+
+[[write]]
+match = "drop/**"
+writers = ["alice"]
+delete = true
+delete-dirs = true
+make-dirs = true
+max-size = "1MiB"
+plain-http = true
+
+[[write]]
+match = "inbox/*"
+anyone = true
+replace = false
+plain-http = true
+
+[[write]]
+match = "trusted/**"
+writers = ["alice"]
+trusted = true
+plain-http = true
+
+[[write]]
+match = "nolink/**"
+writers = ["alice"]
+plain-http = true
+"#;
+
+struct Site {
+    tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Site {
+    fn new() -> Site {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        for dir in ["drop", "inbox", "trusted", "public", "nolink"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("public/a.txt"), b"public").unwrap();
+        std::fs::write(root.join("404.html"), b"<h1>not here</h1>").unwrap();
+        std::fs::write(tmp.path().join("users.htpasswd"), USERS).unwrap();
+        Site { tmp, root }
+    }
+
+    /// The runtime of `text` written beside the site, on a loopback port.
+    fn runtime(&self, text: &str) -> Runtime {
+        let file = self.tmp.path().join("runtime.toml");
+        std::fs::write(&file, text).unwrap();
+        let mut rt = Runtime::load(&file).unwrap_or_else(|e| panic!("{e:?}"));
+        let base = test_runtime();
+        rt.listen = base.listen;
+        rt.workers = 2;
+        if rt.access_log == LogTarget::Stderr {
+            rt.access_log = LogTarget::Off;
+        }
+        rt
+    }
+
+    fn serve(&self, text: &str) -> nikaia_std::http::Running {
+        serve_dir(&self.root, self.runtime(text), false, true)
+    }
+}
+
+fn url(running: &nikaia_std::http::Running, path: &str) -> String {
+    format!("http://127.0.0.1:{}{path}", running.local_addr().port())
+}
+
+/// curl uploads `data` to `path` with `args` (`-u`, `-H`), by `-T`.
+fn put(running: &nikaia_std::http::Running, path: &str, data: &[u8], args: &[&str]) -> Seen {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), data).unwrap();
+    let mut all = vec!["-T", file.path().to_str().unwrap()];
+    all.extend_from_slice(args);
+    curl(&url(running, path), &all)
+}
+
+fn delete(running: &nikaia_std::http::Running, path: &str, args: &[&str]) -> Seen {
+    let mut all = vec!["-X", "DELETE"];
+    all.extend_from_slice(args);
+    curl(&url(running, path), &all)
+}
+
+fn get(running: &nikaia_std::http::Running, path: &str, args: &[&str]) -> Seen {
+    curl(&url(running, path), args)
+}
+
+#[test]
+fn curl_creates_replaces_and_deletes_a_file_and_nghttp_creates_over_h2c() {
+    let site = Site::new();
+    let running = site.serve(RULES);
+    let made = put(
+        &running,
+        "/drop/report.txt",
+        b"first version",
+        &["-u", ALICE],
+    );
+    assert_eq!(made.status, 201, "{made:?}");
+    assert_eq!(made.header("location"), Some("/drop/report.txt"));
+    let first = made.header("etag").unwrap().to_owned();
+    let read = get(&running, "/drop/report.txt", &["-u", BOB]);
+    assert_eq!((read.status, &read.body[..]), (200, &b"first version"[..]));
+    assert_eq!(read.header("etag"), Some(&*first), "the ETag a read shows");
+
+    let replaced = put(
+        &running,
+        "/drop/report.txt",
+        b"second version",
+        &["-u", ALICE],
+    );
+    assert_eq!(replaced.status, 204, "{replaced:?}");
+    let second = replaced.header("etag").unwrap().to_owned();
+    assert_ne!(first, second);
+    let read = get(&running, "/drop/report.txt", &["-u", ALICE]);
+    assert_eq!(read.body, b"second version");
+
+    // Missing levels are made when the rule says so, each by the walk.
+    let deep = put(&running, "/drop/a/b/c.txt", b"deep", &["-u", ALICE]);
+    assert_eq!(deep.status, 201);
+    assert_eq!(
+        std::fs::read(site.root.join("drop/a/b/c.txt")).unwrap(),
+        b"deep"
+    );
+
+    let gone = delete(&running, "/drop/report.txt", &["-u", ALICE]);
+    assert_eq!(gone.status, 204);
+    assert!(!site.root.join("drop/report.txt").exists());
+    assert_eq!(
+        delete(&running, "/drop/report.txt", &["-u", ALICE]).status,
+        404
+    );
+    // A directory goes only empty, and only asked for as one.
+    assert_eq!(delete(&running, "/drop/a/b/", &["-u", ALICE]).status, 409);
+    assert_eq!(
+        delete(&running, "/drop/a/b/c.txt", &["-u", ALICE]).status,
+        204
+    );
+    assert_eq!(delete(&running, "/drop/a/b/", &["-u", ALICE]).status, 204);
+    assert!(!site.root.join("drop/a/b").exists());
+
+    // HTTP/2 (h2c by prior knowledge): nghttp sends the body as DATA.
+    let data = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(data.path(), vec![b'h'; 200_000]).unwrap();
+    let out = Command::new("nghttp")
+        .args(["-v", "-H", ":method: PUT", "-d"])
+        .arg(data.path())
+        .args(["-H", &format!("authorization: Basic {}", basic(ALICE))])
+        .arg(url(&running, "/drop/over-h2.bin"))
+        .output()
+        .expect("nghttp runs (test.sh installs nghttp2-client)");
+    let trace = String::from_utf8_lossy(&out.stdout);
+    assert!(trace.contains(":status: 201"), "{trace}");
+    assert_eq!(
+        std::fs::read(site.root.join("drop/over-h2.bin")).unwrap(),
+        vec![b'h'; 200_000]
+    );
+}
+
+/// `user:password` as Basic credentials.
+fn basic(pair: &str) -> String {
+    use std::fmt::Write;
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in pair.as_bytes().chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, &b| n << 8 | b as u32) << (8 * (3 - chunk.len()));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                let _ = write!(out, "{}", A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A raw `PUT` of `data` to `path` with `extra` header lines.
+fn raw_put(port: u16, path: &str, extra: &str, data: &[u8]) -> nikaia_tests::Reply {
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(format!(
+        "PUT {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n{extra}\r\n",
+        data.len()
+    ));
+    c.send(data);
+    c.reply().unwrap()
+}
+
+#[test]
+fn preconditions_decide_exactly_and_every_replace_has_its_own_etag() {
+    let site = Site::new();
+    let running = site.serve(RULES);
+    let port = running.local_addr().port();
+    let auth = format!("Authorization: Basic {}\r\n", basic(ALICE));
+    // Verified once, so the racers do not each wait for bcrypt (a client
+    // has at most 8 checks waiting: the rest would be 503).
+    assert_eq!(get(&running, "/drop/", &["-u", ALICE]).status, 200);
+
+    // 50 create-only writers race for one name: one 201, 49 × 412, and
+    // the file holds the winner's bytes.
+    let racers: Vec<_> = (0..50u8)
+        .map(|i| {
+            let auth = auth.clone();
+            std::thread::spawn(move || {
+                let data = vec![b'a' + i % 26; 4096 + i as usize];
+                let extra = format!("{auth}If-None-Match: *\r\n");
+                (raw_put(port, "/drop/race.txt", &extra, &data).status, data)
+            })
+        })
+        .collect();
+    let results: Vec<(u16, Vec<u8>)> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+    let won: Vec<&Vec<u8>> = results
+        .iter()
+        .filter(|r| r.0 == 201)
+        .map(|r| &r.1)
+        .collect();
+    let statuses: Vec<u16> = results.iter().map(|r| r.0).collect();
+    assert_eq!(won.len(), 1, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| [201, 412].contains(s)),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        &std::fs::read(site.root.join("drop/race.txt")).unwrap(),
+        won[0]
+    );
+
+    // A stale If-Match: 412, the file untouched.
+    let before = std::fs::read(site.root.join("drop/race.txt")).unwrap();
+    let stale = raw_put(
+        port,
+        "/drop/race.txt",
+        &format!("{auth}If-Match: \"0-0\"\r\n"),
+        b"lost",
+    );
+    assert_eq!(stale.status, 412);
+    assert_eq!(
+        std::fs::read(site.root.join("drop/race.txt")).unwrap(),
+        before
+    );
+    // If-None-Match: * on a name that exists: 412.
+    let exists = raw_put(
+        port,
+        "/drop/race.txt",
+        &format!("{auth}If-None-Match: *\r\n"),
+        b"x",
+    );
+    assert_eq!(exists.status, 412);
+    // The current ETag replaces; a weak one never matches.
+    let now = get(&running, "/drop/race.txt", &["-u", ALICE]);
+    let etag = now.header("etag").unwrap().to_owned();
+    let weak = raw_put(
+        port,
+        "/drop/race.txt",
+        &format!("{auth}If-Match: W/{etag}\r\n"),
+        b"w",
+    );
+    assert_eq!(weak.status, 412);
+    let listed = format!("{auth}If-Match: \"1-2\", {etag}\r\n");
+    let current = raw_put(port, "/drop/race.txt", &listed, b"matched");
+    assert_eq!(current.status, 204, "{current:?}");
+    assert_eq!(
+        std::fs::read(site.root.join("drop/race.txt")).unwrap(),
+        b"matched"
+    );
+    // If-Unmodified-Since in the past: 412.
+    let old = format!("{auth}If-Unmodified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+    assert_eq!(raw_put(port, "/drop/race.txt", &old, b"late").status, 412);
+
+    // A part of a file is never written as if it were the whole (RFC 9110
+    // §14.5): 400, the file untouched; a coded body: 415.
+    let range = format!("{auth}Content-Range: bytes 0-4/13\r\n");
+    assert_eq!(
+        raw_put(port, "/drop/race.txt", &range, b"parts").status,
+        400
+    );
+    let coded = format!("{auth}Content-Encoding: gzip\r\n");
+    assert_eq!(
+        raw_put(port, "/drop/race.txt", &coded, b"\x1f\x8b").status,
+        415
+    );
+    assert_eq!(
+        std::fs::read(site.root.join("drop/race.txt")).unwrap(),
+        b"matched"
+    );
+    // The preconditions come before the head's own faults.
+    let both = format!("{auth}If-Match: \"0-0\"\r\nContent-Range: bytes 0-4/13\r\n");
+    assert_eq!(raw_put(port, "/drop/race.txt", &both, b"parts").status, 412);
+    // Past the rule's max-size: 413.
+    let big = vec![0u8; (1 << 20) + 1];
+    assert_eq!(raw_put(port, "/drop/big.bin", &auth, &big).status, 413);
+    assert!(!site.root.join("drop/big.bin").exists());
+
+    // 100 back-to-back replaces of one size: 100 distinct ETags.
+    let mut c = Client::connect(running.local_addr());
+    let mut tags = std::collections::HashSet::new();
+    for i in 0..100u32 {
+        let data = format!("{i:08}");
+        c.send(format!(
+            "PUT /drop/same.txt HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: 8\r\n\r\n{data}"
+        ));
+        let r = c.reply().unwrap();
+        assert!([201, 204].contains(&r.status), "{r:?}");
+        tags.insert(r.header("etag").unwrap().to_owned());
+    }
+    assert_eq!(tags.len(), 100);
+
+    // DELETE honours If-Match too.
+    let del = |extra: &str| {
+        let mut c = Client::connect(running.local_addr());
+        c.send(format!(
+            "DELETE /drop/same.txt HTTP/1.1\r\nHost: t\r\n{auth}{extra}\r\n"
+        ));
+        c.reply().unwrap().status
+    };
+    assert_eq!(del("If-Match: \"0-0\"\r\n"), 412);
+    assert!(site.root.join("drop/same.txt").exists());
+    let etag = get(&running, "/drop/same.txt", &["-u", ALICE]);
+    assert_eq!(
+        del(&format!("If-Match: {}\r\n", etag.header("etag").unwrap())),
+        204
+    );
+    assert!(!site.root.join("drop/same.txt").exists());
+}
+
+#[test]
+fn writers_write_readers_read_and_anonymous_clients_get_nothing() {
+    let site = Site::new();
+    let running = site.serve(RULES);
+    // No credentials: 401, nothing written; wrong ones too.
+    assert_eq!(put(&running, "/drop/x.txt", b"x", &[]).status, 401);
+    assert_eq!(
+        put(&running, "/drop/x.txt", b"x", &["-u", "alice:nope"]).status,
+        401
+    );
+    // bob is a user of the file but not a writer: 403.
+    assert_eq!(put(&running, "/drop/x.txt", b"x", &["-u", BOB]).status, 403);
+    assert_eq!(delete(&running, "/drop/x.txt", &["-u", BOB]).status, 403);
+    assert!(!site.root.join("drop/x.txt").exists());
+    assert_eq!(
+        put(&running, "/drop/x.txt", b"x", &["-u", ALICE]).status,
+        201
+    );
+    // bob reads it.
+    assert_eq!(get(&running, "/drop/x.txt", &["-u", BOB]).status, 200);
+    // A name no rule covers: 405 with what it allows.
+    let none = put(&running, "/public/a.txt", b"over", &[]);
+    assert_eq!(none.status, 405);
+    assert_eq!(none.header("allow"), Some("GET, HEAD, OPTIONS"));
+    assert_eq!(
+        std::fs::read(site.root.join("public/a.txt")).unwrap(),
+        b"public"
+    );
+    assert_eq!(delete(&running, "/public/a.txt", &[]).status, 405);
+    // A rule whose names no auth rule protects, with writers: 403 (fail
+    // closed), even with credentials.
+    assert_eq!(put(&running, "/nolink/y", b"y", &["-u", ALICE]).status, 403);
+    // `anyone = true`, create only: a new name, once.
+    assert_eq!(put(&running, "/inbox/note.txt", b"hi", &[]).status, 201);
+    assert_eq!(put(&running, "/inbox/note.txt", b"again", &[]).status, 403);
+    assert_eq!(
+        std::fs::read(site.root.join("inbox/note.txt")).unwrap(),
+        b"hi"
+    );
+    // The rule does not delete there: 405 with what it allows.
+    let no_delete = delete(&running, "/inbox/note.txt", &[]);
+    assert_eq!(no_delete.status, 405);
+    assert_eq!(no_delete.header("allow"), Some("GET, HEAD, OPTIONS, PUT"));
+    // Its pattern does not reach below `inbox/`.
+    assert_eq!(put(&running, "/inbox/sub/x", b"x", &[]).status, 405);
+}
+
+#[test]
+fn writes_are_refused_on_plain_http_unless_the_rule_says_tls_ended_in_front() {
+    let site = Site::new();
+    let strict = RULES.replace("plain-http = true\n", "");
+    // Auth itself refuses a protected name on plain HTTP, before asking.
+    let strict_auth = strict.replace(
+        "htpasswd = \"users.htpasswd\"\n",
+        "htpasswd = \"users.htpasswd\"\nplain-http = true\n",
+    );
+    let running = site.serve(&strict_auth);
+    // The user is verified, then the write rule refuses the listener.
+    assert_eq!(
+        put(&running, "/drop/p.txt", b"p", &["-u", ALICE]).status,
+        403
+    );
+    assert_eq!(put(&running, "/inbox/p.txt", b"p", &[]).status, 403);
+    assert!(names(&site.root.join("drop")).is_empty());
+    drop(running);
+
+    // The same rules over TLS: written.
+    let pki = TestPki::new();
+    let mut rt = site.runtime(&strict_auth);
+    let tls = pki.runtime();
+    rt.listen = tls.listen;
+    rt.tls_cert = tls.tls_cert;
+    rt.tls_key = tls.tls_key;
+    let running = serve_dir(&site.root, rt, false, false);
+    let mut c = nikaia_tests::TlsClient::connect_tls(running.local_addr(), pki.client_config());
+    c.send(format!(
+        "PUT /drop/p.txt HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic {}\r\nContent-Length: 3\r\n\r\ntls",
+        basic(ALICE)
+    ));
+    assert_eq!(c.reply().unwrap().status, 201);
+    assert_eq!(std::fs::read(site.root.join("drop/p.txt")).unwrap(), b"tls");
+}
+
+#[test]
+fn a_refused_put_reads_no_body_and_sends_no_continue() {
+    let site = Site::new();
+    let running = site.serve(RULES);
+    let port = running.local_addr().port();
+    for (path, auth, want) in [
+        ("/drop/e.bin", String::new(), 401),
+        (
+            "/drop/e.bin",
+            format!("Authorization: Basic {}\r\n", basic(BOB)),
+            403,
+        ),
+        ("/public/e.bin", String::new(), 405),
+    ] {
+        let mut c = Client::connect(([127, 0, 0, 1], port).into());
+        c.send(format!(
+            "PUT {path} HTTP/1.1\r\nHost: t\r\n{auth}Content-Length: 10485760\r\nExpect: 100-continue\r\n\r\n"
+        ));
+        let r = c.reply().unwrap();
+        assert_eq!(r.status, want, "{path}: the final answer, not 100");
+        assert_eq!(r.header("connection"), Some("close"), "{path}");
+    }
+    // Without Expect, a large refused body closes the connection after the
+    // answer; it is never parsed as a request.
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send("PUT /drop/f.bin HTTP/1.1\r\nHost: t\r\nContent-Length: 4194304\r\n\r\n");
+    let _ = c.stream().set_nonblocking(false);
+    let chunk = b"GET /public/a.txt HTTP/1.1\r\nHost: t\r\n\r\n".repeat(1000);
+    let mut written = 0;
+    while written < 4 << 20 {
+        use std::io::Write;
+        match (&mut &*c.stream()).write(&chunk) {
+            Ok(n) => written += n,
+            Err(_) => break,
+        }
+        if written > 512 << 10 {
+            break;
+        }
+    }
+    let r = c.reply().unwrap();
+    assert_eq!(r.status, 401);
+    assert!(c.is_closed(), "the rest of the body is no request");
+    assert!(names(&site.root.join("drop")).is_empty());
+}
+
+#[test]
+fn an_uploaded_page_is_served_sandboxed_unless_its_rule_trusts_it() {
+    let site = Site::new();
+    let running = site.serve(RULES);
+    let page = b"<script>fetch('/drop/').then(r => r.text()).then(alert)</script>";
+    assert_eq!(
+        put(&running, "/drop/evil.html", page, &["-u", ALICE]).status,
+        201
+    );
+    let served = get(&running, "/drop/evil.html", &["-u", BOB]);
+    assert_eq!(served.status, 200);
+    assert_eq!(served.header("content-security-policy"), Some("sandbox"));
+    assert_eq!(served.header("x-content-type-options"), Some("nosniff"));
+    // A HEAD and a 304 carry them too.
+    let etag = served.header("etag").unwrap().to_owned();
+    let again = get(
+        &running,
+        "/drop/evil.html",
+        &["-u", BOB, "-H", &format!("If-None-Match: {etag}")],
+    );
+    assert_eq!(again.status, 304);
+    assert_eq!(again.header("content-security-policy"), Some("sandbox"));
+    // A rule that trusts its content: none.
+    assert_eq!(
+        put(&running, "/trusted/page.html", page, &["-u", ALICE]).status,
+        201
+    );
+    let trusted = get(&running, "/trusted/page.html", &["-u", BOB]);
+    assert_eq!(trusted.status, 200);
+    assert_eq!(trusted.header("content-security-policy"), None);
+    // A file no write rule covers: none.
+    assert_eq!(
+        get(&running, "/public/a.txt", &[]).header("content-security-policy"),
+        None
+    );
+}
+
+#[test]
+fn cors_preflights_allow_writes_only_where_a_rule_covers_the_name() {
+    let site = Site::new();
+    let rules =
+        format!("{RULES}\n[cors]\norigins = [\"https://app.example\"]\ncredentials = true\n");
+    let running = site.serve(&rules);
+    let preflight = |path: &str, method: &str, headers: &str| {
+        curl(
+            &url(&running, path),
+            &[
+                "-X",
+                "OPTIONS",
+                "-H",
+                "Origin: https://app.example",
+                "-H",
+                &format!("Access-Control-Request-Method: {method}"),
+                "-H",
+                &format!("Access-Control-Request-Headers: {headers}"),
+            ],
+        )
+    };
+    let ok = preflight("/drop/x.txt", "PUT", "if-match, content-type");
+    assert_eq!(ok.status, 204);
+    assert_eq!(
+        ok.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let methods = ok.header("access-control-allow-methods").unwrap();
+    assert!(
+        methods.contains("PUT") && methods.contains("DELETE"),
+        "{methods}"
+    );
+    assert!(ok
+        .header("access-control-allow-headers")
+        .unwrap()
+        .contains("If-Match"));
+    // No rule: the preflight refuses (no CORS headers), as for any method
+    // the site does not allow.
+    let refused = preflight("/public/a.txt", "PUT", "if-match");
+    assert_eq!(refused.status, 204);
+    assert_eq!(refused.header("access-control-allow-origin"), None);
+    // A rule that creates only allows PUT, not DELETE.
+    let inbox = preflight("/inbox/n.txt", "DELETE", "");
+    assert_eq!(inbox.header("access-control-allow-origin"), None);
+    // Plain OPTIONS says the methods.
+    let allow = curl(&url(&running, "/drop/x.txt"), &["-X", "OPTIONS"]);
+    assert_eq!(
+        allow.header("allow"),
+        Some("GET, HEAD, OPTIONS, PUT, DELETE")
+    );
+    // The write's own answer carries the origin, so the page can read it.
+    let put = put(
+        &running,
+        "/drop/cors.txt",
+        b"c",
+        &["-u", ALICE, "-H", "Origin: https://app.example"],
+    );
+    assert_eq!(put.status, 201);
+    assert_eq!(
+        put.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+}
+
+#[test]
+fn the_listing_has_an_upload_control_for_writers_only() {
+    let site = Site::new();
+    let running = site.serve(RULES);
+    let control = "<form id=\"upload\"";
+    let alice = get(&running, "/drop/", &["-u", ALICE]);
+    assert_eq!(alice.status, 200);
+    assert!(String::from_utf8_lossy(&alice.body).contains(control));
+    let bob = get(&running, "/drop/", &["-u", BOB]);
+    assert_eq!(bob.status, 200);
+    assert!(!String::from_utf8_lossy(&bob.body).contains(control));
+    assert_ne!(
+        alice.header("etag"),
+        bob.header("etag"),
+        "two pages, two tags"
+    );
+    // Anyone may create in the inbox; nobody in public/.
+    let inbox = get(&running, "/inbox/", &[]);
+    assert!(String::from_utf8_lossy(&inbox.body).contains(control));
+    let public = get(&running, "/public/", &[]);
+    assert!(!String::from_utf8_lossy(&public.body).contains(control));
+}
+
+#[test]
+fn the_runtime_files_own_files_dot_names_and_sidecars_are_never_written() {
+    let site = Site::new();
+    let text =
+        format!("{RULES}\n[[write]]\nmatch = \"**\"\nwriters = [\"alice\"]\nplain-http = true\n");
+    let text = text.replace("match = [\"drop/**\", \"trusted/**\"]", "match = \"**\"");
+    let running = site.serve(&text);
+    let tmp = site.tmp.path();
+    // Hard links of the users file and the runtime file into the drop
+    // folder: the same files, refused by identity.
+    std::fs::hard_link(tmp.join("users.htpasswd"), site.root.join("drop/users")).unwrap();
+    std::fs::hard_link(tmp.join("runtime.toml"), site.root.join("drop/rt.toml")).unwrap();
+    for name in ["/drop/users", "/drop/rt.toml"] {
+        assert_eq!(
+            put(&running, name, b"owned", &["-u", ALICE]).status,
+            403,
+            "{name}"
+        );
+        assert_eq!(delete(&running, name, &["-u", ALICE]).status, 403, "{name}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tmp.join("users.htpasswd")).unwrap(),
+        USERS
+    );
+    // The not-found page, by its name under the root.
+    assert_eq!(
+        put(&running, "/404.html", b"owned", &["-u", ALICE]).status,
+        403
+    );
+    assert_eq!(
+        std::fs::read(site.root.join("404.html")).unwrap(),
+        b"<h1>not here</h1>"
+    );
+    // Dot-names and .well-known: never (404 when hidden names are hidden).
+    for name in [
+        "/drop/.htaccess",
+        "/.well-known/acme-challenge/t",
+        "/drop/.nikaia-tmp-0",
+    ] {
+        assert_eq!(
+            put(&running, name, b"x", &["-u", ALICE]).status,
+            404,
+            "{name}"
+        );
+    }
+    assert!(!site.root.join(".well-known").exists());
+    // With --hidden they are shown, and still never written: 403.
+    let hidden = serve_dir(&site.root, site.runtime(&text), true, false);
+    assert_eq!(
+        put(
+            &hidden,
+            "/.well-known/acme-challenge/t",
+            b"x",
+            &["-u", ALICE]
+        )
+        .status,
+        403
+    );
+    assert_eq!(put(&hidden, "/drop/.env", b"x", &["-u", ALICE]).status, 403);
+    assert!(!site.root.join(".well-known").exists() && !site.root.join("drop/.env").exists());
+    // A sidecar is written only where its file is: `drop/**` covers both;
+    // `inbox/*` covers `inbox/a.gz` but not... its file `inbox/a` is, so
+    // it is; `public/` has no rule of its own beyond `**`.
+    assert_eq!(
+        put(&running, "/drop/app.js.gz", b"gz", &["-u", ALICE]).status,
+        201
+    );
+    let only_sidecars = format!(
+        "{}\n[[write]]\nmatch = \"*.gz\"\nanyone = true\nplain-http = true\n",
+        RULES
+    );
+    let narrow = serve_dir(&site.root, site.runtime(&only_sidecars), false, false);
+    assert_eq!(put(&narrow, "/public/a.txt.gz", b"gz", &[]).status, 405);
+    assert!(!site.root.join("public/a.txt.gz").exists());
+}
+
+#[test]
+fn writes_follow_no_link_and_missing_directories_are_409_without_make_dirs() {
+    let site = Site::new();
+    let outside = site.tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, site.root.join("drop/out")).unwrap();
+    std::os::unix::fs::symlink("../public", site.root.join("drop/pub")).unwrap();
+    std::os::unix::fs::symlink("../public/a.txt", site.root.join("drop/alias.txt")).unwrap();
+    let running = site.serve(RULES);
+    // A link on the way, out or in: 403, nothing written through it.
+    assert_eq!(
+        put(&running, "/drop/out/x", b"x", &["-u", ALICE]).status,
+        403
+    );
+    assert_eq!(
+        put(&running, "/drop/pub/x", b"x", &["-u", ALICE]).status,
+        403
+    );
+    assert_eq!(
+        delete(&running, "/drop/pub/a.txt", &["-u", ALICE]).status,
+        403
+    );
+    assert!(names(&outside).is_empty());
+    assert_eq!(names(&site.root.join("public")), ["a.txt"]);
+    // A link as the last component is replaced (or removed) itself.
+    assert_eq!(
+        put(&running, "/drop/alias.txt", b"mine", &["-u", ALICE]).status,
+        204
+    );
+    assert!(!site.root.join("drop/alias.txt").is_symlink());
+    assert_eq!(
+        std::fs::read(site.root.join("public/a.txt")).unwrap(),
+        b"public"
+    );
+    // Reads still follow links inside the root.
+    std::os::unix::fs::symlink("../public/a.txt", site.root.join("drop/read.txt")).unwrap();
+    assert_eq!(
+        get(&running, "/drop/read.txt", &["-u", BOB]).body,
+        b"public"
+    );
+    assert_eq!(
+        delete(&running, "/drop/read.txt", &["-u", ALICE]).status,
+        204
+    );
+    assert!(site.root.join("public/a.txt").exists());
+    // No make-dirs (the inbox): a missing directory is 409.
+    let text = RULES.replace("match = \"inbox/*\"", "match = \"inbox/**\"");
+    let inbox = site.serve(&text);
+    assert_eq!(put(&inbox, "/inbox/new/x.txt", b"x", &[]).status, 409);
+    assert!(!site.root.join("inbox/new").exists());
+}
+
+#[test]
+fn a_replaced_file_is_served_new_at_once_under_a_load_of_readers() {
+    let site = Site::new();
+    let running = site.serve(RULES);
+    let port = running.local_addr().port();
+    let auth = format!("Authorization: Basic {}\r\n", basic(ALICE));
+    // A compressible page, so the kept table and the compressed variants
+    // both hold it.
+    let version = |i: u32| format!("<p>version {i:04}</p>{}", " lorem ipsum".repeat(300));
+    assert_eq!(
+        raw_put(port, "/drop/page.html", &auth, version(0).as_bytes()).status,
+        201
+    );
+    let current = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|n| {
+            let (current, stop, auth) = (current.clone(), stop.clone(), auth.clone());
+            std::thread::spawn(move || {
+                let mut c = Client::connect(([127, 0, 0, 1], port).into());
+                let coding = if n % 2 == 0 {
+                    "Accept-Encoding: gzip\r\n"
+                } else {
+                    ""
+                };
+                let mut reads = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // What was current before the request was sent is the
+                    // oldest version the answer may show.
+                    let floor = current.load(Ordering::SeqCst);
+                    c.send(format!(
+                        "GET /drop/page.html HTTP/1.1\r\nHost: t\r\n{auth}{coding}\r\n"
+                    ));
+                    let r = c.reply().unwrap();
+                    assert_eq!(r.status, 200);
+                    let body = match r.header("content-encoding") {
+                        Some("gzip") => {
+                            use std::io::Read;
+                            let mut out = Vec::new();
+                            flate2::read::GzDecoder::new(&r.body[..])
+                                .read_to_end(&mut out)
+                                .unwrap();
+                            out
+                        }
+                        _ => r.body,
+                    };
+                    let text = String::from_utf8(body).unwrap();
+                    let shown: u32 = text[11..15].parse().unwrap();
+                    assert!(
+                        shown >= floor,
+                        "a stale page: {shown} after {floor} was answered"
+                    );
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    for i in 1..=30 {
+        // Long enough for the kept table and the compressor to take each
+        // version (they wait until a file has not changed for a tick), so
+        // stale entries would be there to be served.
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let r = raw_put(port, "/drop/page.html", &auth, version(i).as_bytes());
+        assert_eq!(r.status, 204);
+        current.store(i, Ordering::SeqCst);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reads: u32 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(reads > 30, "{reads} reads");
+    let report = running.report();
+    assert!(report.cache_hits > 0, "the kept table answered some");
+    assert!(report.cache_invalidations > 0, "{report:?}");
+}
+
+#[test]
+fn explain_counts_uploads_and_the_json_log_the_bytes_received() {
+    let site = Site::new();
+    let log = site.tmp.path().join("access.log");
+    let text = format!(
+        "access-log = \"{}\"\naccess-log-format = \"json\"\n{RULES}",
+        log.display()
+    );
+    let running = site.serve(&text);
+    assert_eq!(
+        put(&running, "/drop/a.bin", &[7u8; 1000], &["-u", ALICE]).status,
+        201
+    );
+    assert_eq!(
+        put(&running, "/drop/a.bin", &[8u8; 2000], &["-u", ALICE]).status,
+        204
+    );
+    assert_eq!(delete(&running, "/drop/a.bin", &["-u", ALICE]).status, 204);
+    assert_eq!(put(&running, "/drop/b.bin", b"x", &[]).status, 401);
+    assert_eq!(put(&running, "/public/b.bin", b"x", &[]).status, 405);
+    let w = running.report().writes;
+    assert_eq!((w.created, w.replaced, w.deleted, w.bytes), (1, 1, 1, 3000));
+    let refused: BTreeMap<u16, u64> = w.refused.into_iter().collect();
+    assert_eq!(refused, BTreeMap::from([(401, 1), (405, 1)]));
+    drop(running);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let puts: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["method"] == "PUT")
+        .collect();
+    let received: Vec<(u64, u64)> = puts
+        .iter()
+        .map(|v| {
+            (
+                v["status"].as_u64().unwrap(),
+                v["received"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(received[..2], [(201, 1000), (204, 2000)]);
+    assert_eq!(puts[0]["user"], "alice");
+}
+
+#[test]
+fn a_full_file_system_is_507_and_leaves_each_name_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let Some(_tmpfs) = nikaia_tests::tmpfs::Tmpfs::mount(&mnt, "4m") else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here");
+        return;
+    };
+    std::fs::write(mnt.join("keep"), b"old").unwrap();
+    let before = nikaia_tests::tmpfs::free_bytes(&mnt);
+    let rules =
+        "write-free-floor = 0\n[[write]]\nmatch = \"*\"\nanyone = true\nplain-http = true\n";
+    let file = tmp.path().join("runtime.toml");
+    std::fs::write(&file, rules).unwrap();
+    let mut rt = Runtime::load(&file).unwrap();
+    rt.listen = test_runtime().listen;
+    rt.access_log = LogTarget::Off;
+    let running = serve_dir(&mnt, rt, false, false);
+    let port = running.local_addr().port();
+    // A length past the free space: 507 from the head, nothing read.
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(
+        "PUT /keep HTTP/1.1\r\nHost: t\r\nContent-Length: 8388608\r\nExpect: 100-continue\r\n\r\n",
+    );
+    assert_eq!(c.reply().unwrap().status, 507);
+    // Chunked: the disk fills mid-body.
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send("PUT /keep HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let chunk = vec![b'z'; 256 << 10];
+    for _ in 0..32 {
+        let mut framed = format!("{:x}\r\n", chunk.len()).into_bytes();
+        framed.extend_from_slice(&chunk);
+        framed.extend_from_slice(b"\r\n");
+        use std::io::Write;
+        if (&mut &*c.stream()).write_all(&framed).is_err() {
+            break;
+        }
+    }
+    let _ = std::io::Write::write_all(&mut &*c.stream(), b"0\r\n\r\n");
+    assert_eq!(c.reply().unwrap().status, 507);
+    assert_eq!(names(&mnt), ["keep"]);
+    assert_eq!(std::fs::read(mnt.join("keep")).unwrap(), b"old");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while nikaia_tests::tmpfs::free_bytes(&mnt) < before && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        nikaia_tests::tmpfs::free_bytes(&mnt),
+        before,
+        "the space came back"
+    );
+    assert_eq!(running.report().writes.refused, [(507, 2)]);
+}
