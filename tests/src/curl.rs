@@ -51,7 +51,11 @@ pub fn parse_seen(raw: &[u8]) -> Seen {
         .position(|w| w == b"\r\n\r\n")
         .expect("a head");
     // An interim answer (`100 Continue`) comes first: the final one follows.
-    if raw.starts_with(b"HTTP/") && raw.get(9) == Some(&b'1') {
+    let first = raw[..split]
+        .split(|&b| b == b' ')
+        .nth(1)
+        .unwrap_or_default();
+    if first.len() == 3 && first[0] == b'1' {
         return parse_seen(&raw[split + 4..]);
     }
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();

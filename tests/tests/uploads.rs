@@ -477,7 +477,7 @@ fn a_refused_put_reads_no_body_and_sends_no_continue() {
     let mut written = 0;
     while written < 4 << 20 {
         use std::io::Write;
-        match (&mut &*c.stream()).write(&chunk) {
+        match (&mut c.stream()).write(&chunk) {
             Ok(n) => written += n,
             Err(_) => break,
         }
@@ -897,11 +897,11 @@ fn a_full_file_system_is_507_and_leaves_each_name_as_it_was() {
         framed.extend_from_slice(&chunk);
         framed.extend_from_slice(b"\r\n");
         use std::io::Write;
-        if (&mut &*c.stream()).write_all(&framed).is_err() {
+        if (&mut c.stream()).write_all(&framed).is_err() {
             break;
         }
     }
-    let _ = std::io::Write::write_all(&mut &*c.stream(), b"0\r\n\r\n");
+    let _ = std::io::Write::write_all(&mut c.stream(), b"0\r\n\r\n");
     assert_eq!(c.reply().unwrap().status, 507);
     assert_eq!(names(&mnt), ["keep"]);
     assert_eq!(std::fs::read(mnt.join("keep")).unwrap(), b"old");

@@ -39,10 +39,10 @@ pub struct Response {
     /// The Content-Type the body's row gives, unless a header overrides it.
     pub(crate) default_type: Option<&'static str>,
     /// An error to write to the error log when this response is sent.
-    pub(crate) log_error: Option<String>,
+    pub(crate) log_error: Option<Box<str>>,
     /// The user std verified for this answer (the access log's), where std
     /// made the answer itself after a body (the directory writer's).
-    pub(crate) user: Option<String>,
+    pub(crate) user: Option<Box<str>>,
 }
 
 impl Response {
@@ -71,7 +71,7 @@ impl Response {
         let name = name.into();
         let value = value.to_string();
         if !valid_name(&name) || value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            self.log_error = Some(format!("handler set an invalid header {name:?}"));
+            self.log_error = Some(format!("handler set an invalid header {name:?}").into());
             return self;
         }
         if ["content-length", "transfer-encoding", "date"]
@@ -159,7 +159,7 @@ impl Response {
     /// The 500 that hides an error from the client and logs it.
     pub(crate) fn internal_error(logged: String) -> Response {
         let mut r = Response::status_page(500);
-        r.log_error = Some(logged);
+        r.log_error = Some(logged.into());
         r
     }
 

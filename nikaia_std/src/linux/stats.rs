@@ -62,13 +62,13 @@ impl WriteStats {
             .filter(|&(_, n)| n > 0)
             .collect();
         refused.sort_unstable();
-        let mut report = crate::rt::WritesReport::default();
-        report.created = load(&self.created);
-        report.replaced = load(&self.replaced);
-        report.bytes = load(&self.bytes);
-        report.deleted = load(&self.deleted);
-        report.refused = refused;
-        report
+        crate::rt::WritesReport {
+            created: load(&self.created),
+            replaced: load(&self.replaced),
+            bytes: load(&self.bytes),
+            deleted: load(&self.deleted),
+            refused,
+        }
     }
 }
 

@@ -223,8 +223,9 @@ impl Erased for Upload {
         // The body stays held (no `100 Continue`) until the check is done.
         let job = self.job.clone();
         let auth = &self.job.shared.auth;
-        if let Err(check) = auth.submit(check, move |check, verdict| job.verified(check, verdict)) {
-            self.job.verified(check, Verdict::Busy);
+        if let Err(check) = auth.submit(check, move |check, verdict| job.verified(*check, verdict))
+        {
+            self.job.verified(*check, Verdict::Busy);
         }
     }
 
@@ -267,7 +268,7 @@ impl Job {
 
     /// Goes on once the credentials of a site write were checked: the
     /// writer's turn (with a slot among the writes), or the answer.
-    fn verified(self: &Arc<Self>, check: Box<Check>, verdict: Verdict) {
+    fn verified(self: &Arc<Self>, check: Check, verdict: Verdict) {
         let mut st = self.lock();
         let Some(permit) = st.site.take() else {
             return;

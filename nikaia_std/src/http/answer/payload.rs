@@ -96,7 +96,7 @@ pub(super) fn finish(
             (Plan::None, _) => Payload::None,
         }
     };
-    let user = resp.user.take();
+    let user = resp.user.take().map(String::from);
     Answer {
         resp,
         length,

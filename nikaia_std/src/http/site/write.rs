@@ -141,7 +141,7 @@ pub(crate) fn gate(
                 realm: auth.realm.clone(),
             };
             if verified(&check) {
-                return permit.verified(Box::new(check), Verdict::Valid);
+                return permit.verified(check, Verdict::Valid);
             }
             permit.check = Some(Box::new(check));
             Ok(permit)
@@ -153,11 +153,7 @@ impl Permit {
     /// Goes on once the credentials were checked: through, or the answer
     /// (401, 503; 403 for a user who is not one of the rule's writers, or
     /// on a plain listener the rule refuses).
-    pub(crate) fn verified(
-        mut self,
-        check: Box<Check>,
-        verdict: Verdict,
-    ) -> Result<Permit, Response> {
+    pub(crate) fn verified(mut self, check: Check, verdict: Verdict) -> Result<Permit, Response> {
         self.check = None;
         self.grant = check.decide(verdict)?;
         self.settle()
@@ -327,7 +323,7 @@ pub(crate) fn dress_refusal(
     tls: bool,
     resp: &mut Response,
 ) {
-    resp.user.clone_from(&grant.user);
+    resp.user = grant.user.as_deref().map(Box::from);
     if rt.site.is_empty() {
         return;
     }

@@ -46,11 +46,8 @@ impl Own {
     pub(super) fn identities(&self, root: &Root) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         for path in &self.paths {
-            for meta in [std::fs::metadata(path), std::fs::symlink_metadata(path)] {
-                if let Ok(m) = meta {
-                    out.push((m.dev(), m.ino()));
-                }
-            }
+            let seen = [std::fs::metadata(path), std::fs::symlink_metadata(path)];
+            out.extend(seen.into_iter().flatten().map(|m| (m.dev(), m.ino())));
         }
         for name in &self.names {
             if let Ok(opened) = root.open(name) {
@@ -147,8 +144,9 @@ impl Erased for Removal {
         };
         let job = self.job.clone();
         let auth = &self.job.shared.auth;
-        if let Err(check) = auth.submit(check, move |check, verdict| job.verified(check, verdict)) {
-            self.job.clone().verified(check, Verdict::Busy);
+        if let Err(check) = auth.submit(check, move |check, verdict| job.verified(*check, verdict))
+        {
+            self.job.clone().verified(*check, Verdict::Busy);
         }
     }
 
@@ -163,7 +161,7 @@ impl Erased for Removal {
 
 impl RemoveJob {
     /// Goes on once the credentials were checked.
-    fn verified(self: Arc<Self>, check: Box<Check>, verdict: Verdict) {
+    fn verified(self: Arc<Self>, check: Check, verdict: Verdict) {
         let Some(permit) = lock(&self.permit).take() else {
             return;
         };

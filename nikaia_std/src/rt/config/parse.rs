@@ -98,8 +98,10 @@ struct Checker<'a> {
 impl Checker<'_> {
     /// Builds the runtime from the top-level table, recording every problem.
     fn runtime(&mut self, table: &DeTable<'_>) -> Runtime {
-        let mut rt = Runtime::default();
-        rt.source = Some(self.file.to_path_buf());
+        let mut rt = Runtime {
+            source: Some(self.file.to_path_buf()),
+            ..Runtime::default()
+        };
         let mut entries: Vec<_> = table.iter().collect();
         entries.sort_by_key(|(key, _)| key.span().start);
         let given = |k: &str| entries.iter().any(|(key, _)| *key.get_ref() == *k);
