@@ -916,3 +916,23 @@ fn a_full_file_system_is_507_and_leaves_each_name_as_it_was() {
     );
     assert_eq!(running.report().writes.refused, [(507, 2)]);
 }
+
+#[test]
+fn a_name_that_is_not_utf8_is_written_and_removed_by_its_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let site = Site::new();
+    let running = site.serve(RULES);
+    let port = running.local_addr().port();
+    let auth = format!("Authorization: Basic {}\r\n", basic(ALICE));
+    // A decoy with the lossy name must be left alone.
+    let lossy = site.root.join("drop/caf\u{fffd}.txt");
+    std::fs::write(&lossy, b"decoy").unwrap();
+    assert_eq!(raw_put(port, "/drop/caf%E9.txt", &auth, b"latin-1").status, 201);
+    let exact = site.root.join(std::ffi::OsStr::from_bytes(b"drop/caf\xe9.txt"));
+    assert_eq!(std::fs::read(&exact).unwrap(), b"latin-1");
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(format!("DELETE /drop/caf%E9.txt HTTP/1.1\r\nHost: t\r\n{auth}\r\n"));
+    assert_eq!(c.reply().unwrap().status, 204);
+    assert!(!exact.exists());
+    assert_eq!(std::fs::read(&lossy).unwrap(), b"decoy");
+}

@@ -106,6 +106,8 @@ pub(crate) struct Removal {
 struct RemoveJob {
     shared: Arc<Shared>,
     root: Root,
+    /// The name's exact bytes (the permit's is the rules' text).
+    name: PathBuf,
     req: Request,
     own: Own,
     permit: Mutex<Option<Box<Permit>>>,
@@ -120,6 +122,7 @@ impl Removal {
             job: Arc::new(RemoveJob {
                 shared: shared.clone(),
                 root: to.root,
+                name: to.name,
                 req: req.clone(),
                 own: Own::of(rt, true),
                 permit: Mutex::new(to.permit),
@@ -189,9 +192,8 @@ impl RemoveJob {
             };
             debug_assert_eq!(permit.op, Op::Delete);
             let guard = permit.guard(job.own.identities(&job.root));
-            let name = std::path::Path::new(&permit.name);
             let done = job.root.remove_guarded(
-                name,
+                &job.name,
                 &permit.conditions,
                 permit.removable,
                 &guard,
