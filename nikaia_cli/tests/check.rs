@@ -130,3 +130,33 @@ fn a_sites_rules_are_checked_with_their_places_and_the_htpasswd_file() {
     assert!(err.contains("users.htpasswd:2:7: error: "), "{err}");
     assert!(err.contains("SHA-1"), "{err}");
 }
+
+#[test]
+fn write_rules_no_password_protects_are_warned_of() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // alice's entry, bcrypt (spec/site.md): the users file of drop/**.
+    let users = "alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\n";
+    std::fs::write(dir.path().join("users"), users).expect("write");
+    let text_of = "listen = \"127.0.0.1:0\"\n\
+        [[auth]]\nmatch = \"drop/**\"\nhtpasswd = \"users\"\n\
+        [[write]]\nmatch = \"drop/**\"\nwriters = [\"alice\", \"carol\"]\n\
+        [[write]]\nmatch = \"inbox/*\"\nwriters = [\"alice\"]\n\
+        [[write]]\nmatch = \"public/**\"\nanyone = true\n";
+    std::fs::write(dir.path().join("runtime.toml"), text_of).expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0), "warnings only");
+    let err = text(&output.stderr);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("key `write`")).collect();
+    assert_eq!(warnings.len(), 3, "{err}");
+    assert!(warnings[0].contains("rule 1: writer(s) carol are not users of"), "{err}");
+    assert!(warnings[1].contains("rule 2 covers names such as `inbox/x`"), "{err}");
+    assert!(warnings[1].contains("refused (403)"), "{err}");
+    assert!(warnings[2].contains("rule 3 lets anyone write names such as `public/x/x`"), "{err}");
+    // A good rule has nothing to say.
+    let good = "listen = \"127.0.0.1:0\"\n[[auth]]\nmatch = \"drop/**\"\nhtpasswd = \"users\"\n\
+        [[write]]\nmatch = \"drop/**\"\nwriters = [\"alice\"]\n";
+    std::fs::write(dir.path().join("runtime.toml"), good).expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!text(&output.stderr).contains("`write`"), "{}", text(&output.stderr));
+}
