@@ -148,15 +148,28 @@ fn write_rules_no_password_protects_are_warned_of() {
     let err = text(&output.stderr);
     let warnings: Vec<&str> = err.lines().filter(|l| l.contains("key `write`")).collect();
     assert_eq!(warnings.len(), 3, "{err}");
-    assert!(warnings[0].contains("rule 1: writer(s) carol are not users of"), "{err}");
-    assert!(warnings[1].contains("rule 2 covers names such as `inbox/x`"), "{err}");
+    assert!(
+        warnings[0].contains("rule 1: writer(s) carol are not users of"),
+        "{err}"
+    );
+    assert!(
+        warnings[1].contains("rule 2 covers names such as `inbox/x`"),
+        "{err}"
+    );
     assert!(warnings[1].contains("refused (403)"), "{err}");
-    assert!(warnings[2].contains("rule 3 lets anyone write names such as `public/x/x`"), "{err}");
+    assert!(
+        warnings[2].contains("rule 3 lets anyone write names such as `public/x/x`"),
+        "{err}"
+    );
     // A good rule has nothing to say.
     let good = "listen = \"127.0.0.1:0\"\n[[auth]]\nmatch = \"drop/**\"\nhtpasswd = \"users\"\n\
         [[write]]\nmatch = \"drop/**\"\nwriters = [\"alice\"]\n";
     std::fs::write(dir.path().join("runtime.toml"), good).expect("write");
     let output = nikaia(dir.path(), &["check", "runtime.toml"]);
     assert_eq!(output.status.code(), Some(0));
-    assert!(!text(&output.stderr).contains("`write`"), "{}", text(&output.stderr));
+    assert!(
+        !text(&output.stderr).contains("`write`"),
+        "{}",
+        text(&output.stderr)
+    );
 }

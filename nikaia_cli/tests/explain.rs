@@ -354,3 +354,67 @@ fn http2_counters_reach_the_text_the_json_and_prometheus() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn uploads_reach_the_text_the_json_and_prometheus() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    let sock = dir.path().join("stats.sock");
+    let runtime = dir.path().join("runtime.toml");
+    let rules = "[[write]]\nmatch = \"*\"\nanyone = true\nplain-http = true\ndelete = true\n";
+    std::fs::write(
+        &runtime,
+        format!(
+            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n{rules}",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
+    let (mut child, addr) = spawn_serve(cmd);
+    let send = |request: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut got = String::new();
+        let _ = s.read_to_string(&mut got);
+        got
+    };
+    let put =
+        "PUT /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello";
+    assert!(send(put).starts_with("HTTP/1.1 201"));
+    let again = put.replace("Content-Length", "If-None-Match: *\r\nContent-Length");
+    assert!(send(&again).starts_with("HTTP/1.1 412"));
+    let delete = "DELETE /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    assert!(send(delete).starts_with("HTTP/1.1 204"));
+
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["writes"],
+        serde_json::json!({"created": 1, "replaced": 0, "bytes": 5, "deleted": 1, "refused": {"412": 1}})
+    );
+    let text = explain(&["--socket", sock.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains(
+            "uploads      1 created, 0 replaced (5 B received), 1 deleted; refused: 1 412"
+        ),
+        "{text}"
+    );
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
+    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(
+        prometheus_sample(&prom, "nikaia_uploads", &[("outcome", "created")]),
+        1.0
+    );
+    assert_eq!(prometheus_sample(&prom, "nikaia_upload_bytes", &[]), 5.0);
+    assert_eq!(
+        prometheus_sample(&prom, "nikaia_upload_refusals", &[("status", "412")]),
+        1.0
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
