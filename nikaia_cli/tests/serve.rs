@@ -167,6 +167,23 @@ fn hidden_names_are_not_served_unless_asked() {
 }
 
 #[test]
+fn without_a_write_rule_nothing_is_written_or_deleted() {
+    let s = serve(&[]);
+    let before = std::fs::read_dir(s._dir.path()).unwrap().count();
+    for (method, target) in [
+        ("PUT", "/new.txt"),
+        ("PUT", "/index.html"),
+        ("DELETE", "/index.html"),
+    ] {
+        let (status, head, _) = request(&s.addr, method, target, "Content-Length: 0\r\n");
+        assert_eq!(status, 405, "{method} {target}");
+        assert!(head.contains("Allow: GET, HEAD, OPTIONS\r\n"), "{head}");
+    }
+    assert_eq!(std::fs::read_dir(s._dir.path()).unwrap().count(), before);
+    assert!(s._dir.path().join("index.html").exists());
+}
+
+#[test]
 fn ctrl_c_stops_it_gracefully() {
     let mut s = serve(&[]);
     assert_eq!(get(&s.addr, "/").0, 200);
