@@ -468,6 +468,17 @@ fn a_refused_put_reads_no_body_and_sends_no_continue() {
         assert_eq!(r.status, want, "{path}: the final answer, not 100");
         assert_eq!(r.header("connection"), Some("close"), "{path}");
     }
+    // Without Expect, a small refused body is thrown away and the
+    // connection kept: the next request on it is answered.
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    let junk = "GET /public/nope HTTP/1.1\r\nHost: t\r\n\r\n";
+    c.send(format!(
+        "PUT /drop/small.bin HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{junk}",
+        junk.len()
+    ));
+    assert_eq!(c.reply().unwrap().status, 401);
+    let next = c.get("/public/a.txt");
+    assert_eq!((next.status, &next.body[..]), (200, &b"public"[..]));
     // Without Expect, a large refused body closes the connection after the
     // answer; it is never parsed as a request.
     let mut c = Client::connect(([127, 0, 0, 1], port).into());
@@ -927,11 +938,18 @@ fn a_name_that_is_not_utf8_is_written_and_removed_by_its_bytes() {
     // A decoy with the lossy name must be left alone.
     let lossy = site.root.join("drop/caf\u{fffd}.txt");
     std::fs::write(&lossy, b"decoy").unwrap();
-    assert_eq!(raw_put(port, "/drop/caf%E9.txt", &auth, b"latin-1").status, 201);
-    let exact = site.root.join(std::ffi::OsStr::from_bytes(b"drop/caf\xe9.txt"));
+    assert_eq!(
+        raw_put(port, "/drop/caf%E9.txt", &auth, b"latin-1").status,
+        201
+    );
+    let exact = site
+        .root
+        .join(std::ffi::OsStr::from_bytes(b"drop/caf\xe9.txt"));
     assert_eq!(std::fs::read(&exact).unwrap(), b"latin-1");
     let mut c = Client::connect(([127, 0, 0, 1], port).into());
-    c.send(format!("DELETE /drop/caf%E9.txt HTTP/1.1\r\nHost: t\r\n{auth}\r\n"));
+    c.send(format!(
+        "DELETE /drop/caf%E9.txt HTTP/1.1\r\nHost: t\r\n{auth}\r\n"
+    ));
     assert_eq!(c.reply().unwrap().status, 204);
     assert!(!exact.exists());
     assert_eq!(std::fs::read(&lossy).unwrap(), b"decoy");
