@@ -7,6 +7,7 @@ pub mod curl;
 pub mod load;
 pub mod serve;
 pub mod tmpfs;
+pub mod uploads;
 
 use nikaia_std::http::{Running, Server};
 use nikaia_std::rt::{LogTarget, Runtime};

@@ -103,7 +103,8 @@ pub(crate) fn gate(
         op: asked.op,
         name: name.to_owned(),
         conditions: conditions(req, rule),
-        make_dirs: rule.make_dirs,
+        // A removal makes nothing, not even the directories on its way.
+        make_dirs: rule.make_dirs && asked.op == Op::Put,
         removable: Removable {
             files: rule.delete,
             dirs: rule.delete_dirs,
