@@ -363,43 +363,6 @@ write = [{ match = "drop/**", writers = ["alice", "ci"], delete = true, make-dir
     insta::assert_snapshot!(printed);
 }
 
-#[test]
-fn a_write_rule_says_who_writes_and_allows_something() {
-    let rt = ok("[[write]]\nmatch = \"drop/**\"\nwriters = [\"alice\"]\n");
-    let rule = &rt.site.write[0];
-    assert!(rule.create && rule.replace && !rule.delete && !rule.delete_dirs);
-    assert!(!rule.anyone && !rule.make_dirs && !rule.trusted && !rule.plain_http);
-    assert_eq!(rule.durability, nikaia_std::fs::Durability::Data);
-    assert_eq!(rule.max_size, None);
-    for (text, says) in [
-        ("match = \"x\"\n", "needs `writers`"),
-        (
-            "match = \"x\"\nwriters = [\"a\"]\nanyone = true\n",
-            "not both",
-        ),
-        ("match = \"x\"\nwriters = []\n", "name at least one user"),
-        ("writers = [\"a\"]\n", "needs `match`"),
-        (
-            "match = \"x\"\nanyone = true\ncreate = false\nreplace = false\n",
-            "allows nothing",
-        ),
-        (
-            "match = \"x\"\nanyone = true\ndurability = \"sometimes\"\n",
-            "\"none\", \"data\" or \"full\"",
-        ),
-        (
-            "match = \"x\"\nanyone = true\nmax_size = 5\n",
-            "unknown field `max_size`",
-        ),
-        ("match = \"x\"\nwriters = [\"a:b\"]\n", "not a user name"),
-    ] {
-        let text = format!("[[write]]\n{text}");
-        let errors = parse(&text).expect_err(&text);
-        let shown = render(&errors);
-        assert!(shown.contains(says), "{text}: {shown}");
-    }
-}
-
 // ---- where the file comes from --------------------------------------------
 
 #[test]

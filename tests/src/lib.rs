@@ -6,6 +6,7 @@ pub mod bodies;
 pub mod curl;
 pub mod load;
 pub mod serve;
+pub mod site;
 pub mod tmpfs;
 pub mod uploads;
 

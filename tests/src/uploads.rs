@@ -5,15 +5,11 @@
 
 use crate::curl::{curl, Seen};
 use crate::serve::serve_dir;
+pub use crate::site::{url, USERS};
 use crate::{test_runtime, Client};
 use nikaia_std::rt::{LogTarget, Runtime};
 use std::path::PathBuf;
 
-/// `htpasswd -nbB -C 5 alice 'open sesame'`, and bob's `b0b:pass`.
-pub const USERS: &str = "\
-alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K
-bob:$2y$05$3Ti.SB88ruvccek7oAgm3e8koIVqVED9LvYhxKKGWocrGZZLjHSu6
-";
 pub const ALICE: &str = "alice:open sesame";
 pub const BOB: &str = "bob:b0b:pass";
 
@@ -98,10 +94,6 @@ impl Site {
     }
 }
 
-pub fn url(running: &nikaia_std::http::Running, path: &str) -> String {
-    format!("http://127.0.0.1:{}{path}", running.local_addr().port())
-}
-
 /// curl uploads `data` to `path` with `args` (`-u`, `-H`), by `-T`.
 pub fn put(running: &nikaia_std::http::Running, path: &str, data: &[u8], args: &[&str]) -> Seen {
     let file = tempfile::NamedTempFile::new().unwrap();
@@ -123,20 +115,7 @@ pub fn get(running: &nikaia_std::http::Running, path: &str, args: &[&str]) -> Se
 
 /// `user:password` as Basic credentials.
 pub fn basic(pair: &str) -> String {
-    use std::fmt::Write;
-    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in pair.as_bytes().chunks(3) {
-        let n = chunk.iter().fold(0u32, |n, &b| n << 8 | b as u32) << (8 * (3 - chunk.len()));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                let _ = write!(out, "{}", A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    crate::site::base64(pair)
 }
 
 /// A raw `PUT` of `data` to `path` with `extra` header lines.

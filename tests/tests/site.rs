@@ -1,100 +1,18 @@
 //! A site's rules (`spec/site.md`) on real sockets, with curl and raw
 //! clients: header rules on every kind of answer, the security preset,
-//! CORS and preflights, the client's address through `X-Forwarded-For`
-//! and PROXY headers, Basic authentication (and the ways around it that
+//! CORS and preflights, Basic authentication (and the ways around it that
 //! must not work), a flood of wrong passwords, deny lists, and the name
-//! normaliser.
+//! normaliser. The client's address (`X-Forwarded-For`, PROXY headers):
+//! `site_client.rs`.
 
 use nikaia_std::fs::Root;
-use nikaia_std::http::{dir_handler, Running, Server};
-use nikaia_std::rt::{LogTarget, Runtime};
+use nikaia_std::http::{dir_handler, Server};
+use nikaia_std::rt::LogTarget;
 use nikaia_tests::curl::curl;
-use nikaia_tests::{start, test_runtime, Client, TestPki, TlsClient};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use nikaia_tests::{start, Client, TestPki};
+use std::net::SocketAddr;
 
-/// `htpasswd -nbB -C 5 alice 'open sesame'`, and bob's `b0b:pass`.
-const USERS: &str = "\
-# staging
-alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K
-bob:$2y$05$3Ti.SB88ruvccek7oAgm3e8koIVqVED9LvYhxKKGWocrGZZLjHSu6
-";
-
-struct Site {
-    tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-fn write(path: &Path, bytes: &[u8]) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, bytes).unwrap();
-}
-
-fn site() -> Site {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("root");
-    write(&root.join("index.html"), b"<h1>top</h1>");
-    write(&root.join("a.txt"), b"0123456789abcdef");
-    write(&root.join("page.css"), b"body { color: red }");
-    std::thread::sleep(Duration::from_millis(5));
-    write(&root.join("page.css.gz"), b"pretend gzip bytes");
-    write(&root.join("docs/report.pdf"), b"%PDF-1.7 pretend");
-    write(&root.join("docs/old.bak"), b"old");
-    write(&root.join("404.html"), b"<h1>not here</h1>");
-    write(&root.join("staging/index.html"), b"<h1>staging</h1>");
-    write(&root.join("staging/secret.txt"), b"the secret");
-    std::thread::sleep(Duration::from_millis(5));
-    write(&root.join("staging/secret.txt.gz"), b"secret, coded");
-    write(&root.join("backup.bak"), b"old");
-    write(&root.join("private/x.txt"), b"private");
-    write(&tmp.path().join("users.htpasswd"), USERS.as_bytes());
-    std::thread::sleep(Duration::from_millis(30));
-    Site { tmp, root }
-}
-
-/// The runtime of `text` (written beside the site, so `htpasswd` is found),
-/// on a loopback port with two workers; `pki` makes it HTTPS.
-fn runtime(site: &Site, text: &str, pki: Option<&TestPki>) -> Runtime {
-    let file = site.tmp.path().join("runtime.toml");
-    std::fs::write(&file, text).unwrap();
-    let parsed = Runtime::load(&file).unwrap_or_else(|e| panic!("{e:?}"));
-    let base = pki.map_or_else(test_runtime, TestPki::runtime);
-    let mut rt = parsed;
-    if rt.listen == Runtime::default().listen {
-        rt.listen = base.listen;
-    }
-    rt.workers = 2;
-    rt.tls_cert = base.tls_cert;
-    rt.tls_key = base.tls_key;
-    if rt.access_log == LogTarget::Stderr {
-        rt.access_log = LogTarget::Off;
-    }
-    rt
-}
-
-/// `nikaia serve`'s routes: the directory handler for GET, HEAD and
-/// OPTIONS, and `/who` answering the request's client and peer.
-fn serve(site: &Site, rt: Runtime) -> Running {
-    let handler = Arc::new(dir_handler(Root::dir(&site.root).unwrap(), false, false));
-    let options = handler.clone();
-    start(
-        Server::with_runtime(rt)
-            .route("/who", |req| format!("{} {}", req.client(), req.peer()))
-            .route("/*path", move |req| handler(req))
-            .method("OPTIONS", "/*path", move |req| options(req)),
-    )
-}
-
-fn url(running: &Running, path: &str) -> String {
-    format!("http://127.0.0.1:{}{path}", running.local_addr().port())
-}
-
-fn tls_url(running: &Running, path: &str) -> String {
-    format!("https://localhost:{}{path}", running.local_addr().port())
-}
+use nikaia_tests::site::{base64, runtime, serve, site, tls_url, url};
 
 // ---------------------------------------------------------------------------
 // Header rules and the security preset.
@@ -353,186 +271,6 @@ fn any_origin_is_on_every_answer_and_listings_leave_denied_names_out() {
 }
 
 // ---------------------------------------------------------------------------
-// The client's address.
-
-fn read_log(path: &Path, lines: usize) -> Vec<String> {
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let got: Vec<String> = text.lines().map(str::to_owned).collect();
-        if got.len() >= lines {
-            return got;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("the access log has fewer than {lines} lines");
-}
-
-#[test]
-fn x_forwarded_for_is_believed_only_from_a_trusted_peer() {
-    let s = site();
-    let who = |trusted: &str, xff: &[&str]| {
-        let text = format!("trusted-proxies = [{trusted}]\n");
-        let running = serve(&s, runtime(&s, &text, None));
-        let mut args = Vec::new();
-        for v in xff {
-            args.push("-H".to_owned());
-            args.push(format!("X-Forwarded-For: {v}"));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        String::from_utf8(curl(&url(&running, "/who"), &args).body).unwrap()
-    };
-    // Untrusted: the header is ignored, whatever it says.
-    let seen = who("\"10.0.0.0/8\"", &["198.51.100.7"]);
-    assert!(seen.starts_with("127.0.0.1:"), "{seen}");
-    // Trusted: the rightmost address that is not trusted.
-    let seen = who(
-        "\"127.0.0.1\", \"10.0.0.0/8\"",
-        &["6.6.6.6, 198.51.100.7, 10.2.3.4"],
-    );
-    assert!(seen.starts_with("198.51.100.7:0 127.0.0.1:"), "{seen}");
-    let seen = who("\"127.0.0.0/8\"", &["6.6.6.6", "[2001:db8::5]:443"]);
-    assert!(seen.starts_with("[2001:db8::5]:0 "), "{seen}");
-}
-
-#[test]
-fn the_access_log_names_the_client_and_the_user() {
-    let s = site();
-    let log = s.tmp.path().join("access.log");
-    let text = format!(
-        "access-log = {:?}\ntrusted-proxies = [\"127.0.0.1\"]\n\
-         [[auth]]\nmatch = \"staging/**\"\nhtpasswd = \"users.htpasswd\"\nplain-http = true\n",
-        log.to_str().unwrap()
-    );
-    let running = serve(&s, runtime(&s, &text, None));
-    let ok = curl(
-        &url(&running, "/staging/secret.txt"),
-        &[
-            "-u",
-            "alice:open sesame",
-            "-H",
-            "X-Forwarded-For: 203.0.113.5",
-        ],
-    );
-    assert_eq!((ok.status, &ok.body[..]), (200, &b"the secret"[..]));
-    let lines = read_log(&log, 1);
-    assert!(lines[0].starts_with("203.0.113.5 - alice ["), "{lines:?}");
-}
-
-/// A v1 PROXY header for a client at `src`.
-fn proxy_v1(src: &str) -> String {
-    format!("PROXY TCP4 {src} 127.0.0.1 51000 8080\r\n")
-}
-
-/// A v2 PROXY header, TCP over IPv6, from `[2001:db8::9]:40000`.
-fn proxy_v2() -> Vec<u8> {
-    let mut h = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
-    h.extend_from_slice(&[0x21, 0x21, 0, 36]);
-    let src: std::net::Ipv6Addr = "2001:db8::9".parse().unwrap();
-    h.extend_from_slice(&src.octets());
-    h.extend_from_slice(&std::net::Ipv6Addr::LOCALHOST.octets());
-    h.extend_from_slice(&40000u16.to_be_bytes());
-    h.extend_from_slice(&443u16.to_be_bytes());
-    h
-}
-
-/// Sends `bytes` on a new connection and reads until the server closes.
-fn exchange(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
-    let mut c = TcpStream::connect(addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.write_all(bytes).unwrap();
-    let mut out = Vec::new();
-    let _ = c.read_to_end(&mut out);
-    out
-}
-
-fn proxied_site(s: &Site, trusted: &str, pki: Option<&TestPki>) -> Running {
-    let text = format!(
-        "trusted-proxies = [{trusted}]\nlisten = {{ address = \"127.0.0.1:0\", proxy-protocol = true }}\n"
-    );
-    serve(s, runtime(s, &text, pki))
-}
-
-#[test]
-fn proxy_headers_are_required_taken_from_trusted_peers_and_bounded() {
-    let s = site();
-    let running = proxied_site(&s, "\"127.0.0.1\"", None);
-    let addr = running.local_addr();
-    let get = b"GET /who HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-
-    let v1 = exchange(addr, &[proxy_v1("192.0.2.44").as_bytes(), get].concat());
-    let v1 = String::from_utf8_lossy(&v1);
-    assert!(v1.starts_with("HTTP/1.1 200"), "{v1}");
-    assert!(v1.contains("192.0.2.44:51000 127.0.0.1:"), "{v1}");
-
-    let v2 = exchange(addr, &[&proxy_v2()[..], get].concat());
-    let v2 = String::from_utf8_lossy(&v2);
-    assert!(v2.contains("[2001:db8::9]:40000 127.0.0.1:"), "{v2}");
-
-    // curl's own PROXY v1, and h2c's preface after the header.
-    let seen = curl(&url(&running, "/who"), &["--haproxy-protocol"]);
-    assert_eq!(seen.status, 200);
-    let seen = curl(
-        &url(&running, "/a.txt"),
-        &["--haproxy-protocol", "--http2-prior-knowledge"],
-    );
-    assert_eq!(
-        (seen.status, &seen.body[..]),
-        (200, &b"0123456789abcdef"[..])
-    );
-
-    // Without a header, with a malformed one, or one past the bound: closed
-    // without an answer.
-    for bad in [
-        get.to_vec(),
-        b"PROXY TCP4 192.0.2.1 127.0.0.1 1 2\n".to_vec(),
-        b"PROXY TCP4 999.0.2.1 127.0.0.1 1 2\r\n".to_vec(),
-        b"PROXY TCP4 192.0.2.1  127.0.0.1 1 2\r\n".to_vec(),
-        [b"PROXY UNKNOWN ".to_vec(), vec![b'x'; 200]].concat(),
-        {
-            let mut h = proxy_v2();
-            h[15] = 0xff; // a length past the bound
-            h[14] = 0xff;
-            h
-        },
-    ] {
-        assert_eq!(
-            exchange(addr, &bad),
-            b"",
-            "{:?}",
-            String::from_utf8_lossy(&bad)
-        );
-    }
-    // Everyone else is still served.
-    let seen = curl(&url(&running, "/a.txt"), &["--haproxy-protocol"]);
-    assert_eq!(seen.status, 200);
-
-    // From a peer that is not trusted, even a good header is refused.
-    let untrusted = proxied_site(&s, "\"10.0.0.0/8\"", None);
-    let closed = exchange(
-        untrusted.local_addr(),
-        &[proxy_v1("192.0.2.44").as_bytes(), get].concat(),
-    );
-    assert_eq!(closed, b"");
-}
-
-#[test]
-fn a_proxy_header_comes_before_the_tls_handshake() {
-    let s = site();
-    let pki = TestPki::new();
-    let running = proxied_site(&s, "\"127.0.0.1\"", Some(&pki));
-    let mut tcp = TcpStream::connect(running.local_addr()).unwrap();
-    tcp.write_all(proxy_v1("192.0.2.80").as_bytes()).unwrap();
-    let mut tls = TlsClient::over(tcp, pki.client_config());
-    let reply = tls.get("/who");
-    assert_eq!(reply.status, 200);
-    assert!(
-        reply.text().starts_with("192.0.2.80:51000 "),
-        "{}",
-        reply.text()
-    );
-}
-
-// ---------------------------------------------------------------------------
 // Basic authentication and deny lists.
 
 const AUTH: &str = r#"
@@ -707,23 +445,6 @@ fn a_flood_of_wrong_passwords_does_not_stall_the_others() {
     assert!(statuses.contains(&401));
     user.send(&login);
     assert_eq!(user.reply().unwrap().status, 200);
-}
-
-fn base64(text: &str) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().fold(0u32, |n, &b| n << 8 | b as u32) << (8 * (3 - chunk.len()));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------

@@ -152,3 +152,27 @@ pub fn prometheus_sample(parsed: &serde_json::Value, family: &str, labels: &[(&s
         .as_f64()
         .unwrap()
 }
+
+/// `nikaia serve` running, and the directory it serves kept alive.
+pub struct Serving {
+    pub child: Served,
+    pub addr: String,
+    pub _dir: tempfile::TempDir,
+}
+
+/// Starts `nikaia serve ROOT ARGS...` and reads the URL it prints; the
+/// returned `Serving` keeps `dir` (which holds ROOT) alive.
+pub fn start_serve(
+    dir: tempfile::TempDir,
+    root: &std::path::Path,
+    args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+) -> Serving {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve").arg(root).args(args);
+    let (child, addr) = spawn_serve(cmd);
+    Serving {
+        child,
+        addr,
+        _dir: dir,
+    }
+}
