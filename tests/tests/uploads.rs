@@ -310,6 +310,29 @@ fn a_refused_put_reads_no_body_and_sends_no_continue() {
     let site = Site::new();
     let running = site.serve(RULES);
     let port = running.local_addr().port();
+    // A writer's PUT: `100 Continue` once the credentials, the rule and
+    // the preconditions passed, then the body, then 201.
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(format!(
+        "PUT /drop/go.bin HTTP/1.1\r\nHost: t\r\nAuthorization: Basic {}\r\n\
+         If-None-Match: *\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+        basic(ALICE)
+    ));
+    assert_eq!(c.reply().unwrap().status, 100);
+    c.send("body");
+    assert_eq!(c.reply().unwrap().status, 201);
+    assert_eq!(
+        std::fs::read(site.root.join("drop/go.bin")).unwrap(),
+        b"body"
+    );
+    // The same with a precondition that fails: 412, and no 100.
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(format!(
+        "PUT /drop/go.bin HTTP/1.1\r\nHost: t\r\nAuthorization: Basic {}\r\n\
+         If-None-Match: *\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+        basic(ALICE)
+    ));
+    assert_eq!(c.reply().unwrap().status, 412);
     for (path, auth, want) in [
         ("/drop/e.bin", String::new(), 401),
         (
@@ -358,7 +381,7 @@ fn a_refused_put_reads_no_body_and_sends_no_continue() {
     let r = c.reply().unwrap();
     assert_eq!(r.status, 401);
     assert!(c.is_closed(), "the rest of the body is no request");
-    assert!(names(&site.root.join("drop")).is_empty());
+    assert_eq!(names(&site.root.join("drop")), ["go.bin"]);
 }
 
 #[test]
