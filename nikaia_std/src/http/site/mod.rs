@@ -67,6 +67,25 @@ pub(crate) enum Verdict {
 }
 
 impl Check {
+    /// The credentials `req` offers for the users of `rule`, to check; 401
+    /// when it offers none (or malformed ones).
+    pub(crate) fn of(rule: &crate::rt::AuthRule, req: &Request) -> Result<Check, Response> {
+        let Some((user, password)) = req
+            .header_bytes("authorization")
+            .and_then(basic::credentials)
+        else {
+            return Err(unauthorized(&rule.realm));
+        };
+        Ok(Check {
+            users: rule.users.clone(),
+            generation: rule.generation,
+            user,
+            password,
+            client: req.client().ip(),
+            realm: rule.realm.clone(),
+        })
+    }
+
     /// The gate's decision once the check is done: through, or the answer.
     pub(crate) fn decide(self, verdict: Verdict) -> Result<Grant, Response> {
         match verdict {
@@ -126,19 +145,9 @@ pub(crate) fn gate(
     if !tls && !rule.plain_http {
         return Gate::Answer(Response::status_page(403));
     }
-    let Some((user, password)) = req
-        .header_bytes("authorization")
-        .and_then(basic::credentials)
-    else {
-        return Gate::Answer(unauthorized(&rule.realm));
-    };
-    let check = Check {
-        users: rule.users.clone(),
-        generation: rule.generation,
-        user,
-        password,
-        client: req.client().ip(),
-        realm: rule.realm.clone(),
+    let check = match Check::of(rule, req) {
+        Ok(check) => check,
+        Err(unauthorized) => return Gate::Answer(unauthorized),
     };
     if verified(&check) {
         return match check.decide(Verdict::Valid) {

@@ -7,7 +7,7 @@
 //! runs the check, the write and the removal off its workers.
 
 use super::path::Candidates;
-use super::{basic, dress, unauthorized, Check, Grant, Verdict};
+use super::{dress, Check, Grant, Verdict};
 use crate::fs::{self, Conditions, Durability, Removable, Written};
 use crate::http::request::Request;
 use crate::http::response::Response;
@@ -127,20 +127,7 @@ pub(crate) fn gate(
         None => permit.settle(),
         Some(auth) if !tls && !auth.plain_http => Err(Response::status_page(403)),
         Some(auth) => {
-            let Some((user, password)) = req
-                .header_bytes("authorization")
-                .and_then(basic::credentials)
-            else {
-                return Err(unauthorized(&auth.realm));
-            };
-            let check = Check {
-                users: auth.users.clone(),
-                generation: auth.generation,
-                user,
-                password,
-                client: req.client().ip(),
-                realm: auth.realm.clone(),
-            };
+            let check = Check::of(auth, req)?;
             if verified(&check) {
                 return permit.verified(check, Verdict::Valid);
             }
