@@ -465,3 +465,23 @@ fn a_name_that_is_not_utf8_is_written_and_removed_by_its_bytes() {
     assert!(!exact.exists());
     assert_eq!(std::fs::read(&lossy).unwrap(), b"decoy");
 }
+
+#[test]
+fn past_max_writes_a_write_is_503_from_its_head_and_counted() {
+    let site = Site::new();
+    let running = site.serve(&format!("max-writes = 1\n{RULES}"));
+    let port = running.local_addr().port();
+    // The one write allowed: its file is open once `100 Continue` came.
+    let mut first = Client::connect(([127, 0, 0, 1], port).into());
+    first.send(
+        "PUT /inbox/first HTTP/1.1\r\nHost: t\r\nContent-Length: 8\r\nExpect: 100-continue\r\n\r\n",
+    );
+    assert_eq!(first.reply().unwrap().status, 100);
+    let busy = raw_put(port, "/inbox/second", "", b"x");
+    assert_eq!(busy.status, 503);
+    assert_eq!(busy.header("retry-after"), Some("1"));
+    first.send("8 bytes!");
+    assert_eq!(first.reply().unwrap().status, 201);
+    assert_eq!(raw_put(port, "/inbox/second", "", b"x").status, 201);
+    assert_eq!(running.report().writes.refused, [(503, 1)]);
+}

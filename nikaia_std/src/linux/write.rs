@@ -147,6 +147,9 @@ impl Upload {
         if !pending {
             take_slot(shared, rt.max_writes).map_err(|busy| {
                 let rt = shared.runtime();
+                if site.is_some() {
+                    shared.stats.writes.refused(503);
+                }
                 site::answer_refusal(&rt, req, site.as_deref(), busy)
             })?;
         }
