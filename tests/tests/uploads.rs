@@ -485,3 +485,26 @@ fn past_max_writes_a_write_is_503_from_its_head_and_counted() {
     assert_eq!(raw_put(port, "/inbox/second", "", b"x").status, 201);
     assert_eq!(running.report().writes.refused, [(503, 1)]);
 }
+
+#[test]
+fn a_writes_only_auth_rule_lets_anyone_read_and_only_writers_write() {
+    let site = Site::new();
+    let text = RULES.replace(
+        "match = [\"drop/**\", \"trusted/**\"]\nhtpasswd = \"users.htpasswd\"\n",
+        "match = [\"drop/**\", \"trusted/**\"]\nhtpasswd = \"users.htpasswd\"\nwrites-only = true\n",
+    );
+    assert_ne!(text, RULES);
+    let running = site.serve(&text);
+    assert_eq!(put(&running, "/drop/pub.txt", b"x", &[]).status, 401);
+    assert_eq!(
+        put(&running, "/drop/pub.txt", b"x", &["-u", BOB]).status,
+        403
+    );
+    assert_eq!(
+        put(&running, "/drop/pub.txt", b"x", &["-u", ALICE]).status,
+        201
+    );
+    let read = get(&running, "/drop/pub.txt", &[]);
+    assert_eq!((read.status, &read.body[..]), (200, &b"x"[..]));
+    assert_eq!(read.header("cache-control"), None, "not a protected answer");
+}

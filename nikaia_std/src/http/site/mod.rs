@@ -139,7 +139,9 @@ pub(crate) fn gate(
             _ => allow(writes),
         });
     }
-    let Some(rule) = site.auth.iter().find(|r| matches(&r.patterns)) else {
+    // A rule that protects writes only is the writer's (`write.rs`).
+    let mut reads = site.auth.iter().filter(|r| !r.writes_only);
+    let Some(rule) = reads.find(|r| matches(&r.patterns)) else {
         return Gate::Pass(Grant::default());
     };
     if !tls && !rule.plain_http {
@@ -172,7 +174,10 @@ pub(crate) fn may_send<'n>(
     let site = &rt.site;
     names.into_iter().all(|name| {
         !site.deny.iter().any(|r| any_matches(&r.patterns, name))
-            && match site.auth.iter().find(|r| any_matches(&r.patterns, name)) {
+            && match (site.auth.iter())
+                .filter(|r| !r.writes_only)
+                .find(|r| any_matches(&r.patterns, name))
+            {
                 None => true,
                 Some(rule) => grant.users == Some(rule.generation),
             }

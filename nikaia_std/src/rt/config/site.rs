@@ -202,6 +202,9 @@ pub struct AuthRule {
     pub realm: String,
     /// `plain-http`: a protected name may be served on a plain listener.
     pub plain_http: bool,
+    /// `writes-only`: the rule protects writes (`[[write]]`) and not
+    /// reads: a folder anyone reads and only its writers fill.
+    pub writes_only: bool,
 }
 
 /// One `[[deny]]` rule.
@@ -389,11 +392,13 @@ impl Site {
                     .iter()
                     .map(|r| {
                         format!(
-                            "{{ match = {}, htpasswd = {}, realm = {}, plain-http = {} }}",
+                            "{{ match = {}, htpasswd = {}, realm = {}, plain-http = {}, \
+                             writes-only = {} }}",
                             globs(&r.patterns),
                             string(&r.htpasswd.to_string_lossy()),
                             string(&r.realm),
-                            r.plain_http
+                            r.plain_http,
+                            r.writes_only
                         )
                     })
                     .collect(),

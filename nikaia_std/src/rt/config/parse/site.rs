@@ -309,12 +309,13 @@ impl Checker<'_> {
 
     /// `[[auth]]`.
     pub(super) fn auth_rules(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<AuthRule>> {
-        const KNOWN: &str = "`match`, `htpasswd`, `realm` and `plain-http`";
+        const KNOWN: &str = "`match`, `htpasswd`, `realm`, `plain-http` and `writes-only`";
         self.each_rule(key, value, |this, item, fields| {
             let mut patterns = None;
             let mut file = None;
             let mut realm = "restricted".to_string();
             let mut plain_http = false;
+            let mut writes_only = false;
             let mut good = true;
             for (field, v) in fields {
                 let name: &str = field.get_ref();
@@ -336,6 +337,7 @@ impl Checker<'_> {
                         None => false,
                     },
                     "plain-http" => this.boolean(key, v).map(|b| plain_http = b).is_some(),
+                    "writes-only" => this.boolean(key, v).map(|b| writes_only = b).is_some(),
                     other => this.unknown_field(key, field.span().start, other, KNOWN),
                 };
             }
@@ -359,6 +361,7 @@ impl Checker<'_> {
                 users: Arc::new(users),
                 realm,
                 plain_http,
+                writes_only,
             })
         })
     }
