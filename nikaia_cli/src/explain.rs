@@ -197,6 +197,18 @@ pub fn render(socket: &Path, r: &Value) -> String {
             n(&w["deleted"]),
         );
     }
+    let p = &r["produced"];
+    if p.is_object() {
+        out += &format!(
+            "produced     {} bodies, {} pulls ({} sent); {} ended whole, {} failed, {} cancelled\n",
+            n(&p["started"]),
+            n(&p["pulls"]),
+            size(n(&p["bytes"])),
+            n(&p["ended"]),
+            n(&p["failed"]),
+            n(&p["cancelled"]),
+        );
+    }
     let tls = &r["tls"];
     if tls.is_object() {
         out += &format!(

@@ -213,6 +213,22 @@ pub fn prometheus(r: &Value) -> String {
             .collect(),
         );
     }
+    let pr = &r["produced"];
+    if pr.is_object() {
+        p.counter(
+            "nikaia_produced_bodies_total",
+            "Response bodies programs produced, by how they ended: whole, failed by the producer, cancelled (client gone, reset, send-timeout, stopping).",
+            ["ended", "failed", "cancelled"]
+                .iter()
+                .map(|outcome| (vec![("outcome", outcome.to_string())], n(&pr[*outcome])))
+                .collect(),
+        );
+        p.counter(
+            "nikaia_produced_pulls_total",
+            "Pulls of produced bodies: each asked the producer for its next piece.",
+            vec![(vec![], n(&pr["pulls"]))],
+        );
+    }
     let w = &r["writes"];
     if w.is_object() {
         p.counter(

@@ -16,6 +16,8 @@ pub(crate) enum Body {
     Mapped(Bytes),
     /// Resolved after the handler returns (`http::File`).
     File(Box<super::file::File>),
+    /// Pulled piece by piece as the connection takes it (`http::Produced`).
+    Produced(super::produce::Held),
 }
 
 impl Body {
@@ -23,7 +25,7 @@ impl Body {
     /// is opened).
     pub(crate) fn len(&self) -> u64 {
         match self {
-            Body::Empty | Body::File(_) => 0,
+            Body::Empty | Body::File(_) | Body::Produced(_) => 0,
             Body::Bytes(b) | Body::Mapped(b) => b.len() as u64,
         }
     }
@@ -124,7 +126,7 @@ impl Response {
     pub(crate) fn memory_body(&self) -> (u64, Bytes) {
         match &self.body {
             Body::Bytes(b) | Body::Mapped(b) => (b.len() as u64, b.clone()),
-            Body::Empty | Body::File(_) => (0, Bytes::new()),
+            Body::Empty | Body::File(_) | Body::Produced(_) => (0, Bytes::new()),
         }
     }
 
@@ -290,11 +292,16 @@ pub(crate) fn each_field(resp: &Response, length: u64, mut field: impl FnMut(&[u
             field(n.as_bytes(), v);
         }
     }
-    if !bodiless(resp.status) {
+    if !bodiless(resp.status) && length != UNKNOWN_LENGTH {
         let mut itoa = itoa_buf();
         field(b"Content-Length", fmt_u64(&mut itoa, length));
     }
 }
+
+/// The length of a produced body that did not say one: the protocol frames
+/// it (chunked on HTTP/1.1, the end of the connection on HTTP/1.0, the
+/// end of the stream on HTTP/2), and no `Content-Length` is sent.
+pub(crate) const UNKNOWN_LENGTH: u64 = u64::MAX;
 
 pub(crate) fn itoa_buf() -> [u8; 20] {
     [0; 20]

@@ -114,7 +114,16 @@ impl AutoSender {
                     let mut progress = false;
                     let forever = std::time::Instant::now() + std::time::Duration::from_secs(3600);
                     let mut wire = Socket(std::os::fd::AsFd::as_fd(sock));
-                    match out.flush(&mut wire, &mut budget, forever, &mut progress, |_| {}) {
+                    let mut make = || crate::http::body::Resume::new(|| {});
+                    let flushed = out.flush(
+                        &mut wire,
+                        &mut budget,
+                        forever,
+                        &mut progress,
+                        |_| {},
+                        &mut make,
+                    );
+                    match flushed {
                         Ok(Flushed::All) => return Ok(end - start),
                         Ok(Flushed::Cold { offset, len }) => {
                             let mut data = vec![0; len];

@@ -4,6 +4,8 @@
 //! head before a file body is sent with `MSG_MORE` so it leaves in the same
 //! packets as the file's first bytes.
 
+mod produced;
+
 use super::send::{self, Buffered, FileSend, Residency};
 use crate::rt::Vehicle;
 use bytes::{Buf, Bytes};
@@ -39,6 +41,8 @@ pub(crate) struct Sent {
 pub(crate) enum Chunk {
     Mem(Bytes),
     File(FileSend),
+    /// A body the program produces, pulled when it reaches the front.
+    Produced(Box<produced::ProducedSend>),
     /// A response ends here.
     End(Box<Sent>),
 }
@@ -57,6 +61,8 @@ pub(crate) enum Flushed {
     Cold { offset: u64, len: usize },
     /// Waiting for a read already on the io pool.
     Waiting,
+    /// Waiting for a produced body's producer to have more.
+    Producing,
 }
 
 /// Why a send stopped for good.
@@ -71,6 +77,8 @@ pub(crate) enum SendError {
         promised: u64,
         cause: Option<Errno>,
     },
+    /// A produced body's producer failed, or broke its promised length.
+    Produced(String),
 }
 
 /// Where a connection's queue writes: its transport (`transport.rs`: the
@@ -185,6 +193,7 @@ impl Out {
         slice_end: Instant,
         progress: &mut bool,
         mut done: impl FnMut(&Sent),
+        make: &mut dyn FnMut() -> crate::http::body::Resume,
     ) -> Result<Flushed, SendError> {
         let mut wrote_any = false;
         loop {
@@ -196,6 +205,10 @@ impl Out {
                 return Ok(Flushed::Budget);
             }
             let wrote = match front {
+                Chunk::Produced(_) => match self.produce(make)? {
+                    Some(state) => return Ok(state),
+                    None => 0,
+                },
                 Chunk::File(f) => match send_file_step(wire, f, *budget, &mut self.spare)? {
                     Step::Wrote(n) => {
                         if f.remaining() == 0 {
@@ -442,9 +455,15 @@ mod tests {
             let mut budget = 1 << 20;
             let mut progress = false;
             let far = Instant::now() + std::time::Duration::from_secs(60);
-            match out.flush(wire, &mut budget, far, &mut progress, |s| {
-                ended.push(s.status)
-            }) {
+            let mut make = || crate::http::body::Resume::new(|| {});
+            match out.flush(
+                wire,
+                &mut budget,
+                far,
+                &mut progress,
+                |s| ended.push(s.status),
+                &mut make,
+            ) {
                 Ok(Flushed::All) => return ended,
                 Ok(Flushed::Blocked | Flushed::Budget) => {}
                 other => panic!("{other:?}"),
@@ -528,10 +547,11 @@ mod tests {
         };
         let mut budget = 1 << 20;
         let far = Instant::now() + std::time::Duration::from_secs(60);
-        let r = out.flush(&mut wire, &mut budget, far, &mut false, |_| {});
+        let mut make = || crate::http::body::Resume::new(|| {});
+        let r = out.flush(&mut wire, &mut budget, far, &mut false, |_| {}, &mut make);
         let r = match r {
             Ok(Flushed::All) => panic!("sent more than the file has"),
-            Ok(_) => out.flush(&mut wire, &mut budget, far, &mut false, |_| {}),
+            Ok(_) => out.flush(&mut wire, &mut budget, far, &mut false, |_| {}, &mut make),
             e => e,
         };
         match r {

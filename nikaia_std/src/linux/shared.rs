@@ -301,6 +301,7 @@ impl Shared {
             h2: self.stats.h2.report(),
             bodies: self.stats.bodies.report(),
             writes: self.stats.writes.report(),
+            produced: self.stats.produced.report(),
         }
     }
 }

@@ -27,6 +27,8 @@ pub(crate) struct Stats {
     pub h2: H2Stats,
     pub bodies: BodyStats,
     pub writes: WriteStats,
+    /// Produced response bodies (`http::produce`).
+    pub produced: std::sync::Arc<crate::http::produce::Tally>,
 }
 
 /// The statuses a write of the directory writer is refused with, counted

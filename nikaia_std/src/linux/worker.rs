@@ -425,6 +425,11 @@ impl Worker {
                 }
             }
             for i in 0..self.conns.len() {
+                // Produced bodies end now, so their clients (an event
+                // stream's) reconnect to whoever serves next.
+                if self.conns[i].as_mut().is_some_and(Conn::stop_producing) {
+                    self.drive(i, now);
+                }
                 match self.conns[i].as_mut() {
                     // HTTP/2 says it is going away first (spec/http2.md).
                     Some(c) if c.is_h2() => self.drive(i, now),

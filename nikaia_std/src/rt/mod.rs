@@ -17,6 +17,7 @@ pub use config::{
     Users, WriteRule, KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
 };
 pub use stats::{
-    BodiesReport, CertReport, CompressedReport, H2Report, Report, TlsReport, WritesReport,
+    BodiesReport, CertReport, CompressedReport, H2Report, ProducedReport, Report, TlsReport,
+    WritesReport,
 };
 pub(crate) use vehicle::Vehicle;

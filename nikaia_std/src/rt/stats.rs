@@ -51,6 +51,24 @@ pub struct Report {
     pub bodies: BodiesReport,
     /// What the directory writer did (`spec/site.md`, "Writes").
     pub writes: WritesReport,
+    /// Response bodies programs produced (`spec/http.md`, "Produced
+    /// bodies").
+    pub produced: ProducedReport,
+}
+
+/// What became of produced response bodies: started, the pulls made and
+/// the bytes they gave, and how each ended — whole, failed by its
+/// producer, or cancelled (the client left or stopped reading, a reset,
+/// the server stopping).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProducedReport {
+    pub started: u64,
+    pub pulls: u64,
+    pub bytes: u64,
+    pub ended: u64,
+    pub failed: u64,
+    pub cancelled: u64,
 }
 
 /// What the directory writer did: files created and replaced, bytes
@@ -267,6 +285,11 @@ impl Report {
             ",\"bodies\":{{\"whole\":{},\"streamed\":{},\"bytes\":{},\"refused\":{},\"drained\":{},\"timeouts\":{},\"aborted\":{},\"files_written\":{},\"files_refused\":{},\"files_failed\":{}}}",
             b.whole, b.streamed, b.bytes, b.refused, b.drained, b.timeouts, b.aborted,
             b.files_written, b.files_refused, b.files_failed
+        ));
+        let p = &self.produced;
+        s.push_str(&format!(
+            ",\"produced\":{{\"started\":{},\"pulls\":{},\"bytes\":{},\"ended\":{},\"failed\":{},\"cancelled\":{}}}",
+            p.started, p.pulls, p.bytes, p.ended, p.failed, p.cancelled
         ));
         let w = &self.writes;
         s.push_str(&format!(

@@ -325,9 +325,46 @@ fn status_answer(resp: Response) -> Answer {
     host_answer(&resp, length, true, Source::Bytes(body))
 }
 
+/// The most of a produced body the host is handed (`spec/targets.md`).
+const PRODUCED_MAX: usize = 64 << 20;
+
+/// A produced body, pulled to its end in place: the host takes an answer
+/// whole. One that waits (`Later`), fails, or grows past
+/// [`PRODUCED_MAX`] is a logged 500 instead (`spec/targets.md`).
+fn produce_whole(sending: &mut crate::http::produce::Sending) -> Result<Bytes, String> {
+    use crate::http::produce::Next;
+    let mut whole = Vec::new();
+    let mut make = || crate::http::body::Resume::new(|| {});
+    loop {
+        match sending.next(PRODUCED_MAX, &mut make) {
+            Next::Bytes(b) if whole.len() + b.len() <= PRODUCED_MAX => whole.extend_from_slice(&b),
+            Next::Bytes(_) => {
+                return Err(format!(
+                    "a produced body past {PRODUCED_MAX} bytes: this target hands the host whole answers"
+                ))
+            }
+            Next::End => return Ok(Bytes::from(whole)),
+            Next::Wait => {
+                return Err("a produced body that waits (Pulled::Later) needs a backend that \
+                            sends as it goes: this target hands the host whole answers"
+                    .to_owned())
+            }
+            Next::Fail(why) => return Err(format!("a produced body failed: {why}")),
+        }
+    }
+}
+
 /// The host's view of a decided answer: head fields and the body.
 fn to_host(decided: answer::Answer) -> Answer {
+    let mut length = decided.length;
     let body = match decided.payload {
+        Payload::Produced(mut sending) => match produce_whole(&mut sending) {
+            Ok(b) => {
+                length = b.len() as u64;
+                Source::Bytes(b)
+            }
+            Err(why) => return status_answer(Response::internal_error(why)),
+        },
         Payload::None => Source::Bytes(Bytes::new()),
         Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => Source::Bytes(b),
         Payload::File {
@@ -342,7 +379,8 @@ fn to_host(decided: answer::Answer) -> Answer {
             end,
         },
     };
-    host_answer(&decided.resp, decided.length, decided.close, body)
+    // HEAD of a produced body without a length: none is said.
+    host_answer(&decided.resp, length, decided.close, body)
 }
 
 fn host_answer(resp: &Response, length: u64, close: bool, body: Source) -> Answer {

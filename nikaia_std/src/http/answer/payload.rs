@@ -3,8 +3,9 @@
 
 use crate::fs::OpenFile;
 use crate::http::file::Plan;
+use crate::http::produce::Sending;
 use crate::http::request::Request;
-use crate::http::response::{bodiless, Body, Response};
+use crate::http::response::{bodiless, Body, Response, UNKNOWN_LENGTH};
 use crate::rt::Vehicle;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ pub(crate) enum Payload {
     Mapped(Bytes),
     /// Bytes of the kept table (D8).
     Kept(Bytes),
+    /// A body the program produces, pulled as the connection takes it.
+    Produced(Box<crate::http::produce::Sending>),
     /// A range of a file opened for this request, by `vehicle`.
     File {
         file: Arc<OpenFile>,
@@ -48,7 +51,10 @@ impl Payload {
         match self {
             Payload::Kept(_) => Vehicle::Kept,
             Payload::File { vehicle, .. } => *vehicle,
-            Payload::None | Payload::Memory(_) | Payload::Mapped(_) => Vehicle::Memory,
+            // A produced body's pieces are the program's bytes in memory.
+            Payload::None | Payload::Memory(_) | Payload::Mapped(_) | Payload::Produced(_) => {
+                Vehicle::Memory
+            }
         }
     }
 
@@ -56,6 +62,7 @@ impl Payload {
     pub(crate) fn len(&self) -> u64 {
         match self {
             Payload::None => 0,
+            Payload::Produced(p) => p.length.unwrap_or(0),
             Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => b.len() as u64,
             Payload::File { start, end, .. } => end - start,
         }
@@ -72,6 +79,10 @@ pub(super) fn finish(
     close: bool,
 ) -> Answer {
     let body = std::mem::replace(&mut resp.body, Body::Empty);
+    let length = match &body {
+        Body::Produced(held) => held.length().unwrap_or(UNKNOWN_LENGTH),
+        _ => length,
+    };
     let payload = if req.is_head() || bodiless(resp.status) {
         Payload::None
     } else {
@@ -93,6 +104,10 @@ pub(super) fn finish(
             },
             (Plan::None, Body::Bytes(b)) if !b.is_empty() => Payload::Memory(b),
             (Plan::None, Body::Mapped(b)) if !b.is_empty() => Payload::Mapped(b),
+            (Plan::None, Body::Produced(held)) => match held.take() {
+                Some(p) => Payload::Produced(Box::new(Sending::new(p))),
+                None => Payload::None,
+            },
             (Plan::None, _) => Payload::None,
         }
     };

@@ -2,7 +2,9 @@
 //! backend sends (`response::each_field`), and the connection's own field.
 
 use crate::http::request::Version;
-use crate::http::response::{each_field, fmt_u64, itoa_buf, reason, Response};
+use crate::http::response::{
+    bodiless, each_field, fmt_u64, itoa_buf, reason, Response, UNKNOWN_LENGTH,
+};
 use bytes::{BufMut, BytesMut};
 
 /// Writes the status line and headers. `length` is the body's length (also
@@ -31,6 +33,9 @@ pub(crate) fn write_head(
         out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     });
+    if length == UNKNOWN_LENGTH && !bodiless(resp.status) && version != Version::Http10 {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
+    }
     if close {
         out.extend_from_slice(b"Connection: close\r\n");
     } else if keep_alive_10 {

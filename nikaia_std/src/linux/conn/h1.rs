@@ -13,6 +13,7 @@ use crate::http::h1::head::write_head;
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
 use crate::http::request::{Reject, Spare};
+use crate::http::response::{bodiless, UNKNOWN_LENGTH};
 use crate::http::site::Verdict;
 use crate::http::{Request, Response, Version};
 use crate::linux::out::Sent;
@@ -287,6 +288,9 @@ impl H1 {
             close,
             user: decided_user,
         } = super::readable(link, turn, req, decided);
+        // A body without a length on HTTP/1.0 ends with the connection.
+        let unframed = length == UNKNOWN_LENGTH && !bodiless(resp.status());
+        let close = close || (unframed && req.version == Version::Http10);
         let head = self.head(&resp, length, turn.date, close, req.version);
         link.out.push(head);
         let vehicle = payload.vehicle();
@@ -302,6 +306,11 @@ impl H1 {
             } => link
                 .out
                 .push_file(FileSend::new(file, start, end, vehicle, req.path())),
+            Payload::Produced(mut sending) => {
+                sending.count_in(&turn.shared.stats.produced);
+                let chunked = unframed && req.version != Version::Http10;
+                link.out.push_produced(sending, chunked);
+            }
         }
         link.out.end(Sent {
             head: req.fields.clone(),

@@ -12,10 +12,10 @@ mod clock;
 mod frames;
 mod intake;
 
-use super::{access, serving, Link, Next, Turn};
+use super::{serving, Link, Next, Turn};
 use crate::fs::OpenFile;
-use crate::http::answer::{Answer, Done, Payload, Progress, Waiting};
-use crate::http::h2::conn::{Core, Event, Limits, Refused, Tally};
+use crate::http::answer::{Done, Progress, Waiting};
+use crate::http::h2::conn::{Core, Event, Limits, Tally};
 use crate::http::h2::fields::Parsed;
 use crate::http::h2::frame::HEADER_LEN;
 use crate::http::response::Response;
@@ -23,10 +23,8 @@ use crate::http::site::Verdict;
 use crate::http::Request;
 use crate::linux::out::{Flushed, Sent};
 use crate::linux::transport::Input;
-use crate::rt::Vehicle;
 use bytes::{Bytes, BytesMut};
 use clock::Wait;
-use frames::head;
 use intake::Inbound;
 use rustix::io::Errno;
 use std::sync::atomic::Ordering::Relaxed;
@@ -67,6 +65,8 @@ enum Source {
     /// Bytes in memory (kept, a row's, a status page), sent as slices.
     Memory(Bytes),
     File(FileBody),
+    /// A body the program produces, pulled as credit allows.
+    Produced(Box<crate::http::produce::Sending>),
 }
 
 struct FileBody {
@@ -176,7 +176,12 @@ impl H2 {
             if !link.out.is_empty() {
                 match link.flush(turn, &mut budget, slice_end) {
                     Ok(Flushed::All) => {}
-                    Ok(Flushed::Blocked | Flushed::Waiting | Flushed::Cold { .. }) => {
+                    Ok(
+                        Flushed::Blocked
+                        | Flushed::Waiting
+                        | Flushed::Cold { .. }
+                        | Flushed::Producing,
+                    ) => {
                         blocked = true;
                     }
                     Ok(Flushed::Budget) => return Next::Yield,
@@ -468,118 +473,39 @@ impl H2 {
         }
     }
 
-    /// Queues a decided answer's HEADERS; its body is framed as credit
-    /// allows.
-    fn respond(
-        &mut self,
-        link: &mut Link,
-        turn: &mut Turn<'_>,
-        stream: u32,
-        req: &Request,
-        decided: Answer,
-        started: Instant,
-    ) {
-        let Answer {
-            resp,
-            length,
-            payload,
-            user,
-            ..
-        } = super::readable(link, turn, req, decided);
-        let sent = Sent {
-            head: req.fields.clone(),
-            method: req.method.clone(),
-            target: req.target.clone(),
-            version: "HTTP/2.0",
-            referer: req.header_range("referer"),
-            user_agent: req.header_range("user-agent"),
-            status: resp.status(),
-            bytes: payload.len(),
-            // A file is read a frame at a time on HTTP/2, whatever the
-            // vehicle HTTP/1.1 would have chosen.
-            vehicle: match payload.vehicle() {
-                Vehicle::Sendfile => Vehicle::Read,
-                v => v,
-            },
-            started,
-            client: req.client.clone(),
-            user,
-            received: req.received(),
-        };
-        let source = match payload {
-            Payload::None => None,
-            Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => Some(Source::Memory(b)),
-            Payload::File {
-                file, start, end, ..
-            } => Some(Source::File(FileBody {
-                file,
-                offset: start,
-                end,
-                warm_to: 0,
-                read: Bytes::new(),
-                waiting: false,
-                name: Arc::from(req.path()),
-            })),
-        };
-        let date = turn.date;
-        let headed = self.core.respond(stream, source.is_none(), |enc, out| {
-            head(enc, out, &resp, length, date)
-        });
-        if !headed {
-            return;
-        }
-        match source {
-            None => {
-                self.push_output(link);
-                link.out.end(sent);
-            }
-            Some(source) => {
-                self.core.set_ready(stream, true);
-                self.bodies.push(Body {
-                    stream,
-                    source,
-                    sent: Some(sent),
-                    progress: turn.now,
-                    then_reset: false,
-                });
-            }
-        }
-    }
-
-    /// A request refused before it reached the pipeline: its status page.
-    fn refuse(&mut self, link: &mut Link, turn: &mut Turn<'_>, stream: u32, refused: Refused) {
-        let Refused { reject, reset } = refused;
-        let resp = Response::status_page(reject.status);
-        let (length, body) = resp.memory_body();
-        let date = turn.date;
-        if !self
-            .core
-            .respond(stream, body.is_empty() && !reset, |enc, out| {
-                head(enc, out, &resp, length, date)
-            })
-        {
-            return;
-        }
-        turn.shared.stats.status(reject.status);
-        if turn.shared.logs.access.is_on() {
-            access::refused(turn, &link.client, b"", reject);
-        }
-        if !body.is_empty() {
-            self.core.set_ready(stream, true);
-            self.bodies.push(Body {
-                stream,
-                source: Source::Memory(body),
-                sent: None,
-                progress: turn.now,
-                then_reset: reset,
-            });
-        }
-    }
-
-    /// A stream is gone: its answer, and its body, are dropped.
+    /// A stream is gone: its answer, and its body, are dropped (a
+    /// produced one's producer told the client reset it).
     fn forget(&mut self, stream: u32) {
+        for b in self.bodies.iter_mut().filter(|b| b.stream == stream) {
+            if let Source::Produced(p) = &mut b.source {
+                p.why = crate::http::Cancelled::Reset;
+            }
+        }
         self.bodies.retain(|b| b.stream != stream);
         self.drop_body(stream);
+    }
+
+    /// The server stops: each produced body ends here, with END_STREAM
+    /// once what it framed is out (its producer told it is cancelled).
+    pub(super) fn stop_producing(&mut self) -> bool {
+        let mut any = false;
+        for b in &mut self.bodies {
+            if let Source::Produced(p) = &mut b.source {
+                p.why = crate::http::Cancelled::Stopping;
+                b.source = Source::Memory(Bytes::new());
+                self.core.set_ready(b.stream, true);
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// A produced body's producer has more: its stream may send again.
+    pub(super) fn pull_again(&mut self, link: &mut Link, _turn: &mut Turn<'_>, stream: u32) {
+        if self.bodies.iter().any(|b| b.stream == stream) {
+            self.core.set_ready(stream, true);
+            self.push_output(link);
+        }
     }
 
     /// Moves the core's frames (SETTINGS, HEADERS, ...) into the queue:

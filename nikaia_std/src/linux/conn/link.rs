@@ -25,9 +25,24 @@ impl Link {
                 access::sent(access, format, sent, tls, Instant::now());
             }
         };
-        let r = self
-            .out
-            .flush(&mut self.transport, budget, slice_end, &mut progress, done);
+        let (mailbox, slot, conn) = (turn.mailbox.clone(), turn.slot, self.id);
+        let mut make = move || {
+            let mailbox = mailbox.clone();
+            let pull = IoDone::Pull {
+                slot,
+                conn,
+                stream: 0,
+            };
+            crate::http::body::Resume::new(move || mailbox.post(pull))
+        };
+        let r = self.out.flush(
+            &mut self.transport,
+            budget,
+            slice_end,
+            &mut progress,
+            done,
+            &mut make,
+        );
         if progress {
             self.deadline = turn.now + turn.rt.send_timeout;
         }
@@ -193,6 +208,13 @@ impl Link {
     }
 
     pub(super) fn log_send_error(&self, turn: &Turn<'_>, e: SendError) {
+        if let SendError::Produced(why) = &e {
+            turn.shared.logs.error(format_args!(
+                "{}: a produced body ended short: {why}; connection closed",
+                self.peer
+            ));
+            return;
+        }
         if let SendError::File {
             name,
             sent,

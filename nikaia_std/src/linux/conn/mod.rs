@@ -85,6 +85,9 @@ pub(crate) enum IoDone {
         stream: u32,
         pause: u64,
     },
+    /// A produced body's producer has more (`stream`: its HTTP/2
+    /// stream; 0 on HTTP/1.1).
+    Pull { slot: usize, conn: u64, stream: u32 },
     /// A sink that answers later (a body written to a file) answered.
     Answered {
         slot: usize,
@@ -101,6 +104,7 @@ impl IoDone {
             | IoDone::Read { slot, conn, .. }
             | IoDone::Verified { slot, conn, .. }
             | IoDone::Resume { slot, conn, .. }
+            | IoDone::Pull { slot, conn, .. }
             | IoDone::Answered { slot, conn, .. } => (*slot, *conn),
         }
     }
@@ -323,6 +327,21 @@ impl Conn {
         }
     }
 
+    /// The server stops: produced bodies end where their protocol can end
+    /// them (`spec/http.md`, "Produced bodies"), their producers told so,
+    /// and an HTTP/1.1 connection closes after the last chunk. Whether
+    /// there was one.
+    pub(crate) fn stop_producing(&mut self) -> bool {
+        match &mut self.proto {
+            Proto::H1(_) => {
+                let ended = self.link.out.end_produced();
+                self.link.close_after |= ended;
+                ended
+            }
+            Proto::H2(h) => h.stop_producing(),
+        }
+    }
+
     pub(crate) fn idle_since(&self) -> Option<Instant> {
         self.is_idle().then_some(self.link.idle_since)
     }
@@ -366,9 +385,13 @@ impl Conn {
                 }
             }
         }
-        Expired::Close {
-            sending: self.is_sending(),
+        let sending = self.is_sending();
+        if sending {
+            self.link
+                .out
+                .cancel_produced(crate::http::Cancelled::TimedOut);
         }
+        Expired::Close { sending }
     }
 
     /// Reads what arrived, without answering it yet, where the protocol
@@ -426,6 +449,14 @@ impl Conn {
                 match &mut self.proto {
                     Proto::H2(h) => h.resume_body(&mut self.link, turn, stream, pause),
                     Proto::H1(h) => h.resume_body(&mut self.link, turn, pause),
+                }
+                return;
+            }
+            IoDone::Pull { stream, .. } => {
+                // HTTP/1.1: the queue's flush pulls again (the drive after
+                // this); HTTP/2: the stream's.
+                if let Proto::H2(h) = &mut self.proto {
+                    h.pull_again(&mut self.link, turn, stream);
                 }
                 return;
             }
@@ -498,6 +529,12 @@ fn drive_h1(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
             match link.flush(turn, &mut budget, slice_end) {
                 Ok(Flushed::All) => proto.written(link, turn),
                 Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
+                // The producer has nothing yet: no clock runs on the
+                // client meanwhile (an event stream may be quiet for long).
+                Ok(Flushed::Producing) => {
+                    link.deadline = sink::never(turn.now);
+                    return Next::Wait;
+                }
                 Ok(Flushed::Budget) => return Next::Yield,
                 Ok(Flushed::Cold { offset, len }) => {
                     if let Some(file) = link.out.front_file() {

@@ -1,19 +1,28 @@
 //! Answers framed onto an HTTP/2 connection: bodies cut into DATA frames
 //! as the core's flow control and the streams' urgency allow — kept and
 //! in-memory bytes as slices (a frame header beside them, no copy), files
-//! read a frame at a time by the same D9 rules as HTTP/1.1 — and the
-//! response HEADERS block.
+//! read a frame at a time by the same D9 rules as HTTP/1.1, produced
+//! bodies pulled a frame at a time as credit allows — and the response
+//! HEADERS block.
 
-use super::super::{Link, Turn};
-use super::{FileBody, Source, DATA_MAX, FILL_HIGH, H2};
+use super::super::{access, IoDone, Link, Turn};
+use super::{Body, FileBody, Source, DATA_MAX, FILL_HIGH, H2};
+use crate::http::answer::{Answer, Payload};
+use crate::http::h2::conn::Refused;
 use crate::http::h2::frame::{ErrorCode, HEADER_LEN};
 use crate::http::h2::hpack::Encoder;
+use crate::http::produce::Next;
 use crate::http::response::{each_field, Response};
+use crate::http::Request;
+use crate::linux::out::Sent;
 use crate::linux::out::COLD_READ;
 use crate::linux::send::{self, Residency};
+use crate::rt::Vehicle;
 use bytes::{Bytes, BytesMut};
 use rustix::io::Errno;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
 
 impl H2 {
     /// Frames bodies into the queue, the stream the core picks each time,
@@ -52,6 +61,23 @@ impl H2 {
                 let n = b.len().min(allowed);
                 let part = b.split_to(n);
                 (part, b.is_empty())
+            }
+            Source::Produced(p) => {
+                let (mailbox, slot, conn) = (turn.mailbox.clone(), turn.slot, link.id);
+                let mut make = move || {
+                    let mailbox = mailbox.clone();
+                    let pull = IoDone::Pull { slot, conn, stream };
+                    crate::http::body::Resume::new(move || mailbox.post(pull))
+                };
+                match p.next(allowed, &mut make) {
+                    Next::Bytes(b) => (b, false),
+                    Next::End => (Bytes::new(), true),
+                    Next::Wait => {
+                        self.core.set_ready(stream, false);
+                        return;
+                    }
+                    Next::Fail(why) => return self.produced_failed(link, turn, i, why),
+                }
             }
             Source::File(f) => {
                 if f.read.is_empty() {
@@ -96,6 +122,137 @@ impl H2 {
                 self.push_output(link);
             }
         }
+    }
+
+    /// Queues a decided answer's HEADERS; its body is framed as credit
+    /// allows.
+    pub(super) fn respond(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        stream: u32,
+        req: &Request,
+        decided: Answer,
+        started: Instant,
+    ) {
+        let Answer {
+            resp,
+            length,
+            payload,
+            user,
+            ..
+        } = super::super::readable(link, turn, req, decided);
+        let sent = Sent {
+            head: req.fields.clone(),
+            method: req.method.clone(),
+            target: req.target.clone(),
+            version: "HTTP/2.0",
+            referer: req.header_range("referer"),
+            user_agent: req.header_range("user-agent"),
+            status: resp.status(),
+            bytes: payload.len(),
+            // A file is read a frame at a time on HTTP/2, whatever the
+            // vehicle HTTP/1.1 would have chosen.
+            vehicle: match payload.vehicle() {
+                Vehicle::Sendfile => Vehicle::Read,
+                v => v,
+            },
+            started,
+            client: req.client.clone(),
+            user,
+            received: req.received(),
+        };
+        let source = match payload {
+            Payload::None => None,
+            Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => Some(Source::Memory(b)),
+            Payload::Produced(mut sending) => {
+                sending.count_in(&turn.shared.stats.produced);
+                Some(Source::Produced(sending))
+            }
+            Payload::File {
+                file, start, end, ..
+            } => Some(Source::File(FileBody {
+                file,
+                offset: start,
+                end,
+                warm_to: 0,
+                read: Bytes::new(),
+                waiting: false,
+                name: Arc::from(req.path()),
+            })),
+        };
+        let date = turn.date;
+        let headed = self.core.respond(stream, source.is_none(), |enc, out| {
+            head(enc, out, &resp, length, date)
+        });
+        if !headed {
+            return;
+        }
+        match source {
+            None => {
+                self.push_output(link);
+                link.out.end(sent);
+            }
+            Some(source) => {
+                self.core.set_ready(stream, true);
+                self.bodies.push(Body {
+                    stream,
+                    source,
+                    sent: Some(sent),
+                    progress: turn.now,
+                    then_reset: false,
+                });
+            }
+        }
+    }
+
+    /// A request refused before it reached the pipeline: its status page.
+    pub(super) fn refuse(
+        &mut self,
+        link: &mut Link,
+        turn: &mut Turn<'_>,
+        stream: u32,
+        refused: Refused,
+    ) {
+        let Refused { reject, reset } = refused;
+        let resp = Response::status_page(reject.status);
+        let (length, body) = resp.memory_body();
+        let date = turn.date;
+        if !self
+            .core
+            .respond(stream, body.is_empty() && !reset, |enc, out| {
+                head(enc, out, &resp, length, date)
+            })
+        {
+            return;
+        }
+        turn.shared.stats.status(reject.status);
+        if turn.shared.logs.access.is_on() {
+            access::refused(turn, &link.client, b"", reject);
+        }
+        if !body.is_empty() {
+            self.core.set_ready(stream, true);
+            self.bodies.push(Body {
+                stream,
+                source: Source::Memory(body),
+                sent: None,
+                progress: turn.now,
+                then_reset: reset,
+            });
+        }
+    }
+
+    /// A produced body's producer failed: its stream is reset
+    /// (`INTERNAL_ERROR`) and the failure logged; the others go on.
+    fn produced_failed(&mut self, link: &mut Link, turn: &mut Turn<'_>, i: usize, why: String) {
+        let body = self.bodies.swap_remove(i);
+        self.core.reset(body.stream, ErrorCode::Internal);
+        self.push_output(link);
+        turn.shared.logs.error(format_args!(
+            "{}: a produced body on HTTP/2 stream {} ended short: {why}; stream reset",
+            link.peer, body.stream
+        ));
+        self.count(turn);
     }
 
     /// A file body ended early or failed: its stream is reset and the
