@@ -319,3 +319,44 @@ fn over_h2_data_follows_the_window_and_a_failure_resets_the_stream() {
     assert!(trace.contains("recv RST_STREAM frame"), "{trace}");
     assert!(trace.contains("error_code=INTERNAL_ERROR"), "{trace}");
 }
+
+#[test]
+fn over_h2_a_stream_that_is_not_read_parks_its_producer_and_siblings_go_on() {
+    let s = serve();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/h2/produced.py");
+    let port = s.running.local_addr().port().to_string();
+    let mut child = Command::new("python3")
+        .args([script, "127.0.0.1", &port, "/gen/16777216/10000"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs (test.sh installs PyPI h2)");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let seen: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(seen["stream"], 65535, "the stream's window, no more");
+    assert_eq!(seen["sibling"], 100, "the sibling went on");
+    let parked = s.seen(0);
+    let mut last = 0;
+    let mut steady = 0;
+    while steady < 20 {
+        std::thread::sleep(Duration::from_millis(25));
+        let now = parked.pulls.load(Ordering::SeqCst);
+        steady = if now == last { steady + 1 } else { 0 };
+        last = now;
+    }
+    assert!(last <= 8, "{last} pulls of 10 000 bytes for a window of 65 535");
+    assert_eq!(*parked.cancelled.lock().unwrap(), None);
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while parked.cancelled.lock().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the producer was not cancelled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(*parked.cancelled.lock().unwrap(), Some(Cancelled::Gone));
+}
