@@ -349,7 +349,10 @@ fn over_h2_a_stream_that_is_not_read_parks_its_producer_and_siblings_go_on() {
         steady = if now == last { steady + 1 } else { 0 };
         last = now;
     }
-    assert!(last <= 8, "{last} pulls of 10 000 bytes for a window of 65 535");
+    assert!(
+        last <= 8,
+        "{last} pulls of 10 000 bytes for a window of 65 535"
+    );
     assert_eq!(*parked.cancelled.lock().unwrap(), None);
     drop(child.stdin.take());
     assert!(child.wait().unwrap().success());
