@@ -64,9 +64,23 @@ fn app(root: &str) {
         .route("/f/*name", move |req| {
             File::new(req.param().unwrap_or(""), &site).index("index.html")
         })
+        // A produced body that never waits: pulled whole for the host.
+        .route("/csv", |_| {
+            let rows = (0..1000u32).map(|i| format!("{i},{}\n", i * i));
+            nikaia_std::http::Produced::from_iter(rows).content_type("text/csv")
+        })
+        // One that waits for events that come later: refused here.
+        .route("/events", |_| {
+            let (events, answer) = nikaia_std::http::event_stream();
+            KEPT.lock().unwrap().push(events);
+            answer
+        })
         .run()
         .unwrap();
 }
+
+/// Event streams' feeds, kept so their streams wait.
+static KEPT: std::sync::Mutex<Vec<nikaia_std::http::Events>> = std::sync::Mutex::new(Vec::new());
 
 const NOW_MS: f64 = 1_764_547_200_000.0; // 2025-12-01T00:00:00Z
 
@@ -150,6 +164,14 @@ fn every_row_and_file_answer_under_node() {
     let (s, _, b) = get("/f/big.bin", &[]);
     assert_eq!(s, 200);
     assert!(b == (0..200_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>());
+    // A produced body: whole, with its length (the host takes it whole).
+    let (s, h, b) = get("/csv", &[]);
+    let rows: String = (0..1000u32).map(|i| format!("{i},{}\n", i * i)).collect();
+    assert_eq!((s, header(&h, "content-type")), (200, Some("text/csv")));
+    assert_eq!(header(&h, "content-length"), Some(&*rows.len().to_string()));
+    assert_eq!(b, rows.as_bytes());
+    // One that waits (an event stream): a clear 500, logged (spec/targets.md).
+    assert_eq!(get("/events", &[]).0, 500);
     assert_eq!(get("/f/sub", &[]).0, 301);
     assert_eq!(get("/f/missing", &[]).0, 404);
     // A name that is not UTF-8 is decoded, not refused: no file on the
