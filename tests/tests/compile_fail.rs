@@ -37,6 +37,10 @@ fn the_compiler_enforces_the_rules_of_spec() {
     t.pass("ui/sink_copies_piece.rs");
     t.compile_fail("ui/sink_keeps_piece.rs");
 
+    // A producer may be resumed from any thread: what it holds is Send.
+    t.pass("ui/producer_shares_state.rs");
+    t.compile_fail("ui/producer_not_send.rs");
+
     // `fs::Mapped` is read-only; a copy can be changed.
     t.pass("ui/mapped_copied_to_edit.rs");
     t.compile_fail("ui/mapped_is_read_only.rs");
