@@ -67,6 +67,10 @@ struct Served {
 /// `/gen/PIECES/SIZE` (and `/len/PIECES/SIZE/LENGTH` with a promised
 /// length, `/fail/PIECES/SIZE/AFTER` failing after AFTER pieces).
 fn serve() -> Served {
+    serve_with(test_runtime())
+}
+
+fn serve_with(rt: nikaia_std::rt::Runtime) -> Served {
     let seen: Arc<Mutex<Vec<Arc<Seen>>>> = Arc::default();
     let record = seen.clone();
     let handler = move |req: &nikaia_std::http::Request| {
@@ -94,7 +98,7 @@ fn serve() -> Served {
     let handler = Arc::new(handler);
     let (a, b, c) = (handler.clone(), handler.clone(), handler);
     let running = start(
-        Server::with_runtime(test_runtime())
+        Server::with_runtime(rt)
             .route("/gen/*p", move |req| a(req))
             .route("/len/*p", move |req| b(req))
             .route("/fail/*p", move |req| c(req)),
@@ -362,4 +366,23 @@ fn over_h2_a_stream_that_is_not_read_parks_its_producer_and_siblings_go_on() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(*parked.cancelled.lock().unwrap(), Some(Cancelled::Gone));
+}
+
+#[test]
+fn a_client_that_takes_nothing_for_send_timeout_cancels_its_producer() {
+    let mut rt = test_runtime();
+    rt.send_timeout = Duration::from_millis(300);
+    let s = serve_with(rt);
+    let c = Client::connect(s.running.local_addr());
+    let mut c = c;
+    c.send("GET /gen/16777216/65536 HTTP/1.1\r\nHost: t\r\n\r\n");
+    let seen = s.seen(0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.cancelled.lock().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the producer was not cancelled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(*seen.cancelled.lock().unwrap(), Some(Cancelled::TimedOut));
+    assert_eq!(s.running.report().send_timeouts, 1);
+    drop(c);
 }

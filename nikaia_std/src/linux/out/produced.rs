@@ -67,7 +67,12 @@ impl Out {
             }
             Next::Wait => Ok(Some(Flushed::Producing)),
             Next::End => {
+                let sent = p.sending.sent;
                 self.chunks.pop_front();
+                // The answer's record says what was sent (its head could not).
+                if let Some(Chunk::End(record)) = self.chunks.front_mut() {
+                    record.bytes = sent;
+                }
                 if chunked {
                     let last = Bytes::from_static(b"0\r\n\r\n");
                     self.queued += last.len();

@@ -71,7 +71,12 @@ impl H2 {
                 };
                 match p.next(allowed, &mut make) {
                     Next::Bytes(b) => (b, false),
-                    Next::End => (Bytes::new(), true),
+                    Next::End => {
+                        if let Some(record) = &mut body.sent {
+                            record.bytes = p.sent;
+                        }
+                        (Bytes::new(), true)
+                    }
                     Next::Wait => {
                         self.core.set_ready(stream, false);
                         return;
