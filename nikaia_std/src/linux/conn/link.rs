@@ -5,6 +5,22 @@
 
 use super::*;
 
+/// The maker of the handles that have a produced body at `conn` (its
+/// `stream` on HTTP/2, 0 on HTTP/1.1) pulled again: each posts to the
+/// worker's mailbox when resumed or dropped.
+pub(super) fn puller(
+    turn: &Turn<'_>,
+    conn: u64,
+    stream: u32,
+) -> impl FnMut() -> crate::http::body::Resume {
+    let (mailbox, slot) = (turn.mailbox.clone(), turn.slot);
+    move || {
+        let mailbox = mailbox.clone();
+        let pull = IoDone::Pull { slot, conn, stream };
+        crate::http::body::Resume::new(move || mailbox.post(pull))
+    }
+}
+
 impl Link {
     pub(super) fn flush(
         &mut self,
@@ -13,6 +29,7 @@ impl Link {
         slice_end: Instant,
     ) -> Result<Flushed, SendError> {
         let mut progress = false;
+        let mut make = puller(turn, self.id, 0);
         let access = &mut *turn.access;
         let log_on = turn.shared.logs.access.is_on();
         let format = turn.rt.access_log_format;
@@ -24,16 +41,6 @@ impl Link {
             if log_on {
                 access::sent(access, format, sent, tls, Instant::now());
             }
-        };
-        let (mailbox, slot, conn) = (turn.mailbox.clone(), turn.slot, self.id);
-        let mut make = move || {
-            let mailbox = mailbox.clone();
-            let pull = IoDone::Pull {
-                slot,
-                conn,
-                stream: 0,
-            };
-            crate::http::body::Resume::new(move || mailbox.post(pull))
         };
         let r = self.out.flush(
             &mut self.transport,

@@ -5,7 +5,7 @@
 //! bodies pulled a frame at a time as credit allows — and the response
 //! HEADERS block.
 
-use super::super::{access, IoDone, Link, Turn};
+use super::super::{access, Link, Turn};
 use super::{Body, FileBody, Source, DATA_MAX, FILL_HIGH, H2};
 use crate::http::answer::{Answer, Payload};
 use crate::http::h2::conn::Refused;
@@ -63,12 +63,7 @@ impl H2 {
                 (part, b.is_empty())
             }
             Source::Produced(p) => {
-                let (mailbox, slot, conn) = (turn.mailbox.clone(), turn.slot, link.id);
-                let mut make = move || {
-                    let mailbox = mailbox.clone();
-                    let pull = IoDone::Pull { slot, conn, stream };
-                    crate::http::body::Resume::new(move || mailbox.post(pull))
-                };
+                let mut make = super::super::link::puller(turn, link.id, stream);
                 match p.next(allowed, &mut make) {
                     Next::Bytes(b) => (b, false),
                     Next::End => {
