@@ -192,3 +192,23 @@ fn over_h2_events_arrive_as_data_and_a_reset_closes_the_stream() {
     assert!(rest.iter().any(|l| l.contains("END_STREAM")), "{rest:?}");
     assert!(nghttp.wait().unwrap().success());
 }
+
+#[test]
+fn a_client_that_leaves_a_quiet_stream_closes_it_without_an_event_sent() {
+    let (running, rx) = serve();
+    let mut c = Client::connect(running.local_addr());
+    c.send("GET /events HTTP/1.1\r\nHost: t\r\n\r\n");
+    let events = feed(&rx);
+    assert_eq!(c.read_reply(true).unwrap().status, 200);
+    assert!(!events.is_closed());
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !events.is_closed() {
+        assert!(Instant::now() < deadline, "the quiet stream was not closed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        events.send(&Event::data("late")),
+        Err(EventError::Closed(Cancelled::Gone))
+    );
+}

@@ -95,6 +95,12 @@ impl Transport {
         self.peer_closed |= closed;
     }
 
+    /// Whether the peer closed its side (or the socket failed), as epoll
+    /// last reported it.
+    pub(crate) fn peer_closed(&self) -> bool {
+        self.peer_closed
+    }
+
     /// Whether bytes written through it are encrypted in user mode (TLS):
     /// then no `sendfile`, and a mapping is copied by the kernel before it
     /// is read (SIGBUS otherwise, if its file shrank).

@@ -532,6 +532,12 @@ fn drive_h1(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
                 // The producer has nothing yet: no clock runs on the
                 // client meanwhile (an event stream may be quiet for long).
                 Ok(Flushed::Producing) => {
+                    // A client that left while the producer has nothing is
+                    // noticed now, not at the next write (an event stream
+                    // may be quiet for hours): its producer is cancelled.
+                    if link.transport.peer_closed() {
+                        return Next::Close;
+                    }
                     link.deadline = sink::never(turn.now);
                     return Next::Wait;
                 }
