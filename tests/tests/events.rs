@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 /// A server whose `/events` answers an event stream and hands its feed to
 /// the test.
 fn serve() -> (nikaia_std::http::Running, mpsc::Receiver<Events>) {
+    serve_with(test_runtime())
+}
+
+fn serve_with(rt: nikaia_std::rt::Runtime) -> (nikaia_std::http::Running, mpsc::Receiver<Events>) {
     let (tx, rx) = mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
     let running = start(
@@ -211,4 +215,40 @@ fn a_client_that_leaves_a_quiet_stream_closes_it_without_an_event_sent() {
         events.send(&Event::data("late")),
         Err(EventError::Closed(Cancelled::Gone))
     );
+}
+
+#[test]
+fn a_quiet_stream_outlives_send_timeout_on_both_protocols() {
+    let mut rt = test_runtime();
+    rt.send_timeout = Duration::from_millis(200);
+    let (running, rx) = serve_with(rt);
+    let url = format!("http://127.0.0.1:{}/events", running.local_addr().port());
+    for http2 in [false, true] {
+        let mut args = vec!["-sS", "-N"];
+        if http2 {
+            args.push("--http2-prior-knowledge");
+        }
+        args.push(&url);
+        let mut curl = Command::new("curl")
+            .args(&args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(curl.stdout.take().unwrap()).lines();
+        let events = feed(&rx);
+        events.send(&Event::data("before")).unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "data: before");
+        // Quiet for several send-timeouts: the wait is the producer's.
+        std::thread::sleep(Duration::from_millis(1000));
+        events.send(&Event::data("after")).unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), "");
+        assert_eq!(
+            lines.next().unwrap().unwrap(),
+            "data: after",
+            "http2: {http2}"
+        );
+        drop(events);
+        assert!(curl.wait().unwrap().success());
+    }
+    assert_eq!(running.report().send_timeouts, 0);
 }

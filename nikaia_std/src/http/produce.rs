@@ -220,6 +220,9 @@ pub(crate) struct Sending {
     /// Pulls made (the counters' and the tests' measure of a parked body).
     pub pulls: u64,
     finished: bool,
+    /// The last pull said `Later`: the body waits for its producer, not
+    /// for the client (no send clock runs).
+    pub waiting: bool,
     /// Why, if it is dropped unfinished.
     pub why: Cancelled,
     /// The backend's counters, if it keeps any.
@@ -273,6 +276,7 @@ impl Sending {
             rest: Bytes::new(),
             pulls: 0,
             finished: false,
+            waiting: false,
             why: Cancelled::Gone,
             tally: None,
         }
@@ -295,7 +299,12 @@ impl Sending {
     /// that waits; a producer that says `Later` without taking one is
     /// resumed at once (posted, not called in place).
     pub(crate) fn next(&mut self, room: usize, make: &mut dyn FnMut() -> Resume) -> Next {
-        let room = room.max(1);
+        let next = self.pulled(room.max(1), make);
+        self.waiting = matches!(next, Next::Wait);
+        next
+    }
+
+    fn pulled(&mut self, room: usize, make: &mut dyn FnMut() -> Resume) -> Next {
         if self.rest.is_empty() {
             if self.finished {
                 return Next::End;

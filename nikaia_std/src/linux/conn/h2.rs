@@ -86,7 +86,12 @@ impl Body {
     /// Whether the stream's send clock runs: not while a sink works on
     /// its answer (that wait is the server's, not the client's).
     fn clocked(&self) -> bool {
-        !matches!(self.source, Source::Answering(_))
+        match &self.source {
+            Source::Answering(_) => false,
+            // Waiting for its producer (an event stream between events).
+            Source::Produced(p) => !p.waiting,
+            _ => true,
+        }
     }
 }
 
@@ -501,8 +506,10 @@ impl H2 {
     }
 
     /// A produced body's producer has more: its stream may send again.
-    pub(super) fn pull_again(&mut self, link: &mut Link, _turn: &mut Turn<'_>, stream: u32) {
-        if self.bodies.iter().any(|b| b.stream == stream) {
+    pub(super) fn pull_again(&mut self, link: &mut Link, turn: &mut Turn<'_>, stream: u32) {
+        if let Some(b) = self.bodies.iter_mut().find(|b| b.stream == stream) {
+            // Its clock starts again from here, not from before the wait.
+            b.progress = turn.now;
             self.core.set_ready(stream, true);
             self.push_output(link);
         }

@@ -528,7 +528,13 @@ fn drive_h1(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
         if !link.out.is_empty() && !gathered {
             match link.flush(turn, &mut budget, slice_end) {
                 Ok(Flushed::All) => proto.written(link, turn),
-                Ok(Flushed::Blocked | Flushed::Waiting) => return Next::Wait,
+                Ok(Flushed::Blocked) => {
+                    // A producer's clock-free wait is over: the client has
+                    // send-timeout to take what it gave.
+                    link.deadline = link.deadline.min(turn.now + turn.rt.send_timeout);
+                    return Next::Wait;
+                }
+                Ok(Flushed::Waiting) => return Next::Wait,
                 // The producer has nothing yet: no clock runs on the
                 // client meanwhile (an event stream may be quiet for long).
                 Ok(Flushed::Producing) => {
