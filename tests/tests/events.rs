@@ -21,13 +21,11 @@ fn serve() -> (nikaia_std::http::Running, mpsc::Receiver<Events>) {
 fn serve_with(rt: nikaia_std::rt::Runtime) -> (nikaia_std::http::Running, mpsc::Receiver<Events>) {
     let (tx, rx) = mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
-    let running = start(
-        Server::with_runtime(test_runtime()).route("/events", move |_| {
-            let (events, answer) = event_stream();
-            let _ = tx.lock().unwrap().send(events);
-            answer
-        }),
-    );
+    let running = start(Server::with_runtime(rt).route("/events", move |_| {
+        let (events, answer) = event_stream();
+        let _ = tx.lock().unwrap().send(events);
+        answer
+    }));
     (running, rx)
 }
 
