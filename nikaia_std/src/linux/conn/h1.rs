@@ -16,7 +16,7 @@ use crate::http::request::{Reject, Spare};
 use crate::http::response::{bodiless, UNKNOWN_LENGTH};
 use crate::http::site::Verdict;
 use crate::http::{Request, Response, Version};
-use crate::linux::out::Sent;
+use crate::linux::out::{Flushed, Sent};
 use crate::linux::send::FileSend;
 use crate::linux::transport::Input;
 use body::{Drain, Whole};
@@ -438,5 +438,87 @@ pub(super) fn log_error<'a>(turn: &'a Turn<'_>, link: &'a Link) -> impl FnMut(&R
             req.method(),
             req.target()
         ))
+    }
+}
+
+/// The HTTP/1.1 connection's turn.
+pub(super) fn drive(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
+    let mut budget = turn.rt.send_file_max_chunk as usize;
+    let slice_end = Instant::now() + super::SLICE;
+    let mut requests = 0;
+    // The protocol has more pipelined requests to answer: their answers
+    // are queued behind this one and written together (the flush is
+    // skipped once). Any other way out of the loop flushes first.
+    let mut gather = false;
+    loop {
+        if link.close_now {
+            return Next::Close;
+        }
+        let gathered = std::mem::take(&mut gather);
+        if !link.out.is_empty() && !gathered {
+            match link.flush(turn, &mut budget, slice_end) {
+                Ok(Flushed::All) => proto.written(link, turn),
+                Ok(Flushed::Blocked) => {
+                    // A producer's clock-free wait is over: the client has
+                    // send-timeout to take what it gave.
+                    link.deadline = link.deadline.min(turn.now + turn.rt.send_timeout);
+                    return Next::Wait;
+                }
+                Ok(Flushed::Waiting) => return Next::Wait,
+                // The producer has nothing yet: no clock runs on the
+                // client meanwhile (an event stream may be quiet for long).
+                Ok(Flushed::Producing) => {
+                    // A client that left while the producer has nothing is
+                    // noticed now, not at the next write (an event stream
+                    // may be quiet for hours): its producer is cancelled.
+                    if link.transport.peer_closed() {
+                        return Next::Close;
+                    }
+                    link.deadline = super::sink::never(turn.now);
+                    return Next::Wait;
+                }
+                Ok(Flushed::Budget) => return Next::Yield,
+                Ok(Flushed::Cold { offset, len }) => {
+                    if let Some(file) = link.out.front_file() {
+                        link.read_on_pool(turn, file, offset, len, 0);
+                    }
+                    return Next::Wait;
+                }
+                Err(e) => {
+                    link.log_send_error(turn, e);
+                    return Next::Close;
+                }
+            }
+        }
+        // What the transport still holds goes out before anything else.
+        match link.transport.push() {
+            Ok(true) => {}
+            Ok(false) => return Next::Wait,
+            Err(_) => return Next::Close,
+        }
+        if link.close_after || link.lingering {
+            return super::link::close_gently(link, turn);
+        }
+        // Leaving the loop with gathered answers unwritten: write them.
+        let unwritten = gathered && !link.out.is_empty();
+        if proto.is_waiting() || requests >= super::BATCH_REQUESTS {
+            if unwritten {
+                continue;
+            }
+            return match proto.is_waiting() {
+                true => Next::Wait,
+                false => Next::Yield,
+            };
+        }
+        match proto.advance(link, turn) {
+            Ok(true) => {
+                requests += 1;
+                gather = requests < super::BATCH_REQUESTS && proto.more_pipelined(link);
+            }
+            Ok(false) if proto.switch_to_h2 => return Next::Wait,
+            Ok(false) => {}
+            Err(_) if unwritten => continue,
+            Err(next) => return next,
+        }
     }
 }

@@ -158,7 +158,7 @@ impl H2 {
             }
             if link.lingering {
                 // Everything is out; what the client still sends is dropped.
-                return super::close_gently(link, turn);
+                return super::link::close_gently(link, turn);
             }
             if turn.stopping && !self.shutting_down {
                 self.shutting_down = true;
@@ -199,7 +199,7 @@ impl H2 {
                 Err(_) => return Next::Close,
             }
             if link.close_after && link.out.is_empty() && !blocked {
-                return super::close_gently(link, turn);
+                return super::link::close_gently(link, turn);
             }
             self.deadline(link, turn);
             if requests >= BATCH_REQUESTS {

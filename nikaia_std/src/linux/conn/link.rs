@@ -1,7 +1,8 @@
 //! A connection's side of the socket, whatever its protocol: reading
 //! through the transport (a TLS session's failures counted and logged),
-//! flushing the send queue within the turn's budget, and the work handed
-//! off the loop (cold file pages, opens, credential checks).
+//! flushing the send queue within the turn's budget (a produced body's
+//! pulls resumed through the mailbox), the work handed off the loop (cold
+//! file pages, opens, credential checks), and the gentle close.
 
 use super::*;
 
@@ -239,5 +240,24 @@ impl Link {
                 self.peer
             ));
         }
+    }
+}
+
+/// Everything is written and the connection is to close: send the FIN,
+/// then drain what the client still sends until EOF or [`LINGER`], so the
+/// last answer is not destroyed by a reset.
+pub(super) fn close_gently(link: &mut Link, turn: &Turn<'_>) -> Next {
+    if !link.lingering {
+        match link.transport.close_write() {
+            Ok(true) => {}
+            Ok(false) => return Next::Wait,
+            Err(_) => return Next::Close,
+        }
+        link.lingering = true;
+        link.deadline = turn.now + LINGER;
+    }
+    match link.transport.discard() {
+        true => Next::Close,
+        false => Next::Wait,
     }
 }

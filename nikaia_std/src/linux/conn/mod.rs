@@ -421,7 +421,7 @@ impl Conn {
             Proto::H2(h) => return h.drive(&mut self.link, turn),
             Proto::H1(h) => h,
         };
-        let next = drive_h1(h1, &mut self.link, turn);
+        let next = h1::drive(h1, &mut self.link, turn);
         match &mut self.proto {
             Proto::H1(h) if h.switch_to_h2 => {
                 let rbuf = std::mem::take(&mut h.rbuf);
@@ -508,106 +508,5 @@ fn readable(link: &Link, turn: &Turn<'_>, req: &Request, decided: Answer) -> Ans
             h1::log_error(turn, link)(req, &why);
             answer::page(req, Response::status_page(500), decided.close)
         }
-    }
-}
-
-/// The HTTP/1.1 connection's turn.
-fn drive_h1(proto: &mut H1, link: &mut Link, turn: &mut Turn<'_>) -> Next {
-    let mut budget = turn.rt.send_file_max_chunk as usize;
-    let slice_end = Instant::now() + SLICE;
-    let mut requests = 0;
-    // The protocol has more pipelined requests to answer: their answers
-    // are queued behind this one and written together (the flush is
-    // skipped once). Any other way out of the loop flushes first.
-    let mut gather = false;
-    loop {
-        if link.close_now {
-            return Next::Close;
-        }
-        let gathered = std::mem::take(&mut gather);
-        if !link.out.is_empty() && !gathered {
-            match link.flush(turn, &mut budget, slice_end) {
-                Ok(Flushed::All) => proto.written(link, turn),
-                Ok(Flushed::Blocked) => {
-                    // A producer's clock-free wait is over: the client has
-                    // send-timeout to take what it gave.
-                    link.deadline = link.deadline.min(turn.now + turn.rt.send_timeout);
-                    return Next::Wait;
-                }
-                Ok(Flushed::Waiting) => return Next::Wait,
-                // The producer has nothing yet: no clock runs on the
-                // client meanwhile (an event stream may be quiet for long).
-                Ok(Flushed::Producing) => {
-                    // A client that left while the producer has nothing is
-                    // noticed now, not at the next write (an event stream
-                    // may be quiet for hours): its producer is cancelled.
-                    if link.transport.peer_closed() {
-                        return Next::Close;
-                    }
-                    link.deadline = sink::never(turn.now);
-                    return Next::Wait;
-                }
-                Ok(Flushed::Budget) => return Next::Yield,
-                Ok(Flushed::Cold { offset, len }) => {
-                    if let Some(file) = link.out.front_file() {
-                        link.read_on_pool(turn, file, offset, len, 0);
-                    }
-                    return Next::Wait;
-                }
-                Err(e) => {
-                    link.log_send_error(turn, e);
-                    return Next::Close;
-                }
-            }
-        }
-        // What the transport still holds goes out before anything else.
-        match link.transport.push() {
-            Ok(true) => {}
-            Ok(false) => return Next::Wait,
-            Err(_) => return Next::Close,
-        }
-        if link.close_after || link.lingering {
-            return close_gently(link, turn);
-        }
-        // Leaving the loop with gathered answers unwritten: write them.
-        let unwritten = gathered && !link.out.is_empty();
-        if proto.is_waiting() || requests >= BATCH_REQUESTS {
-            if unwritten {
-                continue;
-            }
-            return match proto.is_waiting() {
-                true => Next::Wait,
-                false => Next::Yield,
-            };
-        }
-        match proto.advance(link, turn) {
-            Ok(true) => {
-                requests += 1;
-                gather = requests < BATCH_REQUESTS && proto.more_pipelined(link);
-            }
-            Ok(false) if proto.switch_to_h2 => return Next::Wait,
-            Ok(false) => {}
-            Err(_) if unwritten => continue,
-            Err(next) => return next,
-        }
-    }
-}
-
-/// Everything is written and the connection is to close: send the FIN,
-/// then drain what the client still sends until EOF or [`LINGER`], so the
-/// last answer is not destroyed by a reset.
-fn close_gently(link: &mut Link, turn: &Turn<'_>) -> Next {
-    if !link.lingering {
-        match link.transport.close_write() {
-            Ok(true) => {}
-            Ok(false) => return Next::Wait,
-            Err(_) => return Next::Close,
-        }
-        link.lingering = true;
-        link.deadline = turn.now + LINGER;
-    }
-    match link.transport.discard() {
-        true => Next::Close,
-        false => Next::Wait,
     }
 }
