@@ -418,3 +418,51 @@ fn uploads_reach_the_text_the_json_and_prometheus() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn produced_bodies_reach_the_text_the_json_and_prometheus() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s.sock");
+    let mut rt = Runtime::default();
+    rt.listen = vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()];
+    rt.workers = 1;
+    rt.access_log = LogTarget::Off;
+    rt.stats_socket = Some(sock.clone());
+    let server = Server::with_runtime(rt)
+        .route("/rows", |_| {
+            nikaia_std::http::Produced::from_iter((0..3).map(|i| format!("row {i}\n")))
+        })
+        .start()
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let (status, _, body) = get(&addr, "/rows");
+    let chunked = b"6\r\nrow 0\n\r\n6\r\nrow 1\n\r\n6\r\nrow 2\n\r\n0\r\n\r\n";
+    assert_eq!(
+        (status, &body[..]),
+        (200, &chunked[..]),
+        "three chunks, the last"
+    );
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["produced"],
+        serde_json::json!({"started": 1, "pulls": 4, "bytes": 18, "ended": 1, "failed": 0, "cancelled": 0})
+    );
+    let text = explain(&["--socket", sock.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains(
+            "produced     1 bodies, 4 pulls (18 B sent); 1 ended whole, 0 failed, 0 cancelled"
+        ),
+        "{text}"
+    );
+    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
+    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(
+        prometheus_sample(&prom, "nikaia_produced_bodies", &[("outcome", "ended")]),
+        1.0
+    );
+    assert_eq!(prometheus_sample(&prom, "nikaia_produced_pulls", &[]), 4.0);
+    server.shutdown();
+    server.wait();
+}
