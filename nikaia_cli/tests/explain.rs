@@ -20,6 +20,20 @@ fn explain(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// What `nikaia explain` shows of the server at `sock`, in each of its
+/// forms: the JSON, the text, and the Prometheus text parsed.
+fn views(sock: &Path) -> (serde_json::Value, String, serde_json::Value) {
+    let socket = sock.to_str().unwrap();
+    let json = serde_json::from_slice(&explain(&["--socket", socket, "--json"]).stdout).unwrap();
+    let text = String::from_utf8(explain(&["--socket", socket]).stdout).unwrap();
+    let prom = explain(&["--socket", socket, "--prometheus"]).stdout;
+    (
+        json,
+        text,
+        parse_prometheus(&String::from_utf8(prom).unwrap()),
+    )
+}
+
 /// `nikaia serve SITE` with one worker and a stats socket in `dir`: the
 /// child, its address, the socket and the runtime file.
 fn serve_with_stats(
@@ -223,8 +237,7 @@ fn the_compressed_table_is_shown_with_its_hit_rate_and_bytes() {
         }
     }
     assert_eq!(coded, 3, "the variant was never made");
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, text, prom) = views(&sock);
     let z = &report["compressed"];
     assert_eq!(z["entries"], 1, "{report}");
     assert_eq!(z["made"], 1, "{report}");
@@ -233,16 +246,12 @@ fn the_compressed_table_is_shown_with_its_hit_rate_and_bytes() {
     assert!(misses >= 1, "{report}");
     let bytes = z["bytes"].as_u64().unwrap();
     assert!(bytes > 0 && bytes < 9200 / 4, "{report}");
-    let text = explain(&["--socket", sock.to_str().unwrap()]);
-    let text = String::from_utf8(text.stdout).unwrap();
     let rate = format!("{:.1}%", 300.0 / (3 + misses) as f64);
     assert!(text.contains("compressed    1 variants"), "{text}");
     assert!(
         text.contains(&format!("hits 3, misses {misses}, hit rate {rate}, made 1")),
         "{text}"
     );
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
-    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(prometheus_sample(&prom, "nikaia_compressed_hits", &[]), 3.0);
     assert_eq!(
         prometheus_sample(&prom, "nikaia_compressed_entries", &[]),
@@ -326,22 +335,17 @@ fn http2_counters_reach_the_text_the_json_and_prometheus() {
         "a GOAWAY: {got:?}"
     );
 
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, text, prom) = views(&sock);
     let h2 = &report["h2"];
     assert_eq!(h2["connections"], 2, "{report}");
     assert_eq!(h2["streams"], 2, "{report}");
     assert_eq!(h2["goaway"]["PROTOCOL_ERROR"], 1, "{report}");
     assert_eq!(h2["floods"], 0, "{report}");
-    let text = explain(&["--socket", sock.to_str().unwrap()]);
-    let text = String::from_utf8(text.stdout).unwrap();
     assert!(
         text.contains("HTTP/2        2 connections, 2 streams")
             && text.contains("GOAWAY sent: PROTOCOL_ERROR 1"),
         "{text}"
     );
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
-    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
     let sample = |family, labels: &[(&str, &str)]| prometheus_sample(&prom, family, labels);
     assert_eq!(sample("nikaia_h2_connections", &[]), 2.0);
     assert_eq!(sample("nikaia_h2_streams", &[]), 2.0);
@@ -390,22 +394,17 @@ fn uploads_reach_the_text_the_json_and_prometheus() {
     let delete = "DELETE /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
     assert!(send(delete).starts_with("HTTP/1.1 204"));
 
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, text, prom) = views(&sock);
     assert_eq!(
         report["writes"],
         serde_json::json!({"created": 1, "replaced": 0, "bytes": 5, "deleted": 1, "refused": {"412": 1}})
     );
-    let text = explain(&["--socket", sock.to_str().unwrap()]);
-    let text = String::from_utf8(text.stdout).unwrap();
     assert!(
         text.contains(
             "uploads      1 created, 0 replaced (5 B received), 1 deleted; refused: 1 412"
         ),
         "{text}"
     );
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
-    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(
         prometheus_sample(&prom, "nikaia_uploads", &[("outcome", "created")]),
         1.0
@@ -442,22 +441,17 @@ fn produced_bodies_reach_the_text_the_json_and_prometheus() {
         (200, &chunked[..]),
         "three chunks, the last"
     );
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--json"]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, text, prom) = views(&sock);
     assert_eq!(
         report["produced"],
         serde_json::json!({"started": 1, "pulls": 4, "bytes": 18, "ended": 1, "failed": 0, "cancelled": 0})
     );
-    let text = explain(&["--socket", sock.to_str().unwrap()]);
-    let text = String::from_utf8(text.stdout).unwrap();
     assert!(
         text.contains(
             "produced     1 bodies, 4 pulls (18 B sent); 1 ended whole, 0 failed, 0 cancelled"
         ),
         "{text}"
     );
-    let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
-    let prom = parse_prometheus(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(
         prometheus_sample(&prom, "nikaia_produced_bodies", &[("outcome", "ended")]),
         1.0
