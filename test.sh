@@ -2,6 +2,9 @@
 # The test command: installs what the tests need, then runs every check.
 set -euo pipefail
 cd "$(dirname "$0")"
+# What the disk had left, printed however the run ends: tests write files
+# of up to 1 GiB, and a full disk shows only as ENOSPC in one of them.
+trap 'df -h . "${CARGO_TARGET_DIR:-target}" "${TMPDIR:-/tmp}" >&2 || true' EXIT
 
 need=()
 command -v curl >/dev/null 2>&1 || need+=(curl)

@@ -554,11 +554,11 @@ fn a_change_made_after_an_answer_is_seen_by_the_next_request() {
 fn a_cold_file_streams_while_small_requests_are_answered() {
     let s = site();
     let path = s.root.join("cold.bin");
-    let len = 256usize << 20;
+    let len = 64usize << 20;
     {
         let mut f = std::fs::File::create(&path).unwrap();
         let block = pattern(1 << 20, 3);
-        for _ in 0..256 {
+        for _ in 0..64 {
             f.write_all(&block).unwrap();
         }
         f.sync_all().unwrap();
