@@ -348,6 +348,7 @@ trusted-proxies = ["10.0.0.0/8", "::1", "unix"]
 cors = { origins = ["https://a.example"], credentials = true, headers = ["Range"] }
 headers = [{ match = ["*.html", "docs/**"], set = { "X-Frame-Options" = "DENY", "it's" = "a \"quoted\" value" }, remove = ["X-Powered-By"] }, { match = "**", add = { Link = "</s.css>; rel=preload" }, always = true }]
 deny = [{ match = "*.bak" }, { match = ["private/**"], status = 403 }]
+resumable = { dir = "partial", endpoint = "/up/", expire = "2h", max-pending = 3, max-pending-bytes-per-user = "1GiB" }
 write = [{ match = "drop/**", writers = ["alice", "ci"], delete = true, make-dirs = true, max-size = "2GiB", durability = "full" }, { match = "inbox/*", anyone = true, replace = false, plain-http = true, trusted = true }]
 "#;
     let file = Path::new("/srv/site/runtime.toml");

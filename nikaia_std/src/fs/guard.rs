@@ -90,6 +90,46 @@ pub(crate) fn begin_write(
     super::Writing::begin(dir_fd, entry, name, mode, Some(guard.clone()))
 }
 
+/// The (device, inode) at `name` under `root`, found by the same walk
+/// (no link followed, nothing made): whether a name is a given file.
+#[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+pub(crate) fn identity(root: BorrowedFd<'_>, name: &Path) -> Option<(u64, u64)> {
+    let (dir, entry) = split(name, true).ok()?;
+    let walk = Guard {
+        make_dirs: false,
+        protected: Vec::new(),
+    };
+    let dir_fd = open_dir(root, dir, &walk).ok()?;
+    let st = rustix::fs::statat(&dir_fd, entry, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    Some((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// Takes a complete file written elsewhere (`temp` in `from`) to become
+/// `name` under the directory `root`, under the same guard as a write.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn adopt(
+    root: BorrowedFd<'_>,
+    name: &Path,
+    mode: super::Mode,
+    guard: &Guard,
+    file: std::fs::File,
+    from: OwnedFd,
+    temp: Vec<u8>,
+) -> Result<super::Writing, Error> {
+    let (dir, entry) = split(name, true)?;
+    let dir_fd = open_dir(root, dir, guard)?;
+    super::Writing::adopt(
+        dir_fd,
+        entry,
+        name,
+        mode,
+        Some(guard.clone()),
+        file,
+        from,
+        temp,
+    )
+}
+
 /// Removes `name` under the directory `root` as `what` allows, if the
 /// request's preconditions hold for it (checked with the name held against
 /// writers, so none slips in between). A trailing `/` asks for a

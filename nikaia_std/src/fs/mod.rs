@@ -28,7 +28,11 @@ mod linux;
 #[cfg(target_os = "linux")]
 mod map;
 #[cfg(target_os = "linux")]
+mod partial;
+#[cfg(target_os = "linux")]
 mod put;
+#[cfg(target_os = "linux")]
+mod temp;
 
 #[cfg(target_arch = "wasm32")]
 mod host_node;
@@ -51,10 +55,15 @@ pub use no_map::{map, MapOnWasm32, Mapped};
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened, TEMPORARY_PREFIX};
 #[cfg(target_os = "linux")]
+pub(crate) use partial::PartialDir;
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub use put::delay_syncs;
+#[cfg(target_os = "linux")]
 pub use put::Writing;
 #[doc(hidden)]
 #[cfg(target_os = "linux")]
-pub use put::{delay_syncs, force_named_temporaries};
+pub use temp::force_named_temporaries;
 /// The open file an [`Opened`] holds: a descriptor on Linux.
 #[cfg(target_os = "linux")]
 pub(crate) type OpenFile = std::fs::File;

@@ -10,19 +10,19 @@
 //! Everything here may wait for the disk: a server runs it on its writer
 //! threads, never on a worker.
 
-use super::open::{check_name, is_temporary, Purpose, TEMPORARY_PREFIX};
+use super::open::{check_name, is_temporary};
+pub(crate) use super::temp::{free_space, serialize};
+use super::temp::{sweep_once, temporary, temporary_name};
 use super::Guard;
 use super::{Conditions, Durability, Error, Mode, Outside, Written};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, FileType, Mode as Perm, OFlags, RenameFlags, CWD};
+use rustix::fs::{AtFlags, FileType, RenameFlags, CWD};
 use rustix::io::Errno;
-use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, LazyLock, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 /// A file being written under a root: unnamed until [`Writing::commit`].
@@ -36,8 +36,12 @@ pub struct Writing {
     /// The name as given, for errors.
     name: String,
     file: File,
-    /// The temporary's own name, when the file system has no `O_TMPFILE`.
+    /// The temporary's own name, when the file system has no `O_TMPFILE`
+    /// (or the file was written elsewhere first).
     named: Option<Vec<u8>>,
+    /// The directory the named temporary is in, when it is not `dir`: a
+    /// resumable upload's partial file, adopted whole.
+    from: Option<OwnedFd>,
     mode: Mode,
     written: u64,
     /// A write under a site's rules: the last component, if a link, is
@@ -52,16 +56,6 @@ pub struct Writing {
 /// time: 1 GiB in 0.3–0.8 s of CPU by 16 KiB against 4–8 s by 32 KiB to
 /// 256 KiB, most runs. The extra calls cost about 30 ms per GiB.
 const WRITE_STEP: usize = 16 << 10;
-
-/// Test switch: every write uses a named temporary, as on a file system
-/// without `O_TMPFILE`.
-static FORCE_NAMED: AtomicBool = AtomicBool::new(false);
-
-/// Makes every write use a named temporary (tests of that path).
-#[doc(hidden)]
-pub fn force_named_temporaries(on: bool) {
-    FORCE_NAMED.store(on, Ordering::SeqCst);
-}
 
 /// Test switch: milliseconds every commit waits before its sync, as a
 /// slow disk would (tests that a waiting writer holds up no worker).
@@ -120,10 +114,50 @@ impl Writing {
             name: name.to_string_lossy().into_owned(),
             file,
             named,
+            from: None,
             mode,
             written: 0,
             guard,
         })
+    }
+
+    /// Takes `file`, complete, from its name `temp` in the directory
+    /// `from` (on the same file system) to be given the name `entry` of
+    /// `dir` by [`Writing::commit`], as a write would be: checks what
+    /// `mode` asks of the name now (and again when it is given). Dropped
+    /// without a commit, `temp` is removed.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn adopt(
+        dir: OwnedFd,
+        entry: &[u8],
+        name: &Path,
+        mode: Mode,
+        guard: Option<Guard>,
+        file: File,
+        from: OwnedFd,
+        temp: Vec<u8>,
+    ) -> Result<Writing, Error> {
+        let written = file.metadata().map_or(0, |m| m.len());
+        let writing = Writing {
+            dir,
+            entry: entry.to_vec(),
+            name: name.to_string_lossy().into_owned(),
+            file,
+            named: Some(temp),
+            from: Some(from),
+            mode,
+            written,
+            guard,
+        };
+        let dir = writing.dir.as_fd();
+        check_mode(
+            dir,
+            &writing.entry,
+            &writing.mode,
+            name,
+            writing.guard.as_ref(),
+        )?;
+        Ok(writing)
     }
 
     /// Appends `bytes`, at most [`WRITE_STEP`] per `pwrite`. A full disk
@@ -193,6 +227,7 @@ impl Writing {
     /// temporary name over it.
     fn link(&mut self, created: bool) -> Result<(), Errno> {
         let dir = self.dir.as_fd();
+        let from = self.from.as_ref().map_or(dir, |d| d.as_fd());
         let replace = match self.mode {
             Mode::Create => false,
             // What was found decides: a name that was free is linked, so
@@ -203,11 +238,11 @@ impl Writing {
         match self.named.take() {
             Some(temp) => {
                 let done = match replace {
-                    true => rename(dir, &temp, &self.entry),
-                    false => rustix::fs::linkat(dir, &*temp, dir, &*self.entry, AtFlags::empty()),
+                    true => rename(from, &temp, dir, &self.entry),
+                    false => rustix::fs::linkat(from, &*temp, dir, &*self.entry, AtFlags::empty()),
                 };
                 if done.is_err() || !replace {
-                    let _ = rustix::fs::unlinkat(dir, &*temp, AtFlags::empty());
+                    let _ = rustix::fs::unlinkat(from, &*temp, AtFlags::empty());
                 }
                 done
             }
@@ -221,7 +256,7 @@ impl Writing {
                         Err(e) => return Err(e),
                     }
                 };
-                let done = rename(dir, &temp, &self.entry);
+                let done = rename(dir, &temp, dir, &self.entry);
                 if done.is_err() {
                     let _ = rustix::fs::unlinkat(dir, &*temp, AtFlags::empty());
                 }
@@ -235,14 +270,21 @@ impl Drop for Writing {
     fn drop(&mut self) {
         // An unnamed file goes with its descriptor; a named one is removed.
         if let Some(temp) = self.named.take() {
-            let _ = rustix::fs::unlinkat(&self.dir, &*temp, AtFlags::empty());
+            let from = self.from.as_ref().unwrap_or(&self.dir);
+            let _ = rustix::fs::unlinkat(from, &*temp, AtFlags::empty());
         }
     }
 }
 
-/// `renameat2` of `from` over `to` in `dir` (no flags: it replaces).
-fn rename(dir: BorrowedFd<'_>, from: &[u8], to: &[u8]) -> Result<(), Errno> {
-    rustix::fs::renameat_with(dir, from, dir, to, RenameFlags::empty())
+/// `renameat2` of `from` in `from_dir` over `to` in `dir` (no flags: it
+/// replaces).
+fn rename(
+    from_dir: BorrowedFd<'_>,
+    from: &[u8],
+    dir: BorrowedFd<'_>,
+    to: &[u8],
+) -> Result<(), Errno> {
+    rustix::fs::renameat_with(from_dir, from, dir, to, RenameFlags::empty())
 }
 
 /// Links an unnamed (`O_TMPFILE`) file as `entry` of `dir`: by the
@@ -396,63 +438,6 @@ fn stamp(file: &File, previous: Option<i64>) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The unnamed file in `dir`, or a named temporary where the file system
-/// has no `O_TMPFILE`.
-fn temporary(dir: BorrowedFd<'_>) -> Result<(File, Option<Vec<u8>>), Errno> {
-    let perm = Perm::from_raw_mode(0o644);
-    if !FORCE_NAMED.load(Ordering::SeqCst) {
-        let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
-        match rustix::fs::openat(dir, ".", flags, perm) {
-            Ok(fd) => return Ok((File::from(fd), None)),
-            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-    loop {
-        let temp = temporary_name();
-        match rustix::fs::openat(dir, &*temp, flags, perm) {
-            Ok(fd) => return Ok((File::from(fd), Some(temp))),
-            Err(Errno::EXIST) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// A fresh temporary name: the prefix and 128 random bits.
-fn temporary_name() -> Vec<u8> {
-    let mut bits = [0u8; 16];
-    let mut got = 0;
-    while got < bits.len() {
-        match rustix::rand::getrandom(&mut bits[got..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => got += n,
-            Err(Errno::INTR) => {}
-            // No kernel randomness: the clock and a counter still make the
-            // name unlikely to be taken, and O_EXCL/EEXIST retries if it is.
-            Err(_) => {
-                let t = SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos());
-                bits = t.to_le_bytes();
-                break;
-            }
-        }
-    }
-    let mut name = TEMPORARY_PREFIX.as_bytes().to_vec();
-    for b in bits {
-        name.extend_from_slice(format!("{b:02x}").as_bytes());
-    }
-    name
-}
-
-/// The bytes free for an unprivileged writer on `dir`'s file system.
-pub(crate) fn free_space(dir: BorrowedFd<'_>) -> u64 {
-    match rustix::fs::fstatvfs(dir) {
-        Ok(s) => s.f_bavail.saturating_mul(s.f_frsize),
-        Err(_) => u64::MAX,
-    }
-}
-
 /// An errno of a write, as an outcome.
 pub(crate) fn io_error(e: Errno, name: &Path) -> Error {
     match e {
@@ -460,101 +445,6 @@ pub(crate) fn io_error(e: Errno, name: &Path) -> Error {
         Errno::ROFS => Error::Io(std::io::Error::from(std::io::ErrorKind::ReadOnlyFilesystem)),
         e => super::fd::from_errno(e, name),
     }
-}
-
-/// Writes to one name, serialized in the process: the check of what the
-/// mode asks and the link or rename are one step, so of writers racing
-/// with one precondition exactly one wins.
-type NameKey = (u64, u64, Vec<u8>);
-
-/// The names between their check and their link now, and the writers
-/// waiting for one of them.
-static BUSY: LazyLock<(Mutex<HashSet<NameKey>>, Condvar)> = LazyLock::new(Default::default);
-
-/// A name held by one writer until dropped.
-pub(crate) struct Serial {
-    key: NameKey,
-}
-
-#[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
-pub(crate) fn serialize(dir: BorrowedFd<'_>, entry: &[u8]) -> Serial {
-    let (dev, ino) = rustix::fs::fstat(dir).map_or((0, 0), |st| (st.st_dev as u64, st.st_ino));
-    let key = (dev, ino, entry.to_vec());
-    let (lock, cv) = &*BUSY;
-    let mut busy = lock.lock().unwrap_or_else(|e| e.into_inner());
-    while busy.contains(&key) {
-        busy = cv.wait(busy).unwrap_or_else(|e| e.into_inner());
-    }
-    busy.insert(key.clone());
-    Serial { key }
-}
-
-impl Drop for Serial {
-    fn drop(&mut self) {
-        let (lock, cv) = &*BUSY;
-        lock.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.key);
-        cv.notify_all();
-    }
-}
-
-/// When this process began writing: a temporary older than that belongs
-/// to a process that is gone (or was upgraded away).
-static STARTED: LazyLock<SystemTime> = LazyLock::new(SystemTime::now);
-
-/// Directories already swept by this process, by (dev, ino).
-static SWEPT: LazyLock<Mutex<HashSet<(u64, u64)>>> = LazyLock::new(Mutex::default);
-
-/// The first write into a directory in this process removes the
-/// temporaries left there by processes killed mid-write: those whose last
-/// change predates this process's first write (a live writer's moves on).
-#[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
-fn sweep_once(dir: &OwnedFd) {
-    let started = *STARTED;
-    let Ok(st) = rustix::fs::fstat(dir) else {
-        return;
-    };
-    if !SWEPT
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert((st.st_dev as u64, st.st_ino))
-    {
-        return;
-    }
-    sweep_dir(dir.as_fd(), started);
-}
-
-/// Removes the stale temporaries of one directory; how many.
-#[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
-pub(crate) fn sweep_dir(dir: BorrowedFd<'_>, before: SystemTime) -> usize {
-    let Ok(fd) = rustix::fs::openat(dir, ".", Purpose::List.flags(), Perm::empty()) else {
-        return 0;
-    };
-    let Ok(mut entries) = rustix::fs::Dir::read_from(&fd) else {
-        return 0;
-    };
-    let cutoff = before
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
-    let mut removed = 0;
-    while let Some(Ok(entry)) = entries.read() {
-        let raw = entry.file_name().to_bytes();
-        if !is_temporary(raw) {
-            continue;
-        }
-        let Ok(st) = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) else {
-            continue;
-        };
-        let regular = FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile;
-        if regular
-            && (st.st_mtime as i128) * 1_000_000_000 + (st.st_mtime_nsec as i128) < cutoff
-            && rustix::fs::unlinkat(&fd, entry.file_name(), AtFlags::empty()).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    removed
 }
 
 #[cfg(test)]

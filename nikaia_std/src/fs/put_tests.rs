@@ -2,8 +2,11 @@
 //! temporary, the sweep.
 
 use super::*;
-use crate::fs::Root;
+use crate::fs::temp::{force_named_temporaries, sweep_dir, STARTED};
+use crate::fs::{Root, TEMPORARY_PREFIX};
+use rustix::fs::{Mode as Perm, OFlags};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// The named-temporary switch is process-wide: these tests take turns.
 static TURNS: Mutex<()> = Mutex::new(());

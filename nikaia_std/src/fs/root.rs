@@ -391,6 +391,51 @@ impl Root {
         }
     }
 
+    /// The (device, inode) at `name`, reached as a guarded write reaches
+    /// it (no link followed); `None` where nothing is.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn identity_guarded(&self, name: impl AsRef<Path>) -> Option<(u64, u64)> {
+        match &self.kind {
+            Kind::Dir(d) => super::guard::identity(d.fd.as_fd(), name.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The device of the directory it is (`st_dev`).
+    #[cfg(target_os = "linux")]
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+    pub(crate) fn dev(&self) -> Option<u64> {
+        match &self.kind {
+            Kind::Dir(d) => rustix::fs::fstat(&d.fd).ok().map(|st| st.st_dev as u64),
+            _ => None,
+        }
+    }
+
+    /// Takes `file`, complete under the name `temp` in the directory
+    /// `from` (on this root's file system), to become `name` under the
+    /// same guard as [`Root::begin_write_guarded`]; given the name by
+    /// [`super::Writing::commit`]. Dropped without a commit, `temp` is
+    /// removed.
+    #[cfg(target_os = "linux")]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn adopt_guarded(
+        &self,
+        name: impl AsRef<Path>,
+        mode: super::Mode,
+        guard: &super::Guard,
+        file: std::fs::File,
+        from: rustix::fd::OwnedFd,
+        temp: Vec<u8>,
+    ) -> Result<super::Writing, Error> {
+        match &self.kind {
+            Kind::Dir(d) => {
+                let name = name.as_ref();
+                super::guard::adopt(d.fd.as_fd(), name, mode, guard, file, from, temp)
+            }
+            _ => Err(host::read_only()),
+        }
+    }
+
     /// Removes `name` (a file or link, or an empty directory, as `what`
     /// allows) under the same guard, if `conditions` hold for it.
     #[cfg(target_os = "linux")]

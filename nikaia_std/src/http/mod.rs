@@ -36,5 +36,5 @@ pub use file::File;
 pub use produce::{Cancelled, Produced, Producer, Pull, Pulled};
 pub use request::{Peer, Request, Version};
 pub use response::{IntoResponse, Response};
-pub use serve::{dir_handler, dir_writer, visible};
+pub use serve::{dir_handler, dir_writer, resumable, visible};
 pub use to_file::{answer_written, status_of, IntoToFile, ToFile};

@@ -261,7 +261,10 @@ pub(crate) fn reason(status: u16) -> &'static str {
         415 => "Unsupported Media Type",
         416 => "Range Not Satisfiable",
         417 => "Expectation Failed",
+        423 => "Locked",
         431 => "Request Header Fields Too Large",
+        // tus 1.0's checksum extension: the chunk did not match its sum.
+        460 => "Checksum Mismatch",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         503 => "Service Unavailable",

@@ -117,6 +117,30 @@ pub fn dir_writer(root: Root, hidden: bool) -> impl Fn(&Request) -> ToFile + Sen
     }
 }
 
+/// The tus endpoint of `nikaia serve` (`spec/site.md`, "Resumable
+/// uploads"), for a route ending in `/*id` at the runtime file's
+/// `[resumable] endpoint`, with `POST`, `HEAD`, `PATCH`, `DELETE` and
+/// `OPTIONS`: an upload whose bytes arrive over as many requests as the
+/// link needs, and that becomes a file under `root` only whole and only
+/// as the write rules allow a `PUT` of its name. Route it with
+/// `.max_body(Limit::None)`: an upload's own length bounds each `PATCH`.
+pub fn resumable(root: Root, hidden: bool) -> impl Fn(&Request) -> ToFile + Send + Sync + 'static {
+    move |req| {
+        let tail = req.param_bytes().unwrap_or(b"");
+        let mut to = ToFile::new(
+            fs::name_from_bytes(tail).unwrap_or(Path::new("")),
+            &root,
+            fs::Mode::Create,
+        );
+        to.site = Some(Asked {
+            op: Op::Resume,
+            hidden,
+            refused: false,
+        });
+        to
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{visible, visible_bytes};

@@ -32,6 +32,7 @@ mod out;
 mod pool;
 mod preflight;
 mod reload;
+mod resume;
 pub(crate) mod send;
 mod server;
 mod shared;

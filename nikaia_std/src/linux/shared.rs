@@ -37,6 +37,9 @@ pub(crate) struct Shared {
     pub(crate) writers: super::write::Writers,
     /// The verifier threads and the table of verified credentials.
     pub(crate) auth: super::auth_pool::AuthPool,
+    /// The tus endpoint's uploads, while `[resumable]` is set (read at
+    /// start: a change needs a restart or an upgrade).
+    pub(crate) uploads: Option<Arc<super::resume::Uploads>>,
     /// The HTTPS side, when a listener speaks TLS.
     pub(crate) tls: Option<super::tls::Tls>,
     /// ACME's validations in flight, answered on every listener.
@@ -119,6 +122,23 @@ impl Files for Serving<'_> {
         }
         let upload = super::write::Upload::new(self.shared, self.rt, req, to, length)?;
         Ok(Box::new(upload))
+    }
+
+    fn resume(
+        &self,
+        req: &crate::http::Request,
+        root: crate::fs::Root,
+        ask: crate::http::site::resume::Ask,
+        hidden: bool,
+    ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
+        let Some(uploads) = &self.shared.uploads else {
+            // `[resumable]` came with a reload: it needs a restart.
+            return Err(crate::http::site::resume::tus(
+                crate::http::Response::status_page(404),
+            ));
+        };
+        let job = super::resume::Job::new(self.shared, uploads, req, root, ask, hidden, self.tls);
+        Ok(Box::new(job))
     }
 
     fn count_write(&self, status: u16) {
@@ -221,6 +241,15 @@ impl Shared {
             pool: IoPool::new(rt.io_threads)?,
             writers: super::write::Writers::new()?,
             auth: super::auth_pool::AuthPool::new()?,
+            uploads: match &rt.resumable {
+                Some(r) => Some(super::resume::Uploads::open(r).map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("[resumable] dir {}: {e}", r.dir.display()),
+                    )
+                })?),
+                None => None,
+            },
             logs: Logs {
                 access: Sink::open(&rt.access_log)?,
                 error: Sink::open(&rt.error_log)?,
@@ -302,6 +331,7 @@ impl Shared {
             bodies: self.stats.bodies.report(),
             writes: self.stats.writes.report(),
             produced: self.stats.produced.report(),
+            resumable: self.uploads.as_ref().map(|u| u.report()),
         }
     }
 }

@@ -9,7 +9,7 @@
 
 mod site;
 
-pub(crate) use site::Removal;
+pub(crate) use site::{Own, Removal};
 
 use super::pool::IoPool;
 use super::shared::Shared;
@@ -42,7 +42,7 @@ const THREADS: usize = 4;
 
 /// The writer threads and what they count.
 pub(crate) struct Writers {
-    pool: IoPool,
+    pub(crate) pool: IoPool,
     /// Bodies being written now (`max-writes` bounds it).
     active: AtomicUsize,
 }

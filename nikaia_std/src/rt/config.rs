@@ -7,6 +7,7 @@ mod glob;
 mod htpasswd;
 mod listen;
 mod parse;
+mod resumable;
 mod site;
 mod units;
 
@@ -22,6 +23,7 @@ pub use certificate::{format_utc, CertFiles, CertSummary};
 pub use glob::Glob;
 pub use htpasswd::Users;
 pub use listen::{HttpsRedirect, Listen, ListenAddr, UNIX_MODE};
+pub use resumable::{Resumable, DEFAULT_ENDPOINT as DEFAULT_RESUMABLE_ENDPOINT};
 pub(crate) use site::{any_matches, canonical};
 pub use site::{
     reserved_header, AuthRule, Cors, DenyRule, HeaderRule, Net, Origins, SecurityHeaders, Site,
@@ -183,6 +185,10 @@ pub struct Runtime {
     pub index: Vec<String>,
     /// `list`: a directory without an index is listed (as `--list`).
     pub list: bool,
+    /// `[resumable]`: the tus endpoint of `nikaia serve` and where it keeps
+    /// partial uploads (`spec/site.md`, "Resumable uploads"); none by
+    /// default.
+    pub resumable: Option<Resumable>,
     /// A site's rules (`spec/site.md`): the keys `headers`,
     /// `security-headers`, `cors`, `trusted-proxies`, `auth`, `deny` and
     /// `write`.
@@ -262,7 +268,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 46] = [
+pub const KEYS: [&str; 47] = [
     "listen",
     "workers",
     "io-threads",
@@ -302,6 +308,7 @@ pub const KEYS: [&str; 46] = [
     "fallback-for",
     "index",
     "list",
+    "resumable",
     "security-headers",
     "trusted-proxies",
     "cors",
@@ -353,6 +360,7 @@ impl Default for Runtime {
             fallback_for: FallbackFor::Navigations,
             index: vec!["index.html".to_owned()],
             list: false,
+            resumable: None,
             site: Site::default(),
             source: None,
         }
@@ -545,6 +553,7 @@ impl Runtime {
         let index: Vec<_> = self.index.iter().map(|n| string(n)).collect();
         line("index", Some(format!("[{}]", index.join(", "))));
         line("list", Some(self.list.to_string()));
+        line("resumable", self.resumable.as_ref().map(Resumable::to_toml));
         out.push_str(&self.site.to_toml());
         out
     }

@@ -54,6 +54,31 @@ pub struct Report {
     /// Response bodies programs produced (`spec/http.md`, "Produced
     /// bodies").
     pub produced: ProducedReport,
+    /// What the tus endpoint did (`spec/site.md`, "Resumable uploads"),
+    /// while `[resumable]` is set.
+    pub resumable: Option<ResumableReport>,
+}
+
+/// What the tus endpoint did: uploads created and completed, bytes that
+/// arrived, requests that resumed one or took it over from a request
+/// whose client had left, refusals (offset conflicts, checksum
+/// mismatches, the rest), uploads expired and terminated; and those
+/// pending now with the bytes they announced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResumableReport {
+    pub created: u64,
+    pub completed: u64,
+    pub bytes: u64,
+    pub resumed: u64,
+    pub taken_over: u64,
+    pub conflicts: u64,
+    pub checksum_mismatches: u64,
+    pub expired: u64,
+    pub terminated: u64,
+    pub refused: u64,
+    pub pending: u64,
+    pub pending_bytes: u64,
 }
 
 /// What became of produced response bodies: started, the pulls made and
@@ -303,6 +328,13 @@ impl Report {
             s.push_str(&format!("\"{status}\":{count}"));
         }
         s.push_str("}}");
+        if let Some(u) = &self.resumable {
+            s.push_str(&format!(
+                ",\"resumable\":{{\"created\":{},\"completed\":{},\"bytes\":{},\"resumed\":{},\"taken_over\":{},\"conflicts\":{},\"checksum_mismatches\":{},\"expired\":{},\"terminated\":{},\"refused\":{},\"pending\":{},\"pending_bytes\":{}}}",
+                u.created, u.completed, u.bytes, u.resumed, u.taken_over, u.conflicts,
+                u.checksum_mismatches, u.expired, u.terminated, u.refused, u.pending, u.pending_bytes
+            ));
+        }
         if let Some(t) = &self.tls {
             s.push_str(&format!(
                 ",\"tls\":{{\"connections\":{},\"handshakes_full\":{},\"handshakes_resumed\":{},\"failures\":{},\"plain_http\":{},\"vehicles\":",

@@ -465,3 +465,59 @@ fn a_write_rule_says_who_writes_and_allows_something() {
         assert!(shown.contains(says), "{text}: {shown}");
     }
 }
+
+#[test]
+fn resumable_names_its_directory_and_a_plain_endpoint() {
+    let rt = ok("[resumable]\ndir = \"partial\"\n");
+    let r = rt.resumable.expect("[resumable]");
+    assert!(r.dir.is_absolute() && r.dir.ends_with("partial"), "{r:?}");
+    assert_eq!(r.endpoint, "/.tus/");
+    assert_eq!(r.expire, std::time::Duration::from_secs(24 * 3600));
+    assert_eq!((r.max_pending, r.max_pending_per_user), (256, 16));
+    assert_eq!(r.max_pending_bytes, 64 << 30);
+    let rt = ok("[resumable]\ndir = \"/p\"\nendpoint = \"/up/files/\"\nexpire = \"2h\"\nmax-pending-bytes = \"1GiB\"\n");
+    let r = rt.resumable.unwrap();
+    assert_eq!(
+        (r.endpoint.as_str(), r.expire.as_secs()),
+        ("/up/files/", 7200)
+    );
+    assert_eq!(r.max_pending_bytes, 1 << 30);
+    for (text, says) in [
+        ("endpoint = \"/up/\"\n", "needs `dir`"),
+        (
+            "dir = \"/p\"\nendpoint = \"up/\"\n",
+            "an absolute path ending in `/`",
+        ),
+        (
+            "dir = \"/p\"\nendpoint = \"/up\"\n",
+            "an absolute path ending in `/`",
+        ),
+        (
+            "dir = \"/p\"\nendpoint = \"/a/../b/\"\n",
+            "found \"/a/../b/\"",
+        ),
+        (
+            "dir = \"/p\"\nendpoint = \"/a b/\"\n",
+            "an absolute path ending in `/`",
+        ),
+        (
+            "dir = \"/p\"\nendpoint = \"/\"\n",
+            "an absolute path ending in `/`",
+        ),
+        (
+            "dir = \"/p\"\nexpire = \"0s\"\n",
+            "expected a duration from",
+        ),
+        ("dir = \"/p\"\nmax-pending = 0\n", "from 1 to"),
+        (
+            "dir = \"/p\"\nmax_pending = 3\n",
+            "unknown field `max_pending`",
+        ),
+    ] {
+        let text = format!("[resumable]\n{text}");
+        let errors = parse(&text).expect_err(&text);
+        let shown = render(&errors);
+        assert!(shown.contains(says), "{text}: {shown}");
+        assert!(shown.starts_with("runtime.toml:"), "{shown}");
+    }
+}

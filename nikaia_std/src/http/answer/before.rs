@@ -12,6 +12,7 @@ use super::super::redirect::ToHttps;
 use super::super::request::Request;
 use super::super::response::Response;
 use super::super::router::{Found, Handler, Router};
+use super::super::site::write::Op;
 use super::super::to_file::{MakeFile, ToFile};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -107,6 +108,9 @@ fn to_file(
     };
     let made = catch_unwind(AssertUnwindSafe(|| make(req)));
     let to = match made {
+        Ok(Ok(to)) if to.site.is_some_and(|s| s.op == Op::Resume) => {
+            return resume(files, req, to);
+        }
         Ok(Ok(to)) if to.site.is_some() => return site_write(files, req, to, declared),
         Ok(Ok(to)) => to,
         Ok(Err(answer)) => return Before::Refuse(answer),
@@ -155,6 +159,28 @@ fn site_write(files: &impl Files, req: &Request, mut to: ToFile, declared: Decla
                 Err(answer) => Before::Refuse(answer),
             }
         }
+    }
+}
+
+/// A request of the tus endpoint: what it asks is decided from its head
+/// (`OPTIONS`, and what no upload can take, answered now); the backend's
+/// sink finds the upload and does it, once the write rules let it.
+fn resume(files: &impl Files, req: &Request, to: ToFile) -> Before {
+    use super::super::site::{resume, Grant};
+    static DEFAULTS: std::sync::LazyLock<crate::rt::Runtime> =
+        std::sync::LazyLock::new(crate::rt::Runtime::default);
+    let rt = files.runtime().unwrap_or(&DEFAULTS);
+    let hidden = to.site.is_some_and(|s| s.hidden);
+    let tail = req.param_bytes().unwrap_or(b"");
+    match resume::ask(rt, req, tail, hidden) {
+        Err(mut answer) => {
+            resume::dress(rt, req, "", &Grant::default(), files.tls(), &mut answer);
+            Before::Refuse(answer)
+        }
+        Ok(ask) => match files.resume(req, to.root, ask, hidden) {
+            Ok(sink) => Before::Stream { sink, limit: None },
+            Err(answer) => Before::Refuse(answer),
+        },
     }
 }
 

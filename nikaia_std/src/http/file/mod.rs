@@ -192,6 +192,22 @@ pub(crate) trait Files {
                 .to_owned(),
         ))
     }
+    /// The sink of a request of the tus endpoint, `ask` decided from its
+    /// head (`spec/site.md`, "Resumable uploads"): the backend finds the
+    /// upload, checks its final name under the write rules, and answers.
+    /// Where the backend writes nothing, a logged 500.
+    fn resume(
+        &self,
+        req: &crate::http::Request,
+        root: Root,
+        ask: crate::http::site::resume::Ask,
+        hidden: bool,
+    ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
+        let _ = (req, root, ask, hidden);
+        Err(crate::http::Response::internal_error(
+            "resumable uploads need a backend that writes: this target's is read-only".to_owned(),
+        ))
+    }
     /// Counts an answer about a write of the directory writer, by status
     /// (`nikaia explain`); nothing where there are no counters.
     fn count_write(&self, _status: u16) {}

@@ -39,6 +39,17 @@ const WRITE_HEADERS: [&str; 5] = [
 /// `writes`: the write methods a rule allows for the name (`PUT`,
 /// `DELETE`), which are allowed with the headers a write needs.
 pub(super) fn preflight(cors: &Cors, req: &Request, writes: &[&str]) -> Response {
+    preflight_with(cors, req, writes, &[])
+}
+
+/// [`preflight`] where the write methods go with headers of their own
+/// too (`extra`: the tus endpoint's).
+pub(super) fn preflight_with(
+    cors: &Cors,
+    req: &Request,
+    writes: &[&str],
+    extra: &[&'static str],
+) -> Response {
     let mut resp = Response::new(204);
     let method = req.header("access-control-request-method").unwrap_or("");
     let asked = req.header("access-control-request-headers").unwrap_or("");
@@ -51,7 +62,7 @@ pub(super) fn preflight(cors: &Cors, req: &Request, writes: &[&str]) -> Response
                 .filter(|w| !methods.contains(w))
                 .collect::<Vec<_>>(),
         );
-        for h in WRITE_HEADERS {
+        for h in WRITE_HEADERS.iter().chain(extra) {
             if !headers.iter().any(|a| a.eq_ignore_ascii_case(h)) {
                 headers.push(h);
             }

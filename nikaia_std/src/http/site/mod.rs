@@ -9,6 +9,7 @@ pub(crate) mod basic;
 mod cors;
 pub(crate) mod dress;
 pub(crate) mod path;
+pub(crate) mod resume;
 pub(crate) mod write;
 
 use super::request::Request;

@@ -22,6 +22,9 @@ pub(crate) enum Op {
     Put,
     /// `DELETE`: the name goes.
     Delete,
+    /// A request of the tus endpoint (`resume.rs`): its upload's final
+    /// name is checked as a `PUT` of it.
+    Resume,
 }
 
 /// What the directory writer's handler made of a request before the rules.
@@ -61,6 +64,9 @@ pub(crate) struct Permit {
     /// Taken on a plain listener where the rule wants TLS: 403 once auth
     /// has spoken.
     plain_refused: bool,
+    /// A resumable upload's creator (`None` inside: created without
+    /// credentials): any other user is told it does not exist (404).
+    owner: Option<Option<String>>,
 }
 
 /// Decides from the head what `req` may do to `name` (normalised, with a
@@ -74,6 +80,23 @@ pub(crate) fn gate(
     asked: Asked,
     tls: bool,
     length: Option<u64>,
+    verified: impl FnOnce(&Check) -> bool,
+) -> Result<Permit, Response> {
+    gate_for(rt, req, name, asked, tls, length, None, verified)
+}
+
+/// [`gate`] for a request about a resumable upload `owner` created, whose
+/// final name is `name`: the same rules, and a user other than its creator
+/// is 404 once verified.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gate_for(
+    rt: &Runtime,
+    req: &Request,
+    name: &str,
+    asked: Asked,
+    tls: bool,
+    length: Option<u64>,
+    owner: Option<Option<String>>,
     verified: impl FnOnce(&Check) -> bool,
 ) -> Result<Permit, Response> {
     let site = &rt.site;
@@ -93,7 +116,7 @@ pub(crate) fn gate(
         return Err(not_allowed(&[]));
     };
     let allowed = match asked.op {
-        Op::Put => rule.create || rule.replace,
+        Op::Put | Op::Resume => rule.create || rule.replace,
         Op::Delete => rule.delete || rule.delete_dirs,
     };
     if !allowed || bare.is_empty() {
@@ -104,7 +127,7 @@ pub(crate) fn gate(
         name: name.to_owned(),
         conditions: conditions(req, rule),
         // A removal makes nothing, not even the directories on its way.
-        make_dirs: rule.make_dirs && asked.op == Op::Put,
+        make_dirs: rule.make_dirs && asked.op != Op::Delete,
         removable: Removable {
             files: rule.delete,
             dirs: rule.delete_dirs,
@@ -117,8 +140,9 @@ pub(crate) fn gate(
         tls,
         writers: (!rule.anyone).then(|| rule.writers.clone()),
         plain_refused: !tls && !rule.plain_http,
+        owner,
     };
-    if asked.op == Op::Put {
+    if asked.op != Op::Delete {
         permit.after_preconditions = head_fault(req, length, permit.limit);
     }
     match site.auth.iter().find(|r| matches(&r.patterns)) {
@@ -150,6 +174,9 @@ impl Permit {
     /// What comes after auth: the writer, then the listener.
     fn settle(self) -> Result<Permit, Response> {
         let user = self.grant.user.as_deref();
+        if self.owner.as_ref().is_some_and(|o| o.as_deref() != user) {
+            return Err(Response::status_page(404));
+        }
         let writer = match &self.writers {
             None => true,
             Some(writers) => user.is_some_and(|u| writers.iter().any(|w| w == u)),
@@ -325,7 +352,7 @@ pub(crate) fn dress_refusal(
 }
 
 /// The status of a write or removal that did not happen.
-fn status(op: Op, e: &fs::Error) -> u16 {
+pub(crate) fn status(op: Op, e: &fs::Error) -> u16 {
     match e {
         fs::Error::Outside(_) => 404,
         fs::Error::NotFound if op == Op::Delete => 404,

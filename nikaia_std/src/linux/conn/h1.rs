@@ -177,8 +177,8 @@ impl H1 {
             Ok(Some(head)) => {
                 self.fresh = false;
                 // A head with a body, or one whose route may take even an
-                // empty body (any method but GET and HEAD: a file written
-                // from no bytes is still written), is decided first.
+                // empty body (any method but GET: a file written from no
+                // bytes is still written), is decided first.
                 if head.framing != Framing::None || !reads_only(&self.rbuf, &head) {
                     return self.with_body(link, turn, head);
                 }
@@ -420,9 +420,11 @@ impl H1 {
 
 /// Whether answers on this connection may keep it open, as far as the
 /// server is concerned (the request has its say too).
-/// Whether the head's method is GET or HEAD.
+/// Whether the head's method is GET. A `HEAD` is decided as a head too:
+/// the tus endpoint answers it off the workers (`spec/site.md`,
+/// "Resumable uploads").
 fn reads_only(rbuf: &[u8], head: &Head) -> bool {
-    matches!(&rbuf[head.text.method.clone()], b"GET" | b"HEAD")
+    &rbuf[head.text.method.clone()] == b"GET"
 }
 
 fn may_keep(turn: &Turn<'_>) -> bool {

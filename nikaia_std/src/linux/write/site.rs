@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 /// What the runtime file names, which no write may touch: paths on the
 /// machine, and names under the served directory.
 #[derive(Default)]
-pub(super) struct Own {
+pub(crate) struct Own {
     paths: Vec<PathBuf>,
     names: Vec<String>,
 }
@@ -28,7 +28,7 @@ pub(super) struct Own {
 impl Own {
     /// What `rt` names, for a write of the directory writer (`site`);
     /// nothing for a program's own.
-    pub(super) fn of(rt: &Runtime, site: bool) -> Own {
+    pub(crate) fn of(rt: &Runtime, site: bool) -> Own {
         if !site {
             return Own::default();
         }
@@ -43,7 +43,7 @@ impl Own {
 
     /// Their (device, inode) now: each path as it is and as its links lead,
     /// each name as it opens under `root`. It may wait for the disk.
-    pub(super) fn identities(&self, root: &Root) -> Vec<(u64, u64)> {
+    pub(crate) fn identities(&self, root: &Root) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         for path in &self.paths {
             let seen = [std::fs::metadata(path), std::fs::symlink_metadata(path)];

@@ -11,6 +11,7 @@ mod acme;
 mod certificate;
 mod listen;
 mod pages;
+mod resumable;
 mod site;
 mod tables;
 mod values;
@@ -223,6 +224,7 @@ impl Checker<'_> {
                 "auth" => put(&mut rt.site.auth, self.auth_rules(name, value)),
                 "deny" => put(&mut rt.site.deny, self.deny_rules(name, value)),
                 "write" => put(&mut rt.site.write, self.write_rules(name, value)),
+                "resumable" => rt.resumable = self.resumable(name, value),
                 _ => self.unknown_key(key),
             }
         }

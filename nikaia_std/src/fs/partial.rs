@@ -1,0 +1,248 @@
+//! The directory of partial uploads (`spec/site.md`, "Resumable
+//! uploads"): for each upload, `ID.part` (the bytes that arrived, its
+//! length the offset), `ID.info` (what the upload is: written whole by a
+//! rename, never in place) and, while a chunk with a checksum is being
+//! written, `ID.pending` (the offset it began at: a process killed before
+//! the sum was checked leaves bytes past it, which the next one cuts off).
+//! Every name here is made by the server from an identifier's digits;
+//! nothing else in the directory is read, changed or removed.
+//!
+//! Everything here may wait for the disk: a server runs it on its writer
+//! threads, never on a worker.
+
+use super::put::io_error;
+use super::Error;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode as Perm, OFlags};
+use rustix::io::Errno;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The directory partial uploads live in, opened once.
+#[derive(Debug)]
+pub(crate) struct PartialDir {
+    fd: OwnedFd,
+    path: PathBuf,
+    dev: u64,
+}
+
+const DIR: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC);
+
+impl PartialDir {
+    /// Opens `path`, making it (mode 0700) if it is missing.
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+    pub(crate) fn open(path: &Path) -> std::io::Result<PartialDir> {
+        let fd = match rustix::fs::open(path, DIR, Perm::empty()) {
+            Err(Errno::NOENT) => {
+                match rustix::fs::mkdir(path, Perm::from_raw_mode(0o700)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                rustix::fs::open(path, DIR, Perm::empty())?
+            }
+            opened => opened?,
+        };
+        let dev = rustix::fs::fstat(&fd)?.st_dev as u64;
+        Ok(PartialDir {
+            fd,
+            path: path.to_path_buf(),
+            dev,
+        })
+    }
+
+    /// The file system it is on (`st_dev`).
+    pub(crate) fn dev(&self) -> u64 {
+        self.dev
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A second descriptor of the directory (a commit takes one).
+    pub(crate) fn dup(&self) -> Result<OwnedFd, Error> {
+        rustix::fs::openat(&self.fd, ".", DIR, Perm::empty()).map_err(|e| io_error(e, &self.path))
+    }
+
+    fn err(&self, e: Errno) -> Error {
+        io_error(e, &self.path)
+    }
+
+    /// Makes a new upload: its empty `.part` (mode 0644 less the umask,
+    /// which the final file keeps), then its `.info` from what `info`
+    /// makes of the `.part`'s identity (device, inode).
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+    pub(crate) fn create(
+        &self,
+        id: &str,
+        durable: bool,
+        info: impl FnOnce(u64, u64) -> Vec<u8>,
+    ) -> Result<(), Error> {
+        let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
+        let made = rustix::fs::openat(&self.fd, part(id), flags, Perm::from_raw_mode(0o644))
+            .map_err(|e| self.err(e))?;
+        let st = rustix::fs::fstat(&made).map_err(|e| self.err(e))?;
+        let text = info(st.st_dev as u64, st.st_ino as u64);
+        if let Err(e) = self.write_info(id, &text, durable) {
+            let _ = rustix::fs::unlinkat(&self.fd, part(id), AtFlags::empty());
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Writes `ID.info` whole: to `ID.info.new`, then renamed over it (and
+    /// the directory synced when `durable`).
+    pub(crate) fn write_info(&self, id: &str, info: &[u8], durable: bool) -> Result<(), Error> {
+        let new = format!("{id}.info.new");
+        let flags = OFlags::CREATE | OFlags::TRUNC | OFlags::WRONLY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, &*new, flags, Perm::from_raw_mode(0o600))
+            .map_err(|e| self.err(e))?;
+        let mut file = File::from(fd);
+        file.write_all(info).map_err(Error::Io)?;
+        if durable {
+            file.sync_data().map_err(Error::Io)?;
+        }
+        rustix::fs::renameat(&self.fd, &*new, &self.fd, info_name(id)).map_err(|e| self.err(e))?;
+        if durable {
+            rustix::fs::fsync(&self.fd).map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// What `ID.info` holds; `None` when there is no such upload.
+    pub(crate) fn read_info(&self, id: &str) -> Option<Vec<u8>> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            info_name(id),
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Perm::empty(),
+        )
+        .ok()?;
+        let mut out = Vec::new();
+        File::from(fd).take(64 << 10).read_to_end(&mut out).ok()?;
+        Some(out)
+    }
+
+    /// Opens `ID.part` to write, locked against every other descriptor of
+    /// it (`flock`, so another process — the one an upgrade replaces —
+    /// cannot write it at once): `Ok(None)` while another holds it.
+    pub(crate) fn open_locked(&self, id: &str) -> Result<Option<File>, Error> {
+        let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let fd = rustix::fs::openat(&self.fd, part(id), flags, Perm::empty())
+            .map_err(|e| self.err(e))?;
+        match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(Errno::WOULDBLOCK) => return Ok(None),
+            Err(e) => return Err(self.err(e)),
+        }
+        let file = File::from(fd);
+        // A chunk whose sum was never checked: its bytes go.
+        if let Some(at) = self.pending(id) {
+            file.set_len(at).map_err(Error::Io)?;
+            self.clear_pending(id);
+        }
+        Ok(Some(file))
+    }
+
+    /// `ID.part`'s length and last change (seconds since the epoch).
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+    pub(crate) fn part_stat(&self, id: &str) -> Option<(u64, u64, u64)> {
+        let st = rustix::fs::statat(&self.fd, part(id), AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let regular = FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile;
+        regular.then_some((
+            st.st_size as u64,
+            st.st_mtime.max(0) as u64,
+            st.st_ino as u64,
+        ))
+    }
+
+    /// Notes that a chunk with a checksum begins at `offset`.
+    pub(crate) fn set_pending(&self, id: &str, offset: u64, durable: bool) -> Result<(), Error> {
+        let name = pending(id);
+        let flags = OFlags::CREATE | OFlags::TRUNC | OFlags::WRONLY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, &*name, flags, Perm::from_raw_mode(0o600))
+            .map_err(|e| self.err(e))?;
+        let mut file = File::from(fd);
+        file.write_all(offset.to_string().as_bytes())
+            .map_err(Error::Io)?;
+        if durable {
+            file.sync_data().map_err(Error::Io)?;
+            rustix::fs::fsync(&self.fd).map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    fn pending(&self, id: &str) -> Option<u64> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            pending(id),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Perm::empty(),
+        )
+        .ok()?;
+        let mut text = String::new();
+        File::from(fd).take(32).read_to_string(&mut text).ok()?;
+        text.trim().parse().ok()
+    }
+
+    pub(crate) fn clear_pending(&self, id: &str) {
+        let _ = rustix::fs::unlinkat(&self.fd, pending(id), AtFlags::empty());
+    }
+
+    /// Removes every file of the upload.
+    pub(crate) fn remove(&self, id: &str) {
+        for name in [
+            part(id),
+            info_name(id),
+            pending(id),
+            format!("{id}.info.new"),
+        ] {
+            let _ = rustix::fs::unlinkat(&self.fd, &*name, AtFlags::empty());
+        }
+    }
+
+    /// The identifiers with an `.info` here: the uploads a process left.
+    pub(crate) fn list(&self) -> Vec<String> {
+        let Ok(fd) = rustix::fs::openat(&self.fd, ".", DIR, Perm::empty()) else {
+            return Vec::new();
+        };
+        let Ok(mut entries) = rustix::fs::Dir::read_from(&fd) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        while let Some(Ok(entry)) = entries.read() {
+            let name = entry.file_name().to_bytes();
+            if let Some(id) = name.strip_suffix(b".info") {
+                if super::super::http::site::resume::Id::parse(id).is_some() {
+                    out.push(String::from_utf8_lossy(id).into_owned());
+                }
+            }
+        }
+        out
+    }
+
+    /// The `.part`'s own name, for a commit that renames it.
+    pub(crate) fn part_name(id: &str) -> Vec<u8> {
+        part(id).into_bytes()
+    }
+
+    /// The bytes free for an unprivileged writer on its file system.
+    pub(crate) fn free_space(&self) -> u64 {
+        super::put::free_space(self.fd.as_fd())
+    }
+}
+
+fn part(id: &str) -> String {
+    format!("{id}.part")
+}
+
+fn info_name(id: &str) -> String {
+    format!("{id}.info")
+}
+
+fn pending(id: &str) -> String {
+    format!("{id}.pending")
+}
