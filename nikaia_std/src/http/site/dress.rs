@@ -47,8 +47,12 @@ pub(crate) fn dress(
             set(resp, "Strict-Transport-Security", Bytes::from(hsts));
         }
     }
-    if grant.user.is_some() {
-        // A protected answer is the user's: no shared cache keeps it.
+    let kept_by_none = resp
+        .get_header("cache-control")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("no-store"));
+    if grant.user.is_some() && !kept_by_none {
+        // A protected answer is the user's: no shared cache keeps it (one
+        // no cache may keep, such as a tus offset, stays so).
         set(resp, "Cache-Control", Bytes::from_static(b"private"));
     }
     let name = at
