@@ -49,6 +49,11 @@ python3 -c 'import cryptography' 2>/dev/null ||
 python3 -c 'import h2' 2>/dev/null ||
     python3 -m pip install -q h2 2>/dev/null ||
     python3 -m pip install -q --break-system-packages h2
+# The tus client a resumable upload is resumed with (PyPI tuspy:
+# nikaia_cli/tests/resumable.rs).
+python3 -c 'import tusclient' 2>/dev/null ||
+    python3 -m pip install -q tuspy 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages tuspy
 # The HTTP/2 conformance suite tests/tests/h2.rs runs against an in-process
 # server (built only when missing; about 2 minutes on two cores).
 command -v httpwg >/dev/null 2>&1 || cargo install httpwg-cli --locked

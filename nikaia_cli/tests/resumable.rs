@@ -1,0 +1,421 @@
+//! A resumable upload survives everything a bad link and an operator do
+//! to it (`spec/site.md`, "Resumable uploads"): PyPI `tuspy` uploads
+//! 256 MiB to `nikaia serve` through a relay, and at twenty offsets drawn
+//! from a fixed seed the client is killed, its connection dropped, the
+//! server SIGKILLed and started again, or upgraded by SIGUSR2 — five of
+//! each. The client runs again after each (it keeps its upload's URL, as
+//! tus clients do) and resumes from the offset the server gives. The file
+//! appears only once whole, byte for byte, and never before. No duration
+//! is asserted: the order of events, offsets and bytes.
+
+mod common;
+
+use common::{spawn_serve, Served};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const LEN: u64 = 256 << 20;
+const USERS: &str = "alice:$2y$05$..pLl2nN4SfSnAxRx2YU1eViKHCFKEu.e1hSV21vu7IdhPvTVaO1K\n";
+/// `alice:open sesame`.
+const ALICE: &str = "YWxpY2U6b3BlbiBzZXNhbWU=";
+
+const CLIENT: &str = r#"
+import sys
+from tusclient import client
+from tusclient.storage import filestorage
+url, path, store, auth, sums = sys.argv[1:6]
+c = client.TusClient(url, headers={"Authorization": "Basic " + auth})
+u = c.uploader(path, chunk_size=4 << 20, metadata={"filename": "in/big.bin"},
+               upload_checksum=sums == "sums", store_url=True,
+               url_storage=filestorage.FileStorage(store))
+u.upload()
+print("done", u.offset, flush=True)
+"#;
+
+/// What is done to the upload at an offset.
+#[derive(Clone, Copy, Debug)]
+enum Blow {
+    KillClient,
+    DropConnection,
+    KillServer,
+    Upgrade,
+}
+
+/// A TCP relay between the client and the server that can cut every
+/// connection through it at once, as a link that dies does.
+struct Relay {
+    port: u16,
+    live: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(upstream: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let registry = live.clone();
+        std::thread::spawn(move || {
+            for down in listener.incoming().flatten() {
+                let end = Instant::now() + Duration::from_secs(10);
+                let up = loop {
+                    match TcpStream::connect(("127.0.0.1", upstream)) {
+                        Ok(up) => break Some(up),
+                        Err(_) if Instant::now() < end => {
+                            std::thread::sleep(Duration::from_millis(20))
+                        }
+                        Err(_) => break None,
+                    }
+                };
+                let Some(up) = up else {
+                    continue;
+                };
+                let mut held = registry.lock().unwrap();
+                held.retain(|s: &TcpStream| s.peer_addr().is_ok());
+                held.push(down.try_clone().unwrap());
+                held.push(up.try_clone().unwrap());
+                drop(held);
+                pipe(down.try_clone().unwrap(), up.try_clone().unwrap());
+                pipe(up, down);
+            }
+        });
+        Relay { port, live }
+    }
+
+    /// Cuts every connection through the relay.
+    fn drop_all(&self) {
+        for s in self.live.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Copies `from` to `to` until either ends; then ends both.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = from.shutdown(Shutdown::Both);
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
+
+/// The server: the process started here, or the one an upgrade started.
+struct Server {
+    dir: PathBuf,
+    child: Option<Served>,
+    pid: i32,
+    upgrades: usize,
+}
+
+/// `nikaia serve site` in `dir`, and its pid.
+fn spawn(dir: &Path) -> (Served, i32) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.current_dir(dir)
+        .arg("serve")
+        .arg("site")
+        .args(["--runtime", "rt.toml"]);
+    let (child, _) = spawn_serve(cmd);
+    let pid = child.id() as i32;
+    (child, pid)
+}
+
+impl Server {
+    fn start(dir: &Path) -> Server {
+        let (child, pid) = spawn(dir);
+        Server {
+            dir: dir.to_path_buf(),
+            child: Some(child),
+            pid,
+            upgrades: 0,
+        }
+    }
+
+    /// SIGKILL, then a new process on the same port and directories.
+    fn restart(&mut self) {
+        self.kill();
+        let (child, pid) = spawn(&self.dir);
+        self.child = Some(child);
+        self.pid = pid;
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+    }
+
+    fn kill(&mut self) {
+        let pid = rustix::process::Pid::from_raw(self.pid).unwrap();
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+        let end = Instant::now() + Duration::from_secs(20);
+        while alive(self.pid) {
+            assert!(Instant::now() < end, "SIGKILL did not end {}", self.pid);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGUSR2: the new process takes the sockets; the old one drains.
+    fn upgrade(&mut self) {
+        let pid = rustix::process::Pid::from_raw(self.pid).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::USR2).unwrap();
+        let ready = "is ready; this process stops accepting and drains";
+        let end = Instant::now() + Duration::from_secs(30);
+        let log = loop {
+            let log = self.log();
+            if log.matches(ready).count() > self.upgrades {
+                break log;
+            }
+            assert!(Instant::now() < end, "no upgrade in:\n{log}");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        self.upgrades += 1;
+        let started = log
+            .lines()
+            .filter(|l| l.contains("SIGUSR2: starting"))
+            .nth(self.upgrades - 1)
+            .unwrap();
+        let new = started
+            .split("(pid ")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no pid in {started}"));
+        // The old process is left to drain and exit by itself (reaped
+        // here when it does).
+        if let Some(child) = self.child.take() {
+            std::thread::spawn(move || reap(child));
+        }
+        self.pid = new;
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Waits (a while) for a process that drains to exit.
+fn reap(mut child: Served) {
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().ok().flatten().is_none() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    let Some(p) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    rustix::process::test_kill_process(p).is_ok()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')))
+}
+
+/// The file uploaded: 1 MiB blocks of a generator's bytes, each block
+/// stamped with its index (no two alike).
+fn write_source(path: &Path) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut block = vec![0u8; 1 << 20];
+    for i in 0..(LEN >> 20) {
+        for word in block.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            word.copy_from_slice(&x.to_le_bytes());
+        }
+        block[..8].copy_from_slice(&i.to_le_bytes());
+        f.write_all(&block).unwrap();
+    }
+    f.flush().unwrap();
+}
+
+/// Twenty offsets in (0, LEN − 16 MiB), ascending, from a fixed seed:
+/// the last leaves room to be seen before the last chunk ends the upload.
+fn offsets() -> Vec<u64> {
+    let mut x: u64 = 20261206;
+    let mut out: Vec<u64> = (0..20)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            1 + (x >> 20) % (LEN - (16 << 20))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+fn part_len(partial: &Path) -> Option<u64> {
+    std::fs::read_dir(partial)
+        .ok()?
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with(".part"))
+        .and_then(|e| e.metadata().ok())
+        .map(|m| m.len())
+}
+
+/// A run of the client: with a checksum on each chunk (a chunk cut short
+/// is discarded whole) or without (every byte that arrived counts).
+fn client(dir: &Path, relay: u16, sums: bool) -> Child {
+    Command::new("python3")
+        .current_dir(dir)
+        .arg("client.py")
+        .arg(format!("http://127.0.0.1:{relay}/.tus/"))
+        .args(["big.bin", "urls.json", ALICE])
+        .arg(if sums { "sums" } else { "bytes" })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3")
+}
+
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    let (mut a, mut b) = (
+        std::fs::File::open(a).unwrap(),
+        std::fs::File::open(b).unwrap(),
+    );
+    let (mut x, mut y) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+    loop {
+        let n = a.read(&mut x).unwrap();
+        let mut m = 0;
+        while m < n {
+            let got = b.read(&mut y[m..n]).unwrap();
+            if got == 0 {
+                return false;
+            }
+            m += got;
+        }
+        if x[..n] != y[..n] {
+            return false;
+        }
+        if n == 0 {
+            return b.read(&mut y).unwrap() == 0;
+        }
+    }
+}
+
+#[test]
+fn tuspy_resumes_256_mib_after_twenty_blows_to_a_byte_identical_file() {
+    let status = Command::new("python3")
+        .args(["-c", "import tusclient"])
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "PyPI tuspy is missing: test.sh installs it"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("site/in")).unwrap();
+    std::fs::write(dir.join("users.htpasswd"), USERS).unwrap();
+    std::fs::write(dir.join("client.py"), CLIENT).unwrap();
+    write_source(&dir.join("big.bin"));
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        dir.join("rt.toml"),
+        format!(
+            "listen = \"127.0.0.1:{port}\"\nerror-log = \"error.log\"\naccess-log = \"off\"\n\
+             stats-socket = \"stats.sock\"\n\
+             [resumable]\ndir = \"partial\"\n\
+             [[auth]]\nmatch = \"in/**\"\nhtpasswd = \"users.htpasswd\"\nplain-http = true\n\
+             [[write]]\nmatch = \"in/**\"\nwriters = [\"alice\"]\nmax-size = \"512MiB\"\nplain-http = true\n"
+        ),
+    )
+    .unwrap();
+    let mut server = Server::start(dir);
+    let relay = Relay::start(port);
+    let partial = dir.join("partial");
+    let target = dir.join("site/in/big.bin");
+    let blows = [
+        Blow::KillClient,
+        Blow::DropConnection,
+        Blow::KillServer,
+        Blow::Upgrade,
+    ];
+    let plan: Vec<(u64, Blow)> = offsets()
+        .into_iter()
+        .zip(blows.iter().copied().cycle())
+        .collect();
+    let mut next = 0;
+    let mut runs = 0;
+    let mut done = false;
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while !done {
+        runs += 1;
+        let mut c = client(dir, relay.port, runs % 2 == 1);
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "not done after {runs} runs, {next} blows"
+            );
+            if let Some(exit) = c.try_wait().unwrap() {
+                let mut out = String::new();
+                c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+                done = exit.success() && out.starts_with(&format!("done {LEN}"));
+                if !done {
+                    // It failed (its connection cut, the server gone, or
+                    // the upload held by a draining process): again.
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                break;
+            }
+            let arrived = part_len(&partial).unwrap_or(0);
+            if next < plan.len() && arrived >= plan[next].0 && arrived < LEN {
+                assert!(!target.exists(), "a partial file under the final name");
+                let (at, blow) = plan[next];
+                eprintln!("blow {next}: {blow:?} at {arrived} (drawn {at})");
+                next += 1;
+                match blow {
+                    Blow::KillClient => {
+                        let _ = c.kill();
+                    }
+                    Blow::DropConnection => relay.drop_all(),
+                    Blow::KillServer => server.restart(),
+                    Blow::Upgrade => server.upgrade(),
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = c.wait();
+    }
+    assert_eq!(next, plan.len(), "every blow was dealt before the end");
+    assert!(
+        same_bytes(&dir.join("big.bin"), &target),
+        "the file differs"
+    );
+    // Nothing of the upload's bytes is left beside its record.
+    let left: Vec<String> = std::fs::read_dir(&partial)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| n.ends_with(".info")), "{left:?}");
+    // The process serving now named the file; it saw the client resume.
+    let explain = common::nikaia(dir, &["explain", "--json", "--socket", "stats.sock"]);
+    let report: serde_json::Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let r = &report["resumable"];
+    assert_eq!(r["completed"], 1, "{report}");
+    assert!(r["resumed"].as_u64().unwrap() >= 1, "{report}");
+    assert_eq!(r["pending"], 0, "{report}");
+    eprintln!("{runs} client runs, {} blows", plan.len());
+}
