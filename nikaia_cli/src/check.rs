@@ -5,17 +5,20 @@ use std::path::Path;
 use nikaia_std::rt::{format_utc, Runtime};
 
 /// Valid: the effective configuration on stdout, then each certificate pair
-/// that loads (as comments: its names and its end), 0. Invalid, or naming
+/// that loads (as comments: its names and its end), 0. `dir` is the
+/// directory a server would serve with it (`[resumable] dir` is checked
+/// against it). Invalid, or naming
 /// something on this machine a server could not start with (a stats-socket
 /// path that is not a socket): every error on stderr, one per line, 1.
 /// Warnings go to stderr too and leave the status 0.
-pub fn run(file: &Path) -> u8 {
+pub fn run(file: &Path, dir: &Path) -> u8 {
     match Runtime::load(file) {
         Ok(runtime) => {
             print!("{}", runtime.to_toml());
             print!("{}", certificates(&runtime));
             let mut status = 0;
-            for finding in runtime.preflight() {
+            let served = runtime.served_findings(dir);
+            for finding in runtime.preflight().into_iter().chain(served) {
                 let level = if finding.warning { "warning" } else { "error" };
                 eprintln!(
                     "{}: {level}: key `{}`: {}",

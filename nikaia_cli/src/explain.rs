@@ -197,6 +197,24 @@ pub fn render(socket: &Path, r: &Value) -> String {
             n(&w["deleted"]),
         );
     }
+    let u = &r["resumable"];
+    if u.is_object() {
+        out += &format!(
+            "resumable    {} pending ({} announced); {} created, {} completed ({} received); {} resumed, {} taken over\n             refused: {} offset conflicts, {} checksum mismatches, {} other; {} expired, {} terminated\n",
+            n(&u["pending"]),
+            size(n(&u["pending_bytes"])),
+            n(&u["created"]),
+            n(&u["completed"]),
+            size(n(&u["bytes"])),
+            n(&u["resumed"]),
+            n(&u["taken_over"]),
+            n(&u["conflicts"]),
+            n(&u["checksum_mismatches"]),
+            n(&u["refused"]),
+            n(&u["expired"]),
+            n(&u["terminated"]),
+        );
+    }
     let p = &r["produced"];
     if p.is_object() {
         out += &format!(

@@ -62,6 +62,10 @@ enum Command {
     Check {
         /// The runtime file (TOML)
         file: PathBuf,
+        /// The directory `nikaia serve` would serve with it (default: the
+        /// current directory): where `[resumable] dir` must not be, and
+        /// whose file system it must share
+        dir: Option<PathBuf>,
     },
     /// Check the stubs (spec/std/*.nk) against nikaia_std's Rust source, both ways
     Stubtest(StubtestArgs),
@@ -90,7 +94,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let status = match cli.command {
         Some(Command::Serve(args)) => serve::run(args),
-        Some(Command::Check { file }) => check::run(&file),
+        Some(Command::Check { file, dir }) => check::run(&file, &dir.unwrap_or_else(|| ".".into())),
         Some(Command::Compress(args)) => compress::run(args),
         Some(Command::Explain(args)) => explain::run(args),
         Some(Command::Stubtest(args)) => stubtest::run(stubtest::Options {

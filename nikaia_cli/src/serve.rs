@@ -85,6 +85,17 @@ pub fn run(args: ServeArgs) -> u8 {
     };
     adjust(&mut rt);
     warn_of_served_secrets(&rt, &dir);
+    let refusals: Vec<_> = rt
+        .served_findings(&dir)
+        .into_iter()
+        .filter(|f| !f.warning)
+        .collect();
+    if !refusals.is_empty() {
+        for f in refusals {
+            eprintln!("nikaia serve: key `{}`: {}", f.key, f.message);
+        }
+        return 1;
+    }
     let root = match Root::dir(&dir) {
         Ok(root) => root,
         Err(e) => {

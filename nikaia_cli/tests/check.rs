@@ -173,3 +173,48 @@ fn write_rules_no_password_protects_are_warned_of() {
         text(&output.stderr)
     );
 }
+
+/// `[resumable] dir` must be outside the served directory and on its file
+/// system: `nikaia check FILE DIR` says which, and `nikaia serve` refuses
+/// to start with either.
+#[test]
+fn resumable_partials_live_outside_the_served_tree_on_its_file_system() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("site")).unwrap();
+    let write = |partial: &str| {
+        let text = format!("[resumable]\ndir = \"{partial}\"\n");
+        std::fs::write(dir.path().join("runtime.toml"), text).unwrap();
+    };
+    write("partial");
+    let output = nikaia(dir.path(), &["check", "runtime.toml", "site"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("resumable = { dir = "));
+
+    write("site/partial");
+    let output = nikaia(dir.path(), &["check", "runtime.toml", "site"]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = text(&output.stderr);
+    assert!(
+        err.contains("key `resumable`") && err.contains("inside the served directory"),
+        "{err}"
+    );
+    let serve = nikaia(dir.path(), &["serve", "site", "--runtime", "runtime.toml"]);
+    assert_eq!(serve.status.code(), Some(1));
+    assert!(text(&serve.stderr).contains("inside the served directory"));
+    assert!(
+        !dir.path().join("site/partial").exists(),
+        "nothing was made"
+    );
+
+    // /dev/shm is a mount of its own: another file system than the
+    // temporary directory's.
+    let shm = tempfile::tempdir_in("/dev/shm").expect("a tmpfs");
+    use std::os::unix::fs::MetadataExt;
+    let other = std::fs::metadata(shm.path()).unwrap().dev();
+    assert_ne!(other, std::fs::metadata(dir.path()).unwrap().dev());
+    write(&shm.path().join("partial").display().to_string());
+    let output = nikaia(dir.path(), &["check", "runtime.toml", "site"]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = text(&output.stderr);
+    assert!(err.contains("another file system"), "{err}");
+}

@@ -10,11 +10,12 @@
 
 mod common;
 
-use common::{spawn_serve, Served};
-use std::io::{Read, Write};
+use common::Served;
+use std::io::{BufRead, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -53,7 +54,9 @@ struct Relay {
 }
 
 impl Relay {
-    fn start(upstream: u16) -> Relay {
+    /// A relay to the port `upstream` holds (it moves when the server is
+    /// started again).
+    fn start(upstream: Arc<AtomicU16>) -> Relay {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
@@ -62,7 +65,14 @@ impl Relay {
             for down in listener.incoming().flatten() {
                 let end = Instant::now() + Duration::from_secs(10);
                 let up = loop {
-                    match TcpStream::connect(("127.0.0.1", upstream)) {
+                    match TcpStream::connect(("127.0.0.1", upstream.load(Relaxed))) {
+                        // With no listener, a connect to a port of the
+                        // ephemeral range can be given that port itself
+                        // and connect to itself: that holds the port.
+                        Ok(up) if up.local_addr().ok() == up.peer_addr().ok() => {
+                            drop(up);
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
                         Ok(up) => break Some(up),
                         Err(_) if Instant::now() < end => {
                             std::thread::sleep(Duration::from_millis(20))
@@ -115,37 +125,84 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 /// The server: the process started here, or the one an upgrade started.
 struct Server {
     dir: PathBuf,
+    /// Where it listens: a new port each time it is started again (a port
+    /// a SIGKILLed process listened on can stay taken a while).
+    port: Arc<AtomicU16>,
     child: Option<Served>,
     pid: i32,
     upgrades: usize,
+    /// Processes an upgrade replaced, draining: a SIGKILL of the server
+    /// ends them too (they may still hold the port).
+    draining: Vec<i32>,
 }
 
-/// `nikaia serve site` in `dir`, and its pid.
+/// The runtime file, listening on `port`.
+fn runtime(dir: &Path, port: u16) {
+    let text = format!(
+        "listen = \"127.0.0.1:{port}\"\nerror-log = \"error.log\"\naccess-log = \"off\"\n\
+         stats-socket = \"stats.sock\"\n\
+         [resumable]\ndir = \"partial\"\n\
+         [[auth]]\nmatch = \"in/**\"\nhtpasswd = \"users.htpasswd\"\nplain-http = true\n\
+         [[write]]\nmatch = \"in/**\"\nwriters = [\"alice\"]\nmax-size = \"512MiB\"\nplain-http = true\n"
+    );
+    std::fs::write(dir.join("rt.toml"), text).unwrap();
+}
+
+/// `nikaia serve site` in `dir`, and its pid, once it says it serves
+/// (what it says on stderr goes to `serve.err`).
 fn spawn(dir: &Path) -> (Served, i32) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.current_dir(dir)
-        .arg("serve")
-        .arg("site")
-        .args(["--runtime", "rt.toml"]);
-    let (child, _) = spawn_serve(cmd);
+    let err = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("serve.err"))
+        .unwrap();
+    let mut child = Served::from(
+        Command::new(env!("CARGO_BIN_EXE_nikaia"))
+            .current_dir(dir)
+            .env("NIKAIA_RUNTIME", "")
+            .args(["serve", "site", "--runtime", "rt.toml"])
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let said = std::fs::read_to_string(dir.join("serve.err")).unwrap_or_default();
+    if !line.starts_with("Serving ") {
+        let ss = Command::new("ss").args(["-tanpo"]).output().unwrap();
+        panic!(
+            "nikaia serve did not start: {said}\n{}",
+            String::from_utf8_lossy(&ss.stdout)
+        );
+    }
     let pid = child.id() as i32;
     (child, pid)
 }
 
 impl Server {
     fn start(dir: &Path) -> Server {
+        let port = quiet_port();
+        runtime(dir, port);
         let (child, pid) = spawn(dir);
         Server {
             dir: dir.to_path_buf(),
+            port: Arc::new(AtomicU16::new(port)),
             child: Some(child),
             pid,
             upgrades: 0,
+            draining: Vec::new(),
         }
     }
 
     /// SIGKILL, then a new process on the same port and directories.
     fn restart(&mut self) {
         self.kill();
+        let port = quiet_port();
+        runtime(&self.dir, port);
+        self.port.store(port, Relaxed);
         let (child, pid) = spawn(&self.dir);
         self.child = Some(child);
         self.pid = pid;
@@ -156,14 +213,19 @@ impl Server {
     }
 
     fn kill(&mut self) {
-        let pid = rustix::process::Pid::from_raw(self.pid).unwrap();
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        let mut pids = std::mem::take(&mut self.draining);
+        pids.push(self.pid);
+        for &pid in &pids {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.wait();
         }
         let end = Instant::now() + Duration::from_secs(20);
-        while alive(self.pid) {
-            assert!(Instant::now() < end, "SIGKILL did not end {}", self.pid);
+        while pids.iter().any(|&pid| alive(pid)) {
+            assert!(Instant::now() < end, "SIGKILL did not end {pids:?}");
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -185,8 +247,7 @@ impl Server {
         self.upgrades += 1;
         let started = log
             .lines()
-            .filter(|l| l.contains("SIGUSR2: starting"))
-            .nth(self.upgrades - 1)
+            .rfind(|l| l.contains("SIGUSR2: starting"))
             .unwrap();
         let new = started
             .split("(pid ")
@@ -199,6 +260,7 @@ impl Server {
         if let Some(child) = self.child.take() {
             std::thread::spawn(move || reap(child));
         }
+        self.draining.push(self.pid);
         self.pid = new;
     }
 }
@@ -259,6 +321,19 @@ fn offsets() -> Vec<u64> {
         .collect();
     out.sort_unstable();
     out
+}
+
+/// A free port below the ephemeral range (32768 and up): no connection
+/// made while the server is down is ever given it. Each call a new one.
+fn quiet_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let base = 20000 + (std::process::id() % 5000) as u16;
+    loop {
+        let p = base + NEXT.fetch_add(1, Relaxed) % 7000;
+        if TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            return p;
+        }
+    }
 }
 
 fn part_len(partial: &Path) -> Option<u64> {
@@ -326,24 +401,8 @@ fn tuspy_resumes_256_mib_after_twenty_blows_to_a_byte_identical_file() {
     std::fs::write(dir.join("users.htpasswd"), USERS).unwrap();
     std::fs::write(dir.join("client.py"), CLIENT).unwrap();
     write_source(&dir.join("big.bin"));
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    std::fs::write(
-        dir.join("rt.toml"),
-        format!(
-            "listen = \"127.0.0.1:{port}\"\nerror-log = \"error.log\"\naccess-log = \"off\"\n\
-             stats-socket = \"stats.sock\"\n\
-             [resumable]\ndir = \"partial\"\n\
-             [[auth]]\nmatch = \"in/**\"\nhtpasswd = \"users.htpasswd\"\nplain-http = true\n\
-             [[write]]\nmatch = \"in/**\"\nwriters = [\"alice\"]\nmax-size = \"512MiB\"\nplain-http = true\n"
-        ),
-    )
-    .unwrap();
     let mut server = Server::start(dir);
-    let relay = Relay::start(port);
+    let relay = Relay::start(server.port.clone());
     let partial = dir.join("partial");
     let target = dir.join("site/in/big.bin");
     let blows = [
@@ -417,5 +476,13 @@ fn tuspy_resumes_256_mib_after_twenty_blows_to_a_byte_identical_file() {
     assert_eq!(r["completed"], 1, "{report}");
     assert!(r["resumed"].as_u64().unwrap() >= 1, "{report}");
     assert_eq!(r["pending"], 0, "{report}");
+    let text = common::nikaia(dir, &["explain", "--socket", "stats.sock"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("resumable    0 pending"), "{text}");
+    let prom = common::nikaia(dir, &["explain", "--prometheus", "--socket", "stats.sock"]);
+    let parsed = common::parse_prometheus(&String::from_utf8_lossy(&prom.stdout));
+    let completed = [("event", "completed")];
+    let sample = common::prometheus_sample(&parsed, "nikaia_resumable_uploads", &completed);
+    assert_eq!(sample, 1.0);
     eprintln!("{runs} client runs, {} blows", plan.len());
 }

@@ -255,6 +255,40 @@ pub fn prometheus(r: &Value) -> String {
             refused.unwrap_or_default(),
         );
     }
+    let u = &r["resumable"];
+    if u.is_object() {
+        p.counter(
+            "nikaia_resumable_uploads_total",
+            "What the tus endpoint did with uploads: created, completed (the file named), resumed (a PATCH past offset 0), taken over from a request whose client left, expired, terminated.",
+            ["created", "completed", "resumed", "taken_over", "expired", "terminated"]
+                .iter()
+                .map(|event| (vec![("event", event.to_string())], n(&u[*event])))
+                .collect(),
+        );
+        p.counter(
+            "nikaia_resumable_bytes_total",
+            "Bytes of uploads that arrived at the tus endpoint.",
+            vec![(vec![], n(&u["bytes"]))],
+        );
+        p.counter(
+            "nikaia_resumable_refusals_total",
+            "Requests of the tus endpoint refused: an offset conflict (409), a checksum mismatch (460), any other.",
+            [("conflict", "conflicts"), ("checksum", "checksum_mismatches"), ("other", "refused")]
+                .iter()
+                .map(|(reason, key)| (vec![("reason", reason.to_string())], n(&u[*key])))
+                .collect(),
+        );
+        p.gauge(
+            "nikaia_resumable_pending",
+            "Uploads not yet complete.",
+            n(&u["pending"]),
+        );
+        p.gauge(
+            "nikaia_resumable_pending_bytes",
+            "The lengths announced by uploads not yet complete.",
+            n(&u["pending_bytes"]),
+        );
+    }
     if tls.is_object() {
         p.counter(
             "nikaia_tls_handshakes_total",

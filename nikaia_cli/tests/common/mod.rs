@@ -26,6 +26,12 @@ impl std::ops::DerefMut for Served {
     }
 }
 
+impl From<Child> for Served {
+    fn from(child: Child) -> Served {
+        Served(child)
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         if let Ok(None) = self.0.try_wait() {

@@ -73,6 +73,64 @@ impl Runtime {
         found
     }
 
+    /// What serving `dir` with this runtime would meet that the file alone
+    /// cannot say: `[resumable] dir` must be a directory (or one that can
+    /// be made) outside `dir` and on its file system, since a complete
+    /// upload is renamed into place (`spec/site.md`, "Resumable
+    /// uploads"). `nikaia check FILE DIR` reports them; `nikaia serve`
+    /// refuses to start on an error.
+    pub fn served_findings(&self, dir: &std::path::Path) -> Vec<Finding> {
+        use std::os::unix::fs::MetadataExt;
+        let Some(r) = &self.resumable else {
+            return Vec::new();
+        };
+        let problem = |message: String| Finding {
+            key: "resumable",
+            message,
+            warning: false,
+        };
+        let partial = r.dir.display();
+        let served = match std::fs::metadata(dir) {
+            Ok(m) => m,
+            Err(e) => {
+                return vec![problem(format!(
+                    "the served directory {}: {e}",
+                    dir.display()
+                ))]
+            }
+        };
+        // Where it does not exist yet, its parent says where it would be.
+        let existing = std::iter::successors(Some(r.dir.as_path()), |p| p.parent())
+            .find(|p| p.exists())
+            .unwrap_or(std::path::Path::new("/"));
+        let meta = match std::fs::metadata(existing) {
+            Ok(m) => m,
+            Err(e) => return vec![problem(format!("dir {partial}: {e}"))],
+        };
+        if existing == r.dir && !meta.is_dir() {
+            return vec![problem(format!("dir {partial}: not a directory"))];
+        }
+        let mut found = Vec::new();
+        if meta.dev() != served.dev() {
+            found.push(problem(format!(
+                "dir {partial} is on another file system than the served directory {}                  (st_dev {} against {}): a complete upload is renamed into place, which                  cannot cross file systems",
+                dir.display(),
+                meta.dev(),
+                served.dev()
+            )));
+        }
+        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        if let (Some(at), Some(root)) = (canonical(existing), canonical(dir)) {
+            if at.starts_with(&root) {
+                found.push(problem(format!(
+                    "dir {partial} is inside the served directory {}: partial uploads                      must never be served",
+                    dir.display()
+                )));
+            }
+        }
+        found
+    }
+
     /// What `[acme]` would meet: a program without the feature, a storage
     /// that is not private, a key file or roots that do not read, and no
     /// listener for the challenges allowed (HTTP-01 needs a plain listener

@@ -64,6 +64,23 @@ pub(crate) fn reload(
         restart_needed.push("io-threads");
         new.io_threads = old.io_threads;
     }
+    // The endpoint is a route and the directory was opened at start: a
+    // change keeps the old ones (expiry and caps change live).
+    let place = |rt: &Runtime| {
+        rt.resumable
+            .as_ref()
+            .map(|r| (r.dir.clone(), r.endpoint.clone()))
+    };
+    if place(&new) != place(&old) {
+        restart_needed.push("resumable");
+        match (&mut new.resumable, &old.resumable) {
+            (Some(n), Some(o)) => {
+                n.dir = o.dir.clone();
+                n.endpoint = o.endpoint.clone();
+            }
+            (n, o) => *n = o.clone(),
+        }
+    }
     if new.has_certificates() != old.has_certificates() {
         restart_needed.push(match new.tls_cert.is_some() != old.tls_cert.is_some() {
             true => "tls-cert",
