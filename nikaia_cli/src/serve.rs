@@ -3,7 +3,7 @@
 //! travels.
 
 use nikaia_std::fs::Root;
-use nikaia_std::http::{dir_handler, dir_writer, resumable, Limit, Server};
+use nikaia_std::http::Server;
 use nikaia_std::rt::{Acme, HttpsRedirect, Listen, ListenAddr, Runtime, RUNTIME_ENV};
 use std::io::Write;
 use std::path::PathBuf;
@@ -103,30 +103,10 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    // GET (and HEAD), OPTIONS for CORS preflights, and PUT and DELETE as
-    // the write rules allow (none by default: 405) (`spec/site.md`).
-    let writer = std::sync::Arc::new(dir_writer(root.clone(), args.hidden));
-    let remover = writer.clone();
-    let tus = std::sync::Arc::new(resumable(root.clone(), args.hidden));
-    let endpoint = rt.resumable.as_ref().map(|r| format!("{}*id", r.endpoint));
-    let handler = std::sync::Arc::new(dir_handler(root, args.hidden, args.list));
-    let preflight = handler.clone();
-    let mut server = Server::with_runtime(rt)
-        .route("/*path", move |req| handler(req))
-        .on("OPTIONS", "/*path", move |req| preflight(req))
-        .to_file("PUT", "/*path", move |req| writer(req))
-        .coded_body()
-        .max_body(Limit::None)
-        .to_file("DELETE", "/*path", move |req| remover(req));
-    // The tus endpoint, where `[resumable]` names one (read at start).
-    if let Some(endpoint) = endpoint {
-        for method in ["POST", "HEAD", "PATCH", "DELETE", "OPTIONS"] {
-            let tus = tus.clone();
-            server = server
-                .to_file(method, &endpoint, move |req| tus(req))
-                .max_body(Limit::None);
-        }
-    }
+    // GET (and HEAD), OPTIONS for CORS preflights, PUT and DELETE as the
+    // write rules allow (none by default: 405), and the tus endpoint where
+    // `[resumable]` names one (`spec/site.md`).
+    let mut server = Server::with_runtime(rt).serve_dir(root, args.hidden, args.list);
     if let Some(file) = file {
         server = server.reload_from(file, adjust);
     }

@@ -141,6 +141,44 @@ pub fn resumable(root: Root, hidden: bool) -> impl Fn(&Request) -> ToFile + Send
     }
 }
 
+impl super::Server {
+    /// Every route of `nikaia serve ROOT`: [`dir_handler`] for `GET`,
+    /// `HEAD` and `OPTIONS` (CORS preflights) of every name, [`dir_writer`]
+    /// for `PUT` and `DELETE` as the write rules allow, and, where the
+    /// runtime file has `[resumable]`, [`resumable`] at its endpoint
+    /// (read now: a reload does not move it).
+    pub fn serve_dir(self, root: Root, hidden: bool, list: bool) -> super::Server {
+        use super::Limit;
+        use std::sync::Arc;
+        let writer = Arc::new(dir_writer(root.clone(), hidden));
+        let remover = writer.clone();
+        let tus = Arc::new(resumable(root.clone(), hidden));
+        let endpoint = self
+            .rt
+            .resumable
+            .as_ref()
+            .map(|r| format!("{}*id", r.endpoint));
+        let handler = Arc::new(dir_handler(root, hidden, list));
+        let preflight = handler.clone();
+        let mut server = self
+            .route("/*path", move |req| handler(req))
+            .on("OPTIONS", "/*path", move |req| preflight(req))
+            .to_file("PUT", "/*path", move |req| writer(req))
+            .coded_body()
+            .max_body(Limit::None)
+            .to_file("DELETE", "/*path", move |req| remover(req));
+        if let Some(endpoint) = endpoint {
+            for method in ["POST", "HEAD", "PATCH", "DELETE", "OPTIONS"] {
+                let tus = tus.clone();
+                server = server
+                    .to_file(method, &endpoint, move |req| tus(req))
+                    .max_body(Limit::None);
+            }
+        }
+        server
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{visible, visible_bytes};

@@ -233,15 +233,9 @@ impl Erased for Upload {
     }
 
     fn piece(&mut self, piece: &[u8], flow: &mut Flow<'_>) {
-        if self.run.capacity() < RUN {
-            self.run.reserve_exact(RUN - self.run.len());
-        }
         let mut rest = piece;
         while !rest.is_empty() {
-            let n = (RUN - self.run.len()).min(rest.len());
-            self.run.extend_from_slice(&rest[..n]);
-            rest = &rest[n..];
-            if self.run.len() == RUN {
+            if gather(&mut self.run, &mut rest) {
                 self.hand_over(Some(&mut *flow));
             }
         }
@@ -474,6 +468,19 @@ impl Drop for Job {
     fn drop(&mut self) {
         self.done();
     }
+}
+
+/// Moves the start of `rest` into `run` (given its [`RUN`] of room once)
+/// until `run` is full or `rest` empty: whether `run` is full, a run to
+/// hand to the writer.
+pub(crate) fn gather(run: &mut Vec<u8>, rest: &mut &[u8]) -> bool {
+    if run.capacity() < RUN {
+        run.reserve_exact(RUN - run.len());
+    }
+    let n = (RUN - run.len()).min(rest.len());
+    run.extend_from_slice(&rest[..n]);
+    *rest = &rest[n..];
+    run.len() == RUN
 }
 
 /// Takes a place among the bodies being written, or the 503 that says

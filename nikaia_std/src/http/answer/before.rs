@@ -145,7 +145,9 @@ fn site_write(files: &impl Files, req: &Request, mut to: ToFile, declared: Decla
         false => Some(0),
     };
     let tls = files.tls();
-    match write::gate(rt, req, &name, asked, tls, length, |c| files.verified(c)) {
+    match write::gate(rt, req, &name, asked, tls, length, None, |c| {
+        files.verified(c)
+    }) {
         Err(mut refusal) => {
             files.count_write(refusal.status());
             write::dress_refusal(rt, req, &name, &Grant::default(), tls, &mut refusal);

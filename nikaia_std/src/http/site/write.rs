@@ -72,24 +72,10 @@ pub(crate) struct Permit {
 /// Decides from the head what `req` may do to `name` (normalised, with a
 /// trailing `/` for a directory): the permit, or the answer instead.
 /// `verified`: whether the backend's table of verified credentials has
-/// these.
-pub(crate) fn gate(
-    rt: &Runtime,
-    req: &Request,
-    name: &str,
-    asked: Asked,
-    tls: bool,
-    length: Option<u64>,
-    verified: impl FnOnce(&Check) -> bool,
-) -> Result<Permit, Response> {
-    gate_for(rt, req, name, asked, tls, length, None, verified)
-}
-
-/// [`gate`] for a request about a resumable upload `owner` created, whose
-/// final name is `name`: the same rules, and a user other than its creator
-/// is 404 once verified.
+/// these. `owner`: for a request about a resumable upload, the user who
+/// created it — any other is 404 once verified.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn gate_for(
+pub(crate) fn gate(
     rt: &Runtime,
     req: &Request,
     name: &str,

@@ -22,9 +22,6 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// A run of a `PATCH`'s bytes handed to the writer at once.
-const RUN: usize = 512 << 10;
-
 /// The sink of one request of the endpoint.
 pub(crate) struct Job {
     inner: Arc<Inner>,
@@ -137,13 +134,7 @@ impl Erased for Job {
     fn piece(&mut self, piece: &[u8], flow: &mut Flow<'_>) {
         let mut rest = piece;
         while !rest.is_empty() {
-            if self.run.capacity() < RUN {
-                self.run.reserve_exact(RUN - self.run.len());
-            }
-            let n = (RUN - self.run.len()).min(rest.len());
-            self.run.extend_from_slice(&rest[..n]);
-            rest = &rest[n..];
-            if self.run.len() == RUN {
+            if crate::linux::write::gather(&mut self.run, &mut rest) {
                 self.hand_over(Some(&mut *flow));
             }
         }
@@ -194,6 +185,7 @@ impl Inner {
                 asked(*refused),
                 self.tls,
                 Some(*length),
+                None,
                 verified,
             ),
             ask => {
@@ -209,7 +201,7 @@ impl Inner {
                 let (name, owner) = (known.record.name.clone(), known.record.user.clone());
                 lock(&self.st).known = Some(known);
                 let owner = Some(owner);
-                write::gate_for(
+                write::gate(
                     &rt,
                     &self.req,
                     &name,
