@@ -1,0 +1,272 @@
+//! What the endpoint does for a request whose rules passed, but for a
+//! `PATCH`'s body (`patch.rs`): create an upload, report its offset, end
+//! it, take it over from a request whose client left, and give a complete
+//! upload its final name.
+
+use super::{lock, Inner};
+use crate::fs::{self, PartialDir};
+use crate::http::site::resume::{self, Id, Seen};
+use crate::http::site::write::{self, Permit};
+use crate::http::site::Grant;
+use crate::http::Response;
+use crate::linux::resume::{now, Known, Record};
+use crate::rt::Resumable;
+use std::fs::File;
+use std::sync::atomic::Ordering::Relaxed;
+
+impl Inner {
+    /// `POST`: a new upload, its record written before the answer.
+    pub(super) fn create(
+        &self,
+        r: &Resumable,
+        permit: &Permit,
+        length: u64,
+        name: &str,
+        metadata: String,
+    ) -> Response {
+        if let Some(status) = permit.after_preconditions {
+            return Response::status_page(status);
+        }
+        if !self.uploads.same_fs(&self.root) {
+            return Response::internal_error(format!(
+                "[resumable] dir {} is not on the served directory's file system",
+                self.uploads.dir.path().display()
+            ));
+        }
+        let user = permit.grant.user.clone();
+        if !self.uploads.within_caps(r, user.as_deref(), length) {
+            return Response::status_page(507);
+        }
+        // The name as it is now: a create the rule does not allow, a link
+        // on the way, one of the server's own files are refused before a
+        // byte is sent (and again when the file is given its name).
+        let mut guard = permit.guard(self.own(&permit.grant));
+        guard.make_dirs = false;
+        let early = self.root.begin_write_guarded(
+            name,
+            fs::Mode::Conditional(permit.conditions.clone()),
+            &guard,
+        );
+        match early {
+            Ok(_) => {}
+            Err(fs::Error::NotFound) if permit.make_dirs => {}
+            Err(e) => return write::answer(&self.runtime(), &self.req, permit, Err(e)),
+        }
+        let floor = self.runtime().write_free_floor;
+        if self.uploads.dir.free_space() < length.saturating_add(floor) {
+            return Response::status_page(507);
+        }
+        let Some(id) = random_id() else {
+            return Response::internal_error("no randomness for an upload's identifier".into());
+        };
+        let created = now();
+        let mut record = Record {
+            user,
+            name: name.to_owned(),
+            length,
+            dev: 0,
+            ino: 0,
+            created,
+            metadata,
+            done: None,
+        };
+        let durable = permit.durability != fs::Durability::None;
+        let made = self.uploads.dir.create(&id.hex(), durable, |dev, ino| {
+            record.dev = dev;
+            record.ino = ino;
+            record.to_text().into_bytes()
+        });
+        if let Err(e) = made {
+            return write::answer(&self.runtime(), &self.req, permit, Err(e));
+        }
+        self.uploads.insert(id, record);
+        self.uploads.stats.created.fetch_add(1, Relaxed);
+        resume::created(&r.endpoint, id, created + r.expire.as_secs())
+    }
+
+    /// `HEAD`: how much arrived. It takes the upload over from a `PATCH`
+    /// still writing here (its client is gone: it came back with this).
+    pub(super) fn offset(&self, r: &Resumable, permit: &Permit, id: Id) -> Response {
+        let Some(known) = lock(&self.st).known.clone() else {
+            return Response::status_page(404);
+        };
+        let mut hold = lock(&known.hold);
+        self.take_over(&mut hold, id);
+        let record = &known.record;
+        let seen = |offset, expires| Seen {
+            offset,
+            length: record.length,
+            metadata: &record.metadata,
+            expires,
+        };
+        if record.done.is_some() {
+            return resume::offset(&seen(record.length, None));
+        }
+        let file = match self.open(id, &known) {
+            Opened::File(file) => file,
+            Opened::Done => return resume::offset(&seen(record.length, None)),
+            Opened::Answer(resp) => return resp,
+        };
+        let offset = file.metadata().map_or(0, |m| m.len());
+        if offset >= record.length {
+            // Complete, never named (the process that wrote the last byte
+            // was killed before it could): named now.
+            return match self.commit(id, &known, file, permit) {
+                Ok(()) => resume::offset(&seen(record.length, None)),
+                Err(refusal) => refusal,
+            };
+        }
+        let expires = known.last.load(Relaxed) + r.expire.as_secs();
+        resume::offset(&seen(offset, Some(expires)))
+    }
+
+    /// `DELETE`: the upload's files go (the file a complete one became
+    /// stays: only its record goes).
+    pub(super) fn terminate(&self, id: Id) -> Response {
+        let Some(known) = lock(&self.st).known.clone() else {
+            return Response::status_page(404);
+        };
+        let mut hold = lock(&known.hold);
+        self.take_over(&mut hold, id);
+        let hex = id.hex();
+        if known.record.done.is_none() {
+            // Another process writing it holds its lock: not now.
+            if let Ok(None) = self.uploads.dir.open_locked(&hex) {
+                return locked();
+            }
+        }
+        self.uploads.dir.remove(&hex);
+        drop(hold);
+        self.uploads.forget(id);
+        self.uploads.stats.terminated.fetch_add(1, Relaxed);
+        resume::tus(Response::new(204))
+    }
+
+    /// Ends a `PATCH` of this process still writing the upload: its bytes
+    /// counted so far stay (those of a chunk whose sum was owed go).
+    pub(super) fn take_over(&self, hold: &mut crate::linux::resume::Hold, id: Id) {
+        hold.generation += 1;
+        if hold.writer.take().is_none() {
+            return;
+        }
+        self.uploads.stats.taken_over.fetch_add(1, Relaxed);
+        if let Some(file) = hold.file.take() {
+            let _ = file.set_len(hold.offset);
+            self.uploads.dir.clear_pending(&id.hex());
+        }
+    }
+
+    /// Opens the upload's `.part` to write, locked: or it is complete (its
+    /// file was named by a process killed before it said so), or the
+    /// answer (423 while another process writes it, 404 when it is gone).
+    pub(super) fn open(&self, id: Id, known: &Known) -> Opened {
+        let hex = id.hex();
+        match self.uploads.dir.open_locked(&hex) {
+            Ok(Some(file)) => Opened::File(file),
+            Ok(None) => Opened::Answer(locked()),
+            Err(fs::Error::NotFound) => {
+                let record = &known.record;
+                let at = self.root.identity_guarded(&record.name);
+                if at == Some((record.dev, record.ino)) {
+                    self.mark_done(id, record.clone(), false);
+                    return Opened::Done;
+                }
+                self.uploads.dir.remove(&hex);
+                self.uploads.forget(id);
+                Opened::Answer(resume::tus(Response::status_page(404)))
+            }
+            Err(e) => Opened::Answer(Response::internal_error(format!("upload {hex}: {e}"))),
+        }
+    }
+
+    /// Records that the upload became its file.
+    pub(super) fn mark_done(&self, id: Id, mut record: Record, durable: bool) {
+        record.done = Some(now());
+        let _ = self
+            .uploads
+            .dir
+            .write_info(&id.hex(), record.to_text().as_bytes(), durable);
+        self.uploads.completed(id, record);
+    }
+
+    /// The runtime file's own files, by identity now.
+    pub(super) fn own(&self, _grant: &Grant) -> Vec<(u64, u64)> {
+        let rt = self.runtime();
+        crate::linux::write::Own::of(&rt, true).identities(&self.root)
+    }
+
+    /// Gives the complete `.part` its final name through the write rules'
+    /// guard, as a `PUT` of it would be. Refused, the upload is removed.
+    pub(super) fn commit(
+        &self,
+        id: Id,
+        known: &Known,
+        file: File,
+        permit: &Permit,
+    ) -> Result<(), Response> {
+        let hex = id.hex();
+        let guard = permit.guard(self.own(&permit.grant));
+        let mode = fs::Mode::Conditional(permit.conditions.clone());
+        let name = &known.record.name;
+        let done = self.uploads.dir.dup().and_then(|from| {
+            let temp = PartialDir::part_name(&hex);
+            let writing = self
+                .root
+                .adopt_guarded(name, mode, &guard, file, from, temp)?;
+            writing.commit(permit.durability)
+        });
+        let writes = &self.shared.stats.writes;
+        match done {
+            Ok(written) => {
+                let durable = permit.durability != fs::Durability::None;
+                self.mark_done(id, known.record.clone(), durable);
+                self.uploads.stats.completed.fetch_add(1, Relaxed);
+                let counter = if written.created {
+                    &writes.created
+                } else {
+                    &writes.replaced
+                };
+                counter.fetch_add(1, Relaxed);
+                writes.bytes.fetch_add(written.id.size, Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                self.uploads.dir.remove(&hex);
+                self.uploads.forget(id);
+                let rt = self.runtime();
+                let resp = write::answer(&rt, &self.req, permit, Err(e));
+                writes.refused(resp.status());
+                Err(resp)
+            }
+        }
+    }
+}
+
+/// What opening an upload's `.part` found.
+pub(super) enum Opened {
+    File(File),
+    /// It is the final file already.
+    Done,
+    Answer(Response),
+}
+
+/// 423: another process (the one an upgrade replaces) writes the upload
+/// now; tus clients try again.
+fn locked() -> Response {
+    resume::tus(Response::status_page(423)).header("Retry-After", 1)
+}
+
+/// 128 bits from the kernel's generator; `None` where it has none (an
+/// identifier is a capability: never made from the clock).
+fn random_id() -> Option<Id> {
+    let mut bits = [0u8; 16];
+    let mut got = 0;
+    while got < bits.len() {
+        match rustix::rand::getrandom(&mut bits[got..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(Id(bits))
+}
