@@ -629,3 +629,54 @@ fn http2_speaks_the_same_protocol() {
         b"abcdef"
     );
 }
+
+#[test]
+fn the_creations_preconditions_hold_when_the_name_is_given() {
+    let t = Tus::new("");
+    std::fs::write(t.site.root.join("in/there.bin"), b"theirs").unwrap();
+    let create = |name: &str, extra: &str| {
+        let meta = format!("Upload-Metadata: filename {}", b64(name));
+        let auth = format!("Authorization: Basic {}", basic(ALICE));
+        t.ask(
+            "POST",
+            "/.tus/",
+            &[auth, meta, "Upload-Length: 4".into(), extra.into()],
+            b"",
+        )
+    };
+    // Create only: 412 at once where the name exists.
+    assert_eq!(create("in/there.bin", "If-None-Match: *").status, 412);
+    // And when it appears while the bytes arrive.
+    let r = create("in/later.bin", "If-None-Match: *");
+    assert_eq!(r.status, 201);
+    let at = r.header("location").unwrap().to_owned();
+    assert_eq!(t.patch(ALICE, &at, 0, b"ab", &[]).status, 204);
+    std::fs::write(t.site.root.join("in/later.bin"), b"theirs").unwrap();
+    assert_eq!(t.patch(ALICE, &at, 2, b"cd", &[]).status, 412);
+    assert_eq!(
+        std::fs::read(t.site.root.join("in/later.bin")).unwrap(),
+        b"theirs"
+    );
+    // If-Match: replaces only the version it names.
+    let mut c = Client::connect(([127, 0, 0, 1], t.port()).into());
+    c.send(format!(
+        "HEAD /in/there.bin HTTP/1.1\r\nHost: t\r\nAuthorization: Basic {}\r\n\r\n",
+        basic(ALICE)
+    ));
+    let tag = c
+        .read_reply(true)
+        .unwrap()
+        .header("etag")
+        .unwrap()
+        .to_owned();
+    let r = create("in/there.bin", &format!("If-Match: {tag}"));
+    assert_eq!(r.status, 201);
+    let at = r.header("location").unwrap().to_owned();
+    assert_eq!(t.patch(ALICE, &at, 0, b"ab", &[]).status, 204);
+    std::fs::write(t.site.root.join("in/there.bin"), b"changed").unwrap();
+    assert_eq!(t.patch(ALICE, &at, 2, b"cd", &[]).status, 412);
+    assert_eq!(
+        std::fs::read(t.site.root.join("in/there.bin")).unwrap(),
+        b"changed"
+    );
+}

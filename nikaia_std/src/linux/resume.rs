@@ -38,6 +38,12 @@ pub(crate) struct Record {
     pub created: u64,
     /// `Upload-Metadata` as the client sent it.
     pub metadata: String,
+    /// The creation's preconditions (`If-Match`, `If-None-Match`,
+    /// `If-Unmodified-Since`), held against the final name when it is
+    /// given, as a `PUT`'s are.
+    pub if_match: Option<String>,
+    pub if_none_match: Option<String>,
+    pub if_unmodified_since: Option<u64>,
     /// When it became the file (seconds since the epoch).
     pub done: Option<u64>,
 }
@@ -57,10 +63,33 @@ impl Record {
             self.created,
             self.metadata,
         );
+        for (key, value) in [
+            ("if-match", &self.if_match),
+            ("if-none-match", &self.if_none_match),
+        ] {
+            if let Some(v) = value {
+                text.push_str(&format!("{key} {}\n", b64(v)));
+            }
+        }
+        if let Some(t) = self.if_unmodified_since {
+            text.push_str(&format!("if-unmodified-since {t}\n"));
+        }
         if let Some(done) = self.done {
             text.push_str(&format!("done {done}\n"));
         }
         text
+    }
+
+    /// The preconditions the final name is held to: the creation's, under
+    /// what the rule lets a write do now (`rule`: the permit's).
+    pub(crate) fn conditions(&self, rule: &crate::fs::Conditions) -> crate::fs::Conditions {
+        crate::fs::Conditions {
+            create: rule.create,
+            replace: rule.replace,
+            if_match: self.if_match.clone(),
+            if_none_match: self.if_none_match.clone(),
+            if_unmodified_since: self.if_unmodified_since,
+        }
     }
 
     /// A `.info` text back; `None` for anything this process did not write.
@@ -89,6 +118,9 @@ impl Record {
             ino: number("ino")?,
             created: number("created")?,
             metadata: fields.get("metadata").copied().unwrap_or("").to_owned(),
+            if_match: fields.get("if-match").and_then(|v| text_of(v)),
+            if_none_match: fields.get("if-none-match").and_then(|v| text_of(v)),
+            if_unmodified_since: number("if-unmodified-since"),
             done: number("done"),
         })
     }
@@ -355,6 +387,9 @@ mod tests {
             ino: 2,
             created: 3,
             metadata: "filename aW4=".into(),
+            if_match: Some("\"1-2\", \"3-4\"".into()),
+            if_none_match: None,
+            if_unmodified_since: Some(5),
             done: None,
         };
         assert_eq!(Record::parse(r.to_text().as_bytes()), Some(r.clone()));

@@ -68,6 +68,9 @@ impl Inner {
             ino: 0,
             created,
             metadata,
+            if_match: permit.conditions.if_match.clone(),
+            if_none_match: permit.conditions.if_none_match.clone(),
+            if_unmodified_since: permit.conditions.if_unmodified_since,
             done: None,
         };
         let durable = permit.durability != fs::Durability::None;
@@ -206,7 +209,7 @@ impl Inner {
     ) -> Result<(), Response> {
         let hex = id.hex();
         let guard = permit.guard(self.own(&permit.grant));
-        let mode = fs::Mode::Conditional(permit.conditions.clone());
+        let mode = fs::Mode::Conditional(known.record.conditions(&permit.conditions));
         let name = &known.record.name;
         let done = self.uploads.dir.dup().and_then(|from| {
             let temp = PartialDir::part_name(&hex);
