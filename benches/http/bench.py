@@ -29,6 +29,16 @@ server CPU is then the node process's. Both check once with curl that the
 two answer alike (bodies against the files on disk, status and header fields
 but Date and the connection fields), and redo contended runs like --tls.
 (benches/http/wasm.py puts the wasm build beside npm's http-server 14.)
+--bun adds Bun (npm's bun 1.4, target/bun, as run.sh --bun installs it;
+benches/http/bun_server.js: one process, Bun's one JavaScript thread) as a
+peer of nikaia serve, nginx and the floor (benches/http/floor.c, as
+budget.py builds it) on the page 4 KiB constant and 4 KiB × 64 named cases,
+plaintext: the page is a static route answering bytes Bun holds, the named
+files `new Response(Bun.file(path))` under the fixture nginx serves. Checked
+once with curl (bodies against the files on disk, statuses, a missing name),
+then measured in rounds whose order flips round by round, guarded like
+--tls; ratios nikaia/bun, nikaia/nginx and nikaia/floor. Server CPU for Bun
+is the bun process's (all its threads).
 """
 
 import argparse
@@ -49,6 +59,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 FILES = 64
 HERE = os.path.dirname(os.path.abspath(__file__))
 WASM_HOST = os.path.normpath(os.path.join(HERE, "..", "..", "nikaia_std", "wasm", "host.cjs"))
+BUN_SERVER = os.path.join(HERE, "bun_server.js")
+# Where run.sh --bun installs it (npm install --prefix target/bun bun@1.4).
+BUN_BINARY = os.path.normpath(os.path.join(HERE, "..", "..", "target", "bun", "node_modules", ".bin", "bun"))
 
 
 def free_port():
@@ -158,8 +171,9 @@ http {{
 
 
 class Server:
-    """kind: "nginx", "nikaia" (`binary`, default --nikaia) or "node" (the
-    wasm32 build of nikaia serve under Node: nikaia_std/wasm/host.cjs).
+    """kind: "nginx", "nikaia" (`binary`, default --nikaia), "node" (the
+    wasm32 build of nikaia serve under Node: nikaia_std/wasm/host.cjs) or
+    "bun" (benches/http/bun_server.js under --bun-binary).
 
     `host` (the address nikaia and node listen on and the checks connect
     to), `prefix` (a command the server runs under, e.g. taskset) and
@@ -192,6 +206,10 @@ class Server:
         elif self.kind == "node":
             self.proc = subprocess.Popen(
                 [*self.prefix, "node", self.args.wasm_host, self.root, f"{self.host}:{self.port}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        elif self.kind == "bun":
+            self.proc = subprocess.Popen(
+                [*self.prefix, self.args.bun_binary, BUN_SERVER, self.root, f"{self.host}:{self.port}"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             rt = os.path.join(self.workdir, f"runtime-{self.port}.toml")
@@ -1007,6 +1025,129 @@ def wasm_bench(args, root, work):
                       "that runs the module and node:http, libuv's and V8's helpers); for linux the nikaia "
                       "process's. Machine CPU includes wrk.", versions)
 
+
+# ------------------------------------------------------------ Bun (--bun)
+#
+# nikaia serve, nginx, Bun and the floor on the two small cases, plaintext,
+# keep-alive, wrk -t1 -c--conns, one worker (one JavaScript thread for Bun);
+# rounds as --versus runs them (order flipped round by round, each run
+# guarded). The floor is budget.py's: one prebuilt answer of 4096 bytes of
+# 'x' for every path, a reference rather than a peer that answers files.
+
+BUN_CASES = [
+    ("page 4 KiB (constant)", "/page.html", None),
+    ("4 KiB × 64 (named)", None, "/4k/"),
+]
+BUN_CHECK_FILES = ["page.html", "4k/0.bin", "4k/1.bin", "4k/63.bin"]
+
+
+def bun_version(binary):
+    run = lambda flag: subprocess.run([binary, flag], capture_output=True, text=True).stdout.strip()
+    return f"bun {run('--revision') or run('--version')}"
+
+
+def same_bodies(servers, root):
+    """Once, before measuring: curl fetches BUN_CHECK_FILES and a missing
+    name from each server; the bodies must equal the files on disk and the
+    statuses be 200 (404 for the missing name). Header fields differ from
+    server to server (each has its own); the Content-Type is reported."""
+    rows, ok = [], True
+    for name in BUN_CHECK_FILES + ["no-such-file.bin"]:
+        path = os.path.join(root, name)
+        disk = open(path, "rb").read() if os.path.exists(path) else None
+        got = {s.label: curl_get(f"{s.base}/{name}") for s in servers}
+        status = {label: (g[0].split(" ") + ["?"])[1] for label, g in got.items()}
+        ctype = {label: next((f.split(":", 1)[1].strip() for f in g[1]
+                              if f.lower().startswith("content-type:")), "—") for label, g in got.items()}
+        if disk is None:
+            body_ok, status_ok = None, all(v == "404" for v in status.values())
+        else:
+            body_ok, status_ok = all(g[2] == disk for g in got.values()), all(v == "200" for v in status.values())
+        ok &= status_ok and body_ok is not False
+        rows.append({"name": name, "status": status, "bytes": {label: len(g[2]) for label, g in got.items()},
+                     "content_type": ctype, "body_identical": body_ok, "status_ok": status_ok})
+    return ok, rows
+
+
+def same_bodies_lines(servers, ok, rows):
+    labels = " / ".join(s.label for s in servers)
+    lines = [f"### Same answers (curl, once, before measuring): {', '.join(s.label for s in servers)}", "",
+             f"| name | status {labels} | bytes {labels} | body (vs the file on disk) | Content-Type {labels} |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        body = "—" if r["body_identical"] is None else "identical" if r["body_identical"] else "DIFFER"
+        lines.append(f"| {r['name']} | {' / '.join(r['status'].values())}{'' if r['status_ok'] else ' (WRONG)'} | "
+                     f"{' / '.join(str(v) for v in r['bytes'].values())} | {body} | "
+                     f"{' / '.join(r['content_type'].values())} |")
+    if not ok:
+        lines += ["", "**The answers differ: the measurement below compares different work.**"]
+    return lines
+
+
+def ratio_lines(cases, results, num, den):
+    lines = [f"Ratios {num}/{den} (medians; requests/s above 1.0 and CPU below 1.0 favour {num}):", "",
+             "| case | requests/s | MiB/s | server CPU/req | machine CPU/req |", "|---|---|---|---|---|"]
+    for name, *_ in cases:
+        ra, rb = results[num][name], results[den][name]
+        ratio = lambda k: med([x[k] for x in ra]) / med([x[k] for x in rb])
+        lines.append(f"| {name} | {ratio('rps'):.2f} | {ratio('mibs'):.2f} | {ratio('server_us'):.2f} | "
+                     f"{ratio('machine_us'):.2f} |")
+    return lines
+
+
+def bun_bench(args, root, work):
+    if not (os.path.isfile(args.bun_binary) and os.access(args.bun_binary, os.X_OK)):
+        raise SystemExit(f"no bun at {args.bun_binary}: benches/http/run.sh … --bun installs it "
+                         "(npm install --prefix target/bun bun@1.4), or give --bun-binary")
+    import budget  # the floor (budget imports this module: imported here, not at the top)
+    floor = budget.Floor(args, root, work, 4096, budget.build_floor(work)); floor.label = "floor"
+    n = Server("nikaia", args, root, work); n.label = "nikaia"
+    g = Server("nginx", args, root, work); g.label = "nginx"
+    b = Server("bun", args, root, work); b.label = "bun"
+    servers, peers = [n, g, b, floor], [n, g, b]
+    ng = subprocess.run([shutil.which("nginx") or "/usr/sbin/nginx", "-v"], capture_output=True, text=True)
+    wrk = subprocess.run(["wrk", "-v"], capture_output=True, text=True)
+    versions = [f"nikaia: {binary_id(args.nikaia)}, `nikaia serve`, workers = {args.workers}, access-log off",
+                f"nginx: {(ng.stderr + ng.stdout).strip()}, one worker (the bench's configuration: sendfile on, "
+                "tcp_nopush, open_file_cache)",
+                f"bun: {bun_version(args.bun_binary)} ({args.bun_binary}), benches/http/bun_server.js, one process",
+                "floor: benches/http/floor.c (cc -O2), one prebuilt answer of 4096 bytes for every path",
+                f"wrk: {(wrk.stdout + wrk.stderr).splitlines()[0].strip()}"]
+    print("### Versions\n")
+    print("\n".join(f"- {v}" for v in versions) + "\n")
+    cases = chosen(args, BUN_CASES)
+    started = []
+    try:
+        for s in servers:
+            s.start()
+            started.append(s)
+        ok, rows = same_bodies(peers, root)
+        print("\n".join(same_bodies_lines(peers, ok, rows)) + "\n")
+        if not ok and not args.force:
+            raise SystemExit("the servers answer differently; --force measures anyway")
+        results, redone = guarded_pair(args, servers, cases)
+    finally:
+        for s in started:
+            s.stop()
+    lines = pair_lines(args, f"nikaia serve, nginx, Bun and the floor: one worker each (Bun: one JavaScript "
+                             "thread), plaintext, keep-alive", servers, cases, results, redone, "nikaia", "bun",
+                       "Server CPU is the utime+stime of nikaia's process, nginx's worker process, the bun process "
+                       "(all its threads: the JavaScript thread, and Bun's pool, GC-helper and allocator threads) "
+                       "and the floor's process; machine CPU includes wrk. The constant page is, for Bun, bytes "
+                       "held in a static route (answered without calling into JavaScript); nikaia answers "
+                       "/page.html from its kept table, nginx from the file (open_file_cache, sendfile); the "
+                       "named files are Bun.file(path) from the fetch handler. The floor answers 4096 bytes of "
+                       "'x' with one writev whatever the path.")
+    at = next(i for i, l in enumerate(lines) if l.startswith("p50 / p99"))
+    extra = []
+    for den in ("nginx", "floor"):
+        extra += ratio_lines(cases, results, "nikaia", den) + [""]
+    lines[at:at] = extra
+    print("\n".join(lines) + "\n")
+    return {"versions": versions, "same_answers": {"ok": ok, "rows": rows}, "results": results,
+            "redone_other_cpu_pct": redone}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nikaia", required=True)
@@ -1028,15 +1169,21 @@ def main():
                     help="plaintext: nikaia serve (Linux) vs its wasm32 build under Node (target/wasm-pkg)")
     ap.add_argument("--wasm-host", default=WASM_HOST,
                     help="--wasm: the Node host (default: this tree's nikaia_std/wasm/host.cjs)")
+    ap.add_argument("--bun", action="store_true",
+                    help="plaintext: nikaia serve, nginx, Bun (benches/http/bun_server.js) and the floor on the "
+                         "page 4 KiB constant and 4 KiB × 64 named cases (other sections run only if --only names them)")
+    ap.add_argument("--bun-binary", default=BUN_BINARY if os.path.exists(BUN_BINARY) else shutil.which("bun") or BUN_BINARY,
+                    help="--bun: the bun executable (default: target/bun/node_modules/.bin/bun, as run.sh --bun "
+                         "installs it, else bun on PATH)")
     ap.add_argument("--force", action="store_true",
-                    help="--versus, --wasm: measure even if the two answer differently")
+                    help="--versus, --wasm, --bun: measure even if the servers answer differently")
     ap.add_argument("--max-other", type=float, default=20,
-                    help="--tls, --versus, --wasm: redo a run if other processes took more than this %% of a core")
+                    help="--tls, --versus, --wasm, --bun: redo a run if other processes took more than this %% of a core")
     ap.add_argument("--retries", type=int, default=3)
     ap.add_argument("--max-wait", type=float, default=300,
                     help="seconds to wait for a quiet second before each guarded run, at most")
     ap.add_argument("--case", action="append", metavar="TEXT",
-                    help="--versus: only the cases whose name contains TEXT (repeatable)")
+                    help="--versus, --bun: only the cases whose name contains TEXT (repeatable)")
     ap.add_argument("--json")
     args = ap.parse_args()
     work = os.path.abspath("target/bench-http")
@@ -1049,7 +1196,7 @@ def main():
           f"Load average before: {loadavg()}. wrk -t1 -c{args.conns}, {args.seconds} s per run, "
           f"{args.repeats} runs each, alternating; median (min–max).\n")
     everything = {}
-    only = args.only or ([] if args.tls or args.versus or args.wasm else ["nginx", "pinned", "fairness"])
+    only = args.only or ([] if args.tls or args.versus or args.wasm or args.bun else ["nginx", "pinned", "fairness"])
     if "nginx" in only:
         n = Server("nikaia", args, root, work); n.label = "nikaia"
         g = Server("nginx", args, root, work); g.label = "nginx"
@@ -1074,6 +1221,8 @@ def main():
             everything["versus_tls"] = versus_tls_bench(args, root)
     if args.wasm:
         everything["wasm"] = wasm_bench(args, root, work)
+    if args.bun:
+        everything["bun"] = bun_bench(args, root, work)
     print(f"Load average after: {loadavg()}.")
     if args.json:
         with open(args.json, "w") as f:

@@ -9,6 +9,8 @@
 #   benches/http/run.sh 3 5 --versus target/before/release/nikaia --tls   (the two builds over
 #   plaintext, then over HTTPS as --tls sets it up: same certificate, TLS 1.3, client config; no nginx)
 #   benches/http/run.sh 3 5 --wasm   (nikaia serve vs its wasm32 build under Node; builds target/wasm-pkg)
+#   benches/http/run.sh 3 5 --bun   (nikaia serve, nginx, Bun and the floor on the 4 KiB page and
+#   4 KiB named files; installs bun 1.4 from npm into target/bun if absent: needs npm)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -28,6 +30,19 @@ for a in "${@:3}"; do
     if [ "$a" = --wasm ]; then
         command -v node >/dev/null 2>&1 || { echo "--wasm needs node on PATH" >&2; exit 1; }
         nikaia_std/wasm/build.sh
+    fi
+    if [ "$a" = --bun ]; then
+        # npm's bun package: its postinstall puts the platform's binary (from
+        # @oven/bun-linux-x64, a registry package) at node_modules/.bin/bun.
+        bun=target/bun/node_modules/.bin/bun
+        if ! "$bun" --version 2>/dev/null | grep -q '^1\.4\.'; then
+            command -v npm >/dev/null 2>&1 || { echo "--bun needs npm on PATH" >&2; exit 1; }
+            mkdir -p target/bun
+            npm install --prefix target/bun --no-save --no-audit --no-fund bun@1.4
+            # If the postinstall did not run (scripts disabled), run it now.
+            "$bun" --version >/dev/null 2>&1 || (cd target/bun/node_modules/bun && node install.js)
+            "$bun" --version >/dev/null 2>&1 || { echo "bun did not install into target/bun" >&2; exit 1; }
+        fi
     fi
 done
 exec python3 benches/http/bench.py --nikaia target/release/nikaia --repeats "${1:-3}" --seconds "${2:-5}" "${@:3}"
