@@ -455,11 +455,21 @@ fn an_upload_no_byte_reached_expires_and_is_removed() {
     let at = t.created(ALICE, "in/slow.bin", 10);
     assert_eq!(t.patch(ALICE, &at, 0, b"12345", &[]).status, 204);
     let id = at[6..].to_owned();
+    // Bytes no record claims (a process killed while it removed one) go
+    // too; a file the server did not name stays.
+    let orphan = t.partial().join(format!("{}.part", "0f".repeat(16)));
+    std::fs::write(&orphan, b"left").unwrap();
+    std::fs::write(t.partial().join("notes.txt"), b"the operator's").unwrap();
     let end = Instant::now() + Duration::from_secs(20);
     while names(&t.partial()).iter().any(|n| n.starts_with(&id)) {
         assert!(Instant::now() < end, "the expired upload stayed");
         std::thread::sleep(Duration::from_millis(50));
     }
+    while orphan.exists() {
+        assert!(Instant::now() < end, "the orphan stayed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(t.partial().join("notes.txt").exists());
     assert_eq!(t.head(ALICE, &at).status, 404);
     assert_eq!(t.patch(ALICE, &at, 5, b"67890", &[]).status, 404);
     assert!(!t.site.root.join("in/slow.bin").exists());
@@ -679,4 +689,40 @@ fn the_creations_preconditions_hold_when_the_name_is_given() {
         std::fs::read(t.site.root.join("in/there.bin")).unwrap(),
         b"changed"
     );
+}
+
+#[test]
+fn an_empty_upload_is_named_at_its_creation() {
+    let t = Tus::new("");
+    let r = t.create(ALICE, "in/empty.bin", 0);
+    assert_eq!(r.status, 201, "{r:?}");
+    assert_eq!(
+        std::fs::read(t.site.root.join("in/empty.bin")).unwrap(),
+        b""
+    );
+    let at = r.header("location").unwrap().to_owned();
+    assert_eq!(t.offset(ALICE, &at), 0);
+    assert!(!names(&t.partial()).iter().any(|n| n.ends_with(".part")));
+    assert_eq!(t.report().completed, 1);
+}
+
+/// A process killed after it linked a complete upload's bytes under the
+/// final name, before it removed the `.part` or said so: the next request
+/// finishes only that, whatever the rule says of replacing.
+#[test]
+fn a_name_given_before_a_kill_is_recognised_not_given_twice() {
+    let t = Tus::new("");
+    let at = t.created(ALICE, "once/linked.bin", 3);
+    let part = t.partial().join(format!("{}.part", &at[6..]));
+    std::fs::write(&part, b"abc").unwrap();
+    std::fs::hard_link(&part, t.site.root.join("once/linked.bin")).unwrap();
+    let head = t.head(ALICE, &at);
+    assert_eq!(head.status, 200, "{head:?}");
+    assert_eq!(head.header("upload-offset"), Some("3"));
+    assert!(!part.exists(), "the .part was removed");
+    assert_eq!(
+        std::fs::read(t.site.root.join("once/linked.bin")).unwrap(),
+        b"abc"
+    );
+    assert_eq!(t.offset(ALICE, &at), 3);
 }

@@ -192,16 +192,60 @@ impl PartialDir {
         let _ = rustix::fs::unlinkat(&self.fd, pending(id), AtFlags::empty());
     }
 
-    /// Removes every file of the upload.
+    /// Removes every file of the upload: its record first, so that a
+    /// process killed midway leaves bytes no record claims (swept as an
+    /// orphan), never a record whose bytes are gone.
     pub(crate) fn remove(&self, id: &str) {
-        for name in [
-            part(id),
+        let names = [
             info_name(id),
+            part(id),
             pending(id),
             format!("{id}.info.new"),
-        ] {
+        ];
+        for name in names {
             let _ = rustix::fs::unlinkat(&self.fd, &*name, AtFlags::empty());
         }
+    }
+
+    /// Removes the `.part` if it is the file `(dev, ino)` (given its final
+    /// name by a process killed before it could remove this one).
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+    pub(crate) fn unlink_part_if(&self, id: &str, dev: u64, ino: u64) {
+        let st = rustix::fs::statat(&self.fd, part(id), AtFlags::SYMLINK_NOFOLLOW);
+        if st.is_ok_and(|st| (st.st_dev as u64, st.st_ino as u64) == (dev, ino)) {
+            let _ = rustix::fs::unlinkat(&self.fd, part(id), AtFlags::empty());
+        }
+    }
+
+    /// The files of uploads without a record (a process killed while it
+    /// removed one, or while it made one), unchanged for `older_than`
+    /// seconds: their identifiers.
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+    pub(crate) fn orphans(&self, older_than: u64, now: u64) -> Vec<String> {
+        let Ok(fd) = rustix::fs::openat(&self.fd, ".", DIR, Perm::empty()) else {
+            return Vec::new();
+        };
+        let Ok(mut entries) = rustix::fs::Dir::read_from(&fd) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        while let Some(Ok(entry)) = entries.read() {
+            let name = entry.file_name().to_bytes();
+            let id = [&b".part"[..], b".pending", b".info.new"]
+                .iter()
+                .find_map(|suffix| name.strip_suffix(*suffix))
+                .filter(|id| super::super::http::site::resume::Id::parse(id).is_some());
+            let Some(id) = id.map(|id| String::from_utf8_lossy(id).into_owned()) else {
+                continue;
+            };
+            let recorded = rustix::fs::statat(&self.fd, info_name(&id), AtFlags::SYMLINK_NOFOLLOW);
+            let stale = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| now.saturating_sub(st.st_mtime.max(0) as u64) >= older_than);
+            if recorded.is_err() && stale && !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        out
     }
 
     /// The identifiers with an `.info` here: the uploads a process left.

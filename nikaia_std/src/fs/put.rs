@@ -124,8 +124,8 @@ impl Writing {
     /// Takes `file`, complete, from its name `temp` in the directory
     /// `from` (on the same file system) to be given the name `entry` of
     /// `dir` by [`Writing::commit`], as a write would be: checks what
-    /// `mode` asks of the name now (and again when it is given). Dropped
-    /// without a commit, `temp` is removed.
+    /// `mode` asks of the name now (and again when it is given). Not named
+    /// (dropped, or the commit refused), `temp` stays where it is.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn adopt(
         dir: OwnedFd,
@@ -241,7 +241,10 @@ impl Writing {
                     true => rename(from, &temp, dir, &self.entry),
                     false => rustix::fs::linkat(from, &*temp, dir, &*self.entry, AtFlags::empty()),
                 };
-                if done.is_err() || !replace {
+                // An adopted file stays where it was when it could not be
+                // named: its owner decides.
+                let adopted = self.from.is_some();
+                if (done.is_err() && !adopted) || (done.is_ok() && !replace) {
                     let _ = rustix::fs::unlinkat(from, &*temp, AtFlags::empty());
                 }
                 done
@@ -268,10 +271,10 @@ impl Writing {
 
 impl Drop for Writing {
     fn drop(&mut self) {
-        // An unnamed file goes with its descriptor; a named one is removed.
-        if let Some(temp) = self.named.take() {
-            let from = self.from.as_ref().unwrap_or(&self.dir);
-            let _ = rustix::fs::unlinkat(from, &*temp, AtFlags::empty());
+        // An unnamed file goes with its descriptor; a named temporary is
+        // removed; an adopted file stays for its owner to decide.
+        if let (Some(temp), None) = (self.named.take(), &self.from) {
+            let _ = rustix::fs::unlinkat(&self.dir, &*temp, AtFlags::empty());
         }
     }
 }

@@ -414,8 +414,7 @@ impl Root {
     /// Takes `file`, complete under the name `temp` in the directory
     /// `from` (on this root's file system), to become `name` under the
     /// same guard as [`Root::begin_write_guarded`]; given the name by
-    /// [`super::Writing::commit`]. Dropped without a commit, `temp` is
-    /// removed.
+    /// [`super::Writing::commit`]. Not named, `temp` stays where it is.
     #[cfg(target_os = "linux")]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn adopt_guarded(

@@ -151,6 +151,9 @@ pub(crate) struct Uploads {
     /// `expire` in seconds, as the last request saw the runtime (the
     /// sweep reads it: a reload changes it).
     pub(crate) expire: AtomicU64,
+    /// Held by a creation from its caps check to its record: creations
+    /// racing stay within the caps.
+    pub(crate) creating: Mutex<()>,
 }
 
 #[derive(Clone)]
@@ -194,6 +197,7 @@ impl Uploads {
             table: Mutex::new(HashMap::new()),
             stats: ResumeStats::default(),
             expire: AtomicU64::new(r.expire.as_secs()),
+            creating: Mutex::new(()),
         });
         for hex in uploads.dir.list() {
             if let Some(id) = Id::parse(hex.as_bytes()) {
@@ -291,37 +295,59 @@ impl Uploads {
     }
 
     /// Removes the uploads that expired and that no request holds here
-    /// (nor, by its lock, in another process). How many.
+    /// (nor, by its lock, in another process), and the files of uploads
+    /// whose record is gone. Each is read again from the directory first:
+    /// the process an upgrade started (or the one it replaced) may have
+    /// made it, or written to it since. How many.
     fn sweep(&self, expire: Duration) -> usize {
         let now = now();
-        let expired: Vec<(Id, Known)> = self
-            .lock()
-            .iter()
-            .filter(|(_, k)| Uploads::expired(k, expire, now))
-            .map(|(id, k)| (*id, k.clone()))
-            .collect();
         let mut removed = 0;
-        for (id, known) in expired {
-            if self.remove_expired(id, &known) {
+        for hex in self.dir.list() {
+            let Some(id) = Id::parse(hex.as_bytes()) else {
+                continue;
+            };
+            let Some(known) = self.load(id) else {
+                continue;
+            };
+            if Uploads::expired(&known, expire, now) && self.remove_expired(id, &known) {
                 removed += 1;
             }
+        }
+        for hex in self.dir.orphans(expire.as_secs(), now) {
+            self.dir.remove(&hex);
         }
         removed
     }
 
-    /// Removes one expired upload unless a request writes it.
+    /// Removes one expired upload unless a request is at it, here or (by
+    /// its lock on the bytes, held until they are gone) in another
+    /// process; its record read again just before.
     pub(crate) fn remove_expired(&self, id: Id, known: &Known) -> bool {
-        let hold = known.hold.lock().unwrap_or_else(|e| e.into_inner());
+        let hold = match known.hold.try_lock() {
+            Ok(hold) => hold,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        };
         if hold.writer.is_some() {
             return false;
         }
         let hex = id.hex();
-        if known.record.done.is_none() {
-            // Another process writing it holds its lock: not now.
-            if let Ok(None) = self.dir.open_locked(&hex) {
-                return false;
-            }
+        let expire = Duration::from_secs(self.expire.load(Relaxed));
+        let fresh = match self.load(id) {
+            Some(fresh) => fresh,
+            None => return false,
+        };
+        if !Uploads::expired(&fresh, expire, now()) {
+            return false;
         }
+        let _bytes = match fresh.record.done {
+            Some(_) => None,
+            None => match self.dir.open_locked(&hex) {
+                Ok(None) => return false,
+                Ok(Some(file)) => Some(file),
+                Err(_) => None,
+            },
+        };
         self.dir.remove(&hex);
         drop(hold);
         self.forget(id);

@@ -192,7 +192,10 @@ impl Upload {
 
     /// Hands the gathered run to the writer, and takes a spare buffer for
     /// the next.
-    fn hand_over(&mut self, flow: Option<&mut Flow<'_>>) {
+    /// `last`: the body ended with this run; said in the same step as the
+    /// run is queued, so that no writer turn finds the body ended before
+    /// its last run is there (and names a file short of it).
+    fn hand_over(&mut self, flow: Option<&mut Flow<'_>>, last: bool) {
         let mut st = self.job.lock();
         let next = st.spare.pop().unwrap_or_default();
         let run = std::mem::replace(&mut self.run, next);
@@ -202,6 +205,7 @@ impl Upload {
         if !run.is_empty() {
             st.queue.push_back(run);
         }
+        st.ended |= last;
         if st.queue.len() >= QUEUED_MAX && st.paused.is_none() {
             if let Some(flow) = flow {
                 st.paused = Some(flow.pause());
@@ -236,14 +240,13 @@ impl Erased for Upload {
         let mut rest = piece;
         while !rest.is_empty() {
             if gather(&mut self.run, &mut rest) {
-                self.hand_over(Some(&mut *flow));
+                self.hand_over(Some(&mut *flow), false);
             }
         }
     }
 
     fn end(mut self: Box<Self>, _req: &Request) -> Option<Response> {
-        self.job.lock().ended = true;
-        self.hand_over(None);
+        self.hand_over(None, true);
         None
     }
 

@@ -105,10 +105,17 @@ impl Job {
     }
 
     /// Hands the gathered run to the writer; pauses the body while one
-    /// waits.
-    fn hand_over(&mut self, flow: Option<&mut Flow<'_>>) {
+    /// waits. `end`: the body ended (or its client left) with this run,
+    /// said in the same step as the run is queued, so that no writer turn
+    /// finds the body over before its last run is there.
+    fn hand_over(&mut self, flow: Option<&mut Flow<'_>>, end: Option<End>) {
         let run = std::mem::take(&mut self.run);
         let mut st = lock(&self.inner.st);
+        match end {
+            Some(End::Whole) => st.ended = true,
+            Some(End::Left) => st.aborted = true,
+            None => {}
+        }
         if st.over || !st.writing {
             return;
         }
@@ -120,6 +127,12 @@ impl Job {
         }
         self.inner.clone().run_writer(st);
     }
+}
+
+/// How a body ended.
+enum End {
+    Whole,
+    Left,
 }
 
 impl Erased for Job {
@@ -136,21 +149,19 @@ impl Erased for Job {
         let mut rest = piece;
         while !rest.is_empty() {
             if crate::linux::write::gather(&mut self.run, &mut rest) {
-                self.hand_over(Some(&mut *flow));
+                self.hand_over(Some(&mut *flow), None);
             }
         }
     }
 
     fn end(mut self: Box<Self>, _req: &Request) -> Option<Response> {
-        lock(&self.inner.st).ended = true;
-        self.hand_over(None);
+        self.hand_over(None, Some(End::Whole));
         None
     }
 
     fn abort(mut self: Box<Self>, _why: Aborted) {
         // What came counts (a `PATCH` not begun yet sees this when it is).
-        lock(&self.inner.st).aborted = true;
-        self.hand_over(None);
+        self.hand_over(None, Some(End::Left));
     }
 }
 

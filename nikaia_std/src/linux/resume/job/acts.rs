@@ -34,9 +34,6 @@ impl Inner {
             ));
         }
         let user = permit.grant.user.clone();
-        if !self.uploads.within_caps(r, user.as_deref(), length) {
-            return Response::status_page(507);
-        }
         // The name as it is now: a create the rule does not allow, a link
         // on the way, one of the server's own files are refused before a
         // byte is sent (and again when the file is given its name).
@@ -54,6 +51,11 @@ impl Inner {
         }
         let floor = self.runtime().write_free_floor;
         if self.uploads.dir.free_space() < length.saturating_add(floor) {
+            return Response::status_page(507);
+        }
+        // One creation at a time: the caps hold for creations racing.
+        let _one = lock(&self.uploads.creating);
+        if !self.uploads.within_caps(r, user.as_deref(), length) {
             return Response::status_page(507);
         }
         let Some(id) = random_id() else {
@@ -83,8 +85,29 @@ impl Inner {
             return write::answer(&self.runtime(), &self.req, permit, Err(e));
         }
         self.uploads.insert(id, record);
+        drop(_one);
         self.uploads.stats.created.fetch_add(1, Relaxed);
+        if length == 0 {
+            // No `PATCH` will come (clients send none for an empty file):
+            // it is complete now, and named now.
+            if let Err(refusal) = self.complete_empty(id, permit) {
+                return refusal;
+            }
+        }
         resume::created(&r.endpoint, id, created + r.expire.as_secs())
+    }
+
+    /// Names an empty upload at its creation.
+    fn complete_empty(&self, id: Id, permit: &Permit) -> Result<(), Response> {
+        let Some(known) = self.uploads.load(id) else {
+            return Err(Response::status_page(500));
+        };
+        let _hold = lock(&known.hold);
+        match self.open(id, &known) {
+            Opened::File(file) => self.commit(id, &known, file, permit),
+            Opened::Done => Ok(()),
+            Opened::Answer(resp) => Err(resp),
+        }
     }
 
     /// `HEAD`: how much arrived. It takes the upload over from a `PATCH`
@@ -93,7 +116,9 @@ impl Inner {
         let Some(known) = lock(&self.st).known.clone() else {
             return Response::status_page(404);
         };
-        let mut hold = lock(&known.hold);
+        let Some(mut hold) = try_hold(&known) else {
+            return locked();
+        };
         self.take_over(&mut hold, id);
         let record = &known.record;
         let seen = |offset, expires| Seen {
@@ -129,7 +154,9 @@ impl Inner {
         let Some(known) = lock(&self.st).known.clone() else {
             return Response::status_page(404);
         };
-        let mut hold = lock(&known.hold);
+        let Some(mut hold) = try_hold(&known) else {
+            return locked();
+        };
         self.take_over(&mut hold, id);
         let hex = id.hex();
         if known.record.done.is_none() {
@@ -199,7 +226,8 @@ impl Inner {
     }
 
     /// Gives the complete `.part` its final name through the write rules'
-    /// guard, as a `PUT` of it would be. Refused, the upload is removed.
+    /// guard, as a `PUT` of it would be. Refused (4xx, 507), the upload is
+    /// removed; a fault of the server's leaves it as it was.
     pub(super) fn commit(
         &self,
         id: Id,
@@ -208,9 +236,20 @@ impl Inner {
         permit: &Permit,
     ) -> Result<(), Response> {
         let hex = id.hex();
+        let record = &known.record;
+        let name = &record.name;
+        // Named already, by a process killed before it removed the `.part`
+        // or said so: only that is finished.
+        if self.root.identity_guarded(name) == Some((record.dev, record.ino)) {
+            drop(file);
+            self.uploads
+                .dir
+                .unlink_part_if(&hex, record.dev, record.ino);
+            self.mark_done(id, record.clone(), false);
+            return Ok(());
+        }
         let guard = permit.guard(self.own(&permit.grant));
-        let mode = fs::Mode::Conditional(known.record.conditions(&permit.conditions));
-        let name = &known.record.name;
+        let mode = fs::Mode::Conditional(record.conditions(&permit.conditions));
         let done = self.uploads.dir.dup().and_then(|from| {
             let temp = PartialDir::part_name(&hex);
             let writing = self
@@ -234,11 +273,16 @@ impl Inner {
                 Ok(())
             }
             Err(e) => {
-                self.uploads.dir.remove(&hex);
-                self.uploads.forget(id);
                 let rt = self.runtime();
                 let resp = write::answer(&rt, &self.req, permit, Err(e));
                 writes.refused(resp.status());
+                // A refusal (and a full disk) ends the upload; a fault of
+                // the server's (500, 503) leaves it for the next request.
+                let status = resp.status();
+                if (400..500).contains(&status) || status == 507 {
+                    self.uploads.dir.remove(&hex);
+                    self.uploads.forget(id);
+                }
                 Err(resp)
             }
         }
@@ -253,9 +297,22 @@ pub(super) enum Opened {
     Answer(Response),
 }
 
-/// 423: another process (the one an upgrade replaces) writes the upload
-/// now; tus clients try again.
-fn locked() -> Response {
+/// The upload's hold, unless a writer thread has it now (writing a run,
+/// syncing, naming the file): a request never waits on another's disk
+/// work with a writer thread of its own.
+pub(super) fn try_hold(
+    known: &Known,
+) -> Option<std::sync::MutexGuard<'_, crate::linux::resume::Hold>> {
+    match known.hold.try_lock() {
+        Ok(hold) => Some(hold),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+/// 423: another request (or the process an upgrade replaces) is at the
+/// upload's bytes now; tus clients try again.
+pub(super) fn locked() -> Response {
     resume::tus(Response::status_page(423)).header("Retry-After", 1)
 }
 

@@ -54,7 +54,9 @@ impl Inner {
             return Some(resume::tus(Response::status_page(404)));
         };
         let length = known.record.length;
-        let mut hold = lock(&known.hold);
+        let Some(mut hold) = super::acts::try_hold(&known) else {
+            return Some(super::acts::locked());
+        };
         let ghost = hold.file.take();
         let ghost_offset = hold.offset;
         let taken = hold.writer.take().is_some();
