@@ -7,7 +7,6 @@ use super::{lock, Inner};
 use crate::fs::{self, PartialDir};
 use crate::http::site::resume::{self, Id, Seen};
 use crate::http::site::write::{self, Permit};
-use crate::http::site::Grant;
 use crate::http::Response;
 use crate::linux::resume::{now, Known, Record};
 use crate::rt::Resumable;
@@ -37,7 +36,7 @@ impl Inner {
         // The name as it is now: a create the rule does not allow, a link
         // on the way, one of the server's own files are refused before a
         // byte is sent (and again when the file is given its name).
-        let mut guard = permit.guard(self.own(&permit.grant));
+        let mut guard = permit.guard(self.own());
         guard.make_dirs = false;
         let early = self.root.begin_write_guarded(
             name,
@@ -119,7 +118,7 @@ impl Inner {
         let Some(mut hold) = try_hold(&known) else {
             return locked();
         };
-        self.take_over(&mut hold, id);
+        drop(self.take_over(&mut hold, id)); // its bytes reopened below
         let record = &known.record;
         let seen = |offset, expires| Seen {
             offset,
@@ -157,7 +156,7 @@ impl Inner {
         let Some(mut hold) = try_hold(&known) else {
             return locked();
         };
-        self.take_over(&mut hold, id);
+        drop(self.take_over(&mut hold, id)); // the lock of another process is looked at below
         let hex = id.hex();
         if known.record.done.is_none() {
             // Another process writing it holds its lock: not now.
@@ -173,17 +172,18 @@ impl Inner {
     }
 
     /// Ends a `PATCH` of this process still writing the upload: its bytes
-    /// counted so far stay (those of a chunk whose sum was owed go).
-    pub(super) fn take_over(&self, hold: &mut crate::linux::resume::Hold, id: Id) {
+    /// counted so far stay (those of a chunk whose sum was owed go). The
+    /// `.part` it held, still locked and cut to those bytes, if it held
+    /// one: the request that took it over may write on.
+    pub(super) fn take_over(&self, hold: &mut crate::linux::resume::Hold, id: Id) -> Option<File> {
         hold.generation += 1;
-        if hold.writer.take().is_none() {
-            return;
+        if hold.writer.take().is_some() {
+            self.uploads.stats.taken_over.fetch_add(1, Relaxed);
         }
-        self.uploads.stats.taken_over.fetch_add(1, Relaxed);
-        if let Some(file) = hold.file.take() {
-            let _ = file.set_len(hold.offset);
-            self.uploads.dir.clear_pending(&id.hex());
-        }
+        let file = hold.file.take()?;
+        let _ = file.set_len(hold.offset);
+        self.uploads.dir.clear_pending(&id.hex());
+        Some(file)
     }
 
     /// Opens the upload's `.part` to write, locked: or it is complete (its
@@ -220,7 +220,7 @@ impl Inner {
     }
 
     /// The runtime file's own files, by identity now.
-    pub(super) fn own(&self, _grant: &Grant) -> Vec<(u64, u64)> {
+    pub(super) fn own(&self) -> Vec<(u64, u64)> {
         let rt = self.runtime();
         crate::linux::write::Own::of(&rt, true).identities(&self.root)
     }
@@ -248,7 +248,7 @@ impl Inner {
             self.mark_done(id, record.clone(), false);
             return Ok(());
         }
-        let guard = permit.guard(self.own(&permit.grant));
+        let guard = permit.guard(self.own());
         let mode = fs::Mode::Conditional(record.conditions(&permit.conditions));
         let done = self.uploads.dir.dup().and_then(|from| {
             let temp = PartialDir::part_name(&hex);

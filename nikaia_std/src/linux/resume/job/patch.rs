@@ -29,13 +29,8 @@ impl Inner {
         match answer {
             Some(resp) => self.finish(resp),
             None => {
-                let st = lock(&self.st);
-                let held = (!st.over).then(|| st.paused.is_some());
-                drop(st);
-                if held == Some(true) {
-                    let resume = lock(&self.st).paused.take();
-                    drop(resume); // the body may come
-                }
+                let resume = lock(&self.st).paused.take();
+                drop(resume); // the body may come
                 let st = lock(&self.st);
                 self.clone().run_writer(st);
             }
@@ -57,27 +52,12 @@ impl Inner {
         let Some(mut hold) = super::acts::try_hold(&known) else {
             return Some(super::acts::locked());
         };
-        let ghost = hold.file.take();
-        let ghost_offset = hold.offset;
-        let taken = hold.writer.take().is_some();
-        hold.generation += 1;
+        let ghost = self.take_over(&mut hold, id);
         let generation = hold.generation;
-        if taken {
-            self.uploads.stats.taken_over.fetch_add(1, Relaxed);
-        }
         let (file, offset) = match ghost {
             _ if known.record.done.is_some() => return Some(self.already_done(asked, length)),
-            Some(file) => {
-                // Taken from a PATCH of this process: its counted bytes.
-                if file.set_len(ghost_offset).is_err() {
-                    return Some(Response::internal_error(format!(
-                        "upload {}: truncate",
-                        id.hex()
-                    )));
-                }
-                self.uploads.dir.clear_pending(&id.hex());
-                (file, ghost_offset)
-            }
+            // Taken from a PATCH of this process: its counted bytes.
+            Some(file) => (file, hold.offset),
             None => match self.open(id, &known) {
                 Opened::File(file) => {
                     let len = file.metadata().map_or(0, |m| m.len());
@@ -188,7 +168,7 @@ impl Inner {
                 st.running = false;
                 st.queue.clear();
                 drop(st);
-                self.release(&known, None);
+                self.release(&known);
                 return self.finish(resp);
             }
         }
@@ -298,7 +278,7 @@ impl Inner {
         drop(hold);
         let resp = match (offset >= length, file) {
             (true, Some(file)) => {
-                let id = Id::parse(hex.as_bytes()).unwrap_or(Id([0; 16]));
+                let id = self.ask.id().unwrap_or(Id([0; 16]));
                 match self.commit(id, known, file, &permit) {
                     Ok(()) => resume::appended(length, None),
                     Err(refusal) => refusal,
@@ -318,7 +298,7 @@ impl Inner {
     }
 
     /// Lets the upload go after a failed write (its counted bytes stay).
-    pub(super) fn release(&self, known: &Known, _why: Option<&str>) {
+    pub(super) fn release(&self, known: &Known) {
         let generation = lock(&self.patch).take().map(|p| p.generation);
         lock(&self.st).writing = false;
         let mut hold = lock(&known.hold);
