@@ -222,24 +222,14 @@ impl PartialDir {
     /// seconds: their identifiers.
     #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
     pub(crate) fn orphans(&self, older_than: u64, now: u64) -> Vec<String> {
-        let Ok(fd) = rustix::fs::openat(&self.fd, ".", DIR, Perm::empty()) else {
-            return Vec::new();
-        };
-        let Ok(mut entries) = rustix::fs::Dir::read_from(&fd) else {
-            return Vec::new();
-        };
         let mut out = Vec::new();
-        while let Some(Ok(entry)) = entries.read() {
-            let name = entry.file_name().to_bytes();
-            let id = [&b".part"[..], b".pending", b".info.new"]
-                .iter()
-                .find_map(|suffix| name.strip_suffix(*suffix))
-                .filter(|id| super::super::http::site::resume::Id::parse(id).is_some());
-            let Some(id) = id.map(|id| String::from_utf8_lossy(id).into_owned()) else {
+        for (id, suffix) in self.entries() {
+            if !matches!(suffix.as_str(), ".part" | ".pending" | ".info.new") {
                 continue;
-            };
+            }
             let recorded = rustix::fs::statat(&self.fd, info_name(&id), AtFlags::SYMLINK_NOFOLLOW);
-            let stale = rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+            let name = format!("{id}{suffix}");
+            let stale = rustix::fs::statat(&self.fd, &*name, AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|st| now.saturating_sub(st.st_mtime.max(0) as u64) >= older_than);
             if recorded.is_err() && stale && !out.contains(&id) {
                 out.push(id);
@@ -250,6 +240,16 @@ impl PartialDir {
 
     /// The identifiers with an `.info` here: the uploads a process left.
     pub(crate) fn list(&self) -> Vec<String> {
+        let records = self
+            .entries()
+            .into_iter()
+            .filter(|(_, suffix)| suffix == ".info");
+        records.map(|(id, _)| id).collect()
+    }
+
+    /// The names here that are an identifier and one of this directory's
+    /// suffixes, split so: nothing else here is ever looked at further.
+    fn entries(&self) -> Vec<(String, String)> {
         let Ok(fd) = rustix::fs::openat(&self.fd, ".", DIR, Perm::empty()) else {
             return Vec::new();
         };
@@ -259,10 +259,13 @@ impl PartialDir {
         let mut out = Vec::new();
         while let Some(Ok(entry)) = entries.read() {
             let name = entry.file_name().to_bytes();
-            if let Some(id) = name.strip_suffix(b".info") {
-                if super::super::http::site::resume::Id::parse(id).is_some() {
-                    out.push(String::from_utf8_lossy(id).into_owned());
-                }
+            let Some((id, suffix)) = name.split_at_checked(32) else {
+                continue;
+            };
+            let ours = [&b".part"[..], b".info", b".pending", b".info.new"].contains(&suffix);
+            if ours && super::super::http::site::resume::Id::parse(id).is_some() {
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                out.push((text(id), text(suffix)));
             }
         }
         out
