@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{request, Served};
+use common::{alive, request, Served};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -665,13 +665,6 @@ fn new_pid(log: &str) -> i32 {
         .and_then(|rest| rest.split(')').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no new pid in {log}"))
-}
-
-fn alive(pid: i32) -> bool {
-    let pid = rustix::process::Pid::from_raw(pid).unwrap();
-    rustix::process::test_kill_process(pid).is_ok()
-        && !std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero()))
-            .is_ok_and(|s| s.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')))
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::Served;
+use common::{alive, Served};
 use std::io::{BufRead, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -125,8 +125,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 /// The server: the process started here, or the one an upgrade started.
 struct Server {
     dir: PathBuf,
-    /// Where it listens: a new port each time it is started again (a port
-    /// a SIGKILLed process listened on can stay taken a while).
+    /// Where it listens (the relay reads it for each connection).
     port: Arc<AtomicU16>,
     child: Option<Served>,
     pid: i32,
@@ -172,7 +171,13 @@ fn spawn(dir: &Path) -> (Served, i32) {
         .unwrap();
     let said = std::fs::read_to_string(dir.join("serve.err")).unwrap_or_default();
     if !line.starts_with("Serving ") {
-        let ss = Command::new("ss").args(["-tanpo"]).output().unwrap();
+        let ss = Command::new("sh")
+            .args([
+                "-c",
+                "ps -eo pid,ppid,stat,cmd | grep -i [n]ikaia; ss -xlp | grep -i stats; ss -ltnp",
+            ])
+            .output()
+            .unwrap();
         panic!(
             "nikaia serve did not start: {said}\n{}",
             String::from_utf8_lossy(&ss.stdout)
@@ -200,9 +205,6 @@ impl Server {
     /// SIGKILL, then a new process on the same port and directories.
     fn restart(&mut self) {
         self.kill();
-        let port = quiet_port();
-        runtime(&self.dir, port);
-        self.port.store(port, Relaxed);
         let (child, pid) = spawn(&self.dir);
         self.child = Some(child);
         self.pid = pid;
@@ -279,15 +281,6 @@ fn reap(mut child: Served) {
     }
 }
 
-fn alive(pid: i32) -> bool {
-    let Some(p) = rustix::process::Pid::from_raw(pid) else {
-        return false;
-    };
-    rustix::process::test_kill_process(p).is_ok()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')))
-}
-
 /// The file uploaded: 1 MiB blocks of a generator's bytes, each block
 /// stamped with its index (no two alike).
 fn write_source(path: &Path) {
@@ -324,7 +317,9 @@ fn offsets() -> Vec<u64> {
 }
 
 /// A free port below the ephemeral range (32768 and up): no connection
-/// made while the server is down is ever given it. Each call a new one.
+/// the relay makes while the server is down is ever given it (a connect
+/// to a free port of that range can be given the port itself, and then
+/// holds it). Each call a new one.
 fn quiet_port() -> u16 {
     static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
     let base = 20000 + (std::process::id() % 5000) as u16;

@@ -182,3 +182,20 @@ pub fn start_serve(
         _dir: dir,
     }
 }
+
+/// Whether any thread of `pid` is still there. A killed process's leader
+/// is a zombie while its other threads still exit, and its descriptors
+/// (its sockets) close only when the last one has: so a zombie counts as
+/// gone only once it is the only task left.
+pub fn alive(pid: i32) -> bool {
+    let Some(p) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    if rustix::process::test_kill_process(p).is_err() {
+        return false;
+    }
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')));
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    !zombie || tasks > 1
+}
