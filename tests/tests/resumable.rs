@@ -449,7 +449,7 @@ fn an_upload_no_byte_reached_expires_and_is_removed() {
     drop(t);
     let site = Site::new();
     std::fs::create_dir_all(site.root.join("in")).unwrap();
-    let rules = RULES.replace("max-pending = 3\n", "max-pending = 3\nexpire = \"1s\"\n");
+    let rules = RULES.replace("max-pending = 3\n", "max-pending = 3\nexpire = \"2s\"\n");
     let running = serve_dir(&site.root, site.runtime(&rules), false, false);
     let t = Tus { site, running };
     let at = t.created(ALICE, "in/slow.bin", 10);

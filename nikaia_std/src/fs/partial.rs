@@ -147,14 +147,15 @@ impl PartialDir {
         Ok(Some(file))
     }
 
-    /// `ID.part`'s length and last change (seconds since the epoch).
+    /// `ID.part`'s length, last change (milliseconds since the epoch) and
+    /// inode.
     #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
     pub(crate) fn part_stat(&self, id: &str) -> Option<(u64, u64, u64)> {
         let st = rustix::fs::statat(&self.fd, part(id), AtFlags::SYMLINK_NOFOLLOW).ok()?;
         let regular = FileType::from_raw_mode(st.st_mode as _) == FileType::RegularFile;
         regular.then_some((
             st.st_size as u64,
-            st.st_mtime.max(0) as u64,
+            (st.st_mtime.max(0) as u64) * 1000 + st.st_mtime_nsec as u64 / 1_000_000,
             st.st_ino as u64,
         ))
     }

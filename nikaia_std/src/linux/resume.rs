@@ -160,8 +160,8 @@ pub(crate) struct Uploads {
 pub(crate) struct Known {
     pub record: Record,
     pub hold: Arc<Mutex<Hold>>,
-    /// The last byte that arrived (seconds since the epoch): it expires
-    /// `expire` after.
+    /// The last byte that arrived (milliseconds since the epoch, as the
+    /// `.part`'s modification time keeps it): it expires `expire` after.
     pub last: Arc<AtomicU64>,
 }
 
@@ -178,6 +178,14 @@ pub(crate) struct ResumeStats {
     pub expired: AtomicU64,
     pub terminated: AtomicU64,
     pub refused: AtomicU64,
+}
+
+/// Milliseconds since the epoch: an upload's last byte, to the precision
+/// an `expire` of a second needs.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Seconds since the epoch.
@@ -226,11 +234,8 @@ impl Uploads {
             return None;
         };
         let last = match record.done {
-            Some(done) => done,
-            None => self
-                .dir
-                .part_stat(&hex)
-                .map_or(record.created, |(_, mtime, _)| mtime),
+            Some(done) => done * 1000,
+            None => (self.dir.part_stat(&hex)).map_or(record.created * 1000, |(_, mtime, _)| mtime),
         };
         let known = table.entry(id).or_insert_with(|| Known {
             record: record.clone(),
@@ -244,7 +249,7 @@ impl Uploads {
 
     /// Adds an upload this process just created.
     pub(crate) fn insert(&self, id: Id, record: Record) {
-        let last = Arc::new(AtomicU64::new(record.created));
+        let last = Arc::new(AtomicU64::new(now_ms()));
         let hold = Arc::default();
         self.lock().insert(id, Known { record, hold, last });
     }
@@ -290,8 +295,9 @@ impl Uploads {
 
     /// Whether `known` expired by `now`: `expire` since its last byte (or
     /// since it became the file, for the record of one complete).
-    pub(crate) fn expired(known: &Known, expire: Duration, now: u64) -> bool {
-        now.saturating_sub(known.last.load(Relaxed)) >= expire.as_secs()
+    /// (`now_ms`: milliseconds since the epoch.)
+    pub(crate) fn expired(known: &Known, expire: Duration, now_ms: u64) -> bool {
+        now_ms.saturating_sub(known.last.load(Relaxed)) >= expire.as_millis() as u64
     }
 
     /// Removes the uploads that expired and that no request holds here
@@ -309,7 +315,7 @@ impl Uploads {
             let Some(known) = self.load(id) else {
                 continue;
             };
-            if Uploads::expired(&known, expire, now) && self.remove_expired(id, &known) {
+            if Uploads::expired(&known, expire, now_ms()) && self.remove_expired(id, &known) {
                 removed += 1;
             }
         }
@@ -337,7 +343,7 @@ impl Uploads {
             Some(fresh) => fresh,
             None => return false,
         };
-        if !Uploads::expired(&fresh, expire, now()) {
+        if !Uploads::expired(&fresh, expire, now_ms()) {
             return false;
         }
         let _bytes = match fresh.record.done {

@@ -9,7 +9,7 @@
 mod acts;
 mod patch;
 
-use super::{now, Known, Uploads};
+use super::{now_ms, Known, Uploads};
 use crate::fs::Root;
 use crate::http::body::{Aborted, Erased, Flow, Reply, Resume};
 use crate::http::site::resume::{self, Ask, Checksum, Id};
@@ -205,7 +205,7 @@ impl Inner {
                 let Some(known) = self.uploads.load(id) else {
                     return self.finish(resume::tus(Response::status_page(404)));
                 };
-                if Uploads::expired(&known, r.expire, now())
+                if Uploads::expired(&known, r.expire, now_ms())
                     && self.uploads.remove_expired(id, &known)
                 {
                     return self.finish(resume::tus(Response::status_page(404)));

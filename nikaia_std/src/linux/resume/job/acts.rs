@@ -143,7 +143,7 @@ impl Inner {
                 Err(refusal) => refusal,
             };
         }
-        let expires = known.last.load(Relaxed) + r.expire.as_secs();
+        let expires = known.last.load(Relaxed) / 1000 + r.expire.as_secs();
         resume::offset(&seen(offset, Some(expires)))
     }
 

@@ -8,7 +8,7 @@ use crate::fs;
 use crate::http::site::resume::{self, Algorithm, Ask, Checksum, Id};
 use crate::http::site::write::{self, Op, Permit};
 use crate::http::Response;
-use crate::linux::resume::{now, Known};
+use crate::linux::resume::{now_ms, Known};
 use aws_lc_rs::digest;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -202,7 +202,7 @@ impl Inner {
             Some((_, ctx)) => ctx.update(run),
             None => hold.offset = at + run.len() as u64,
         }
-        known.last.store(now(), Relaxed);
+        known.last.store(now_ms(), Relaxed);
         self.uploads
             .stats
             .bytes
@@ -290,7 +290,7 @@ impl Inner {
                     .resumable
                     .as_ref()
                     .map_or(0, |r| r.expire.as_secs());
-                resume::appended(offset, Some(known.last.load(Relaxed) + expire))
+                resume::appended(offset, Some(known.last.load(Relaxed) / 1000 + expire))
             }
         };
         lock(&self.st).permit = Some(permit);
