@@ -67,8 +67,21 @@ impl Tus {
         self.running.local_addr().port()
     }
 
-    /// One request with `headers` (`Name: value` lines) and `body`.
+    /// One request with `headers` (`Name: value` lines) and `body`, sent
+    /// again while it is 423 (a writer thread is at the upload's bytes),
+    /// as tus clients do.
     fn ask(&self, method: &str, path: &str, headers: &[String], body: &[u8]) -> Reply {
+        for _ in 0..100 {
+            let reply = self.ask_once(method, path, headers, body);
+            if reply.status != 423 {
+                return reply;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("{method} {path}: 423 a hundred times");
+    }
+
+    fn ask_once(&self, method: &str, path: &str, headers: &[String], body: &[u8]) -> Reply {
         let mut c = Client::connect(([127, 0, 0, 1], self.port()).into());
         let mut head = format!("{method} {path} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n");
         for h in headers {
