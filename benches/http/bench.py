@@ -906,13 +906,7 @@ def pair_lines(args, title, servers, cases, results, redone, num, den, cpu_note)
                          f"{cell([x['mibs'] for x in r], '{:.1f}')} | "
                          f"{cell([x['server_us'] for x in r], '{:.1f}')} | "
                          f"{cell([x['machine_us'] for x in r], '{:.1f}')} |")
-    lines += ["", f"Ratios {num}/{den} (medians; requests/s above 1.0 and CPU below 1.0 favour {num}):", "",
-              "| case | requests/s | MiB/s | server CPU/req | machine CPU/req |", "|---|---|---|---|---|"]
-    for name, *_ in cases:
-        ra, rb = results[num][name], results[den][name]
-        ratio = lambda k: med([x[k] for x in ra]) / med([x[k] for x in rb])
-        lines.append(f"| {name} | {ratio('rps'):.2f} | {ratio('mibs'):.2f} | {ratio('server_us'):.2f} | "
-                     f"{ratio('machine_us'):.2f} |")
+    lines += [""] + ratio_lines(cases, results, num, den)
     lines += ["", "p50 / p99 latency µs (medians): " + "; ".join(
         f"{name}: " + ", ".join(f"{s.label} {med([x['p50_us'] for x in results[s.label][name]]):.0f} / "
                                 f"{med([x['p99_us'] for x in results[s.label][name]]):.0f}" for s in servers)
