@@ -60,6 +60,8 @@ pub(crate) use partial::PartialDir;
 #[cfg(target_os = "linux")]
 pub use put::delay_syncs;
 #[cfg(target_os = "linux")]
+pub(crate) use put::write_at;
+#[cfg(target_os = "linux")]
 pub use put::Writing;
 #[doc(hidden)]
 #[cfg(target_os = "linux")]

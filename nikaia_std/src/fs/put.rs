@@ -163,19 +163,8 @@ impl Writing {
     /// Appends `bytes`, at most [`WRITE_STEP`] per `pwrite`. A full disk
     /// or quota is [`Error::NoSpace`].
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        let mut at = 0;
-        while at < bytes.len() {
-            let step = &bytes[at..bytes.len().min(at + WRITE_STEP)];
-            match rustix::io::pwrite(&self.file, step, self.written) {
-                Ok(0) => return Err(Error::NoSpace),
-                Ok(n) => {
-                    at += n;
-                    self.written += n as u64;
-                }
-                Err(Errno::INTR) => continue,
-                Err(e) => return Err(io_error(e, Path::new(&self.name))),
-            }
-        }
+        write_at(&self.file, bytes, self.written, Path::new(&self.name))?;
+        self.written += bytes.len() as u64;
         Ok(())
     }
 
@@ -277,6 +266,23 @@ impl Drop for Writing {
             let _ = rustix::fs::unlinkat(&self.dir, &*temp, AtFlags::empty());
         }
     }
+}
+
+/// Writes all of `bytes` at `at` in `file`, at most [`WRITE_STEP`] per
+/// `pwrite`. A full disk or quota is [`Error::NoSpace`]; `name` is for
+/// the other errors.
+pub(crate) fn write_at(file: &File, bytes: &[u8], at: u64, name: &Path) -> Result<(), Error> {
+    let mut done = 0;
+    while done < bytes.len() {
+        let step = &bytes[done..bytes.len().min(done + WRITE_STEP)];
+        match rustix::io::pwrite(file, step, at + done as u64) {
+            Ok(0) => return Err(Error::NoSpace),
+            Ok(n) => done += n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(io_error(e, name)),
+        }
+    }
+    Ok(())
 }
 
 /// `renameat2` of `from` in `from_dir` over `to` in `dir` (no flags: it

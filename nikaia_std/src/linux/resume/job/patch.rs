@@ -10,8 +10,6 @@ use crate::http::site::write::{self, Op, Permit};
 use crate::http::Response;
 use crate::linux::resume::{now_ms, Known};
 use aws_lc_rs::digest;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, MutexGuard};
 
@@ -193,7 +191,8 @@ impl Inner {
         let Some(file) = hold.file.as_ref() else {
             return Err(Response::status_page(500));
         };
-        if let Err(e) = write_at(file, run, at) {
+        let name = std::path::Path::new(known.record.name.as_str());
+        if let Err(e) = fs::write_at(file, run, at, name) {
             let status = write::status(Op::Put, &e);
             return Err(Response::status_page(status));
         }
@@ -315,26 +314,4 @@ impl Inner {
 /// The upload's hexadecimal identifier.
 fn known_hex(ask: &Ask) -> String {
     ask.id().map(|id| id.hex()).unwrap_or_default()
-}
-
-/// `pwrite`s all of `run` at `at`, in steps the page cache takes well.
-fn write_at(file: &File, run: &[u8], at: u64) -> Result<(), fs::Error> {
-    const STEP: usize = 16 << 10;
-    let mut done = 0;
-    while done < run.len() {
-        let step = &run[done..run.len().min(done + STEP)];
-        match file.write_at(step, at + done as u64) {
-            Ok(0) => return Err(fs::Error::NoSpace),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if e.raw_os_error() == Some(libc::ENOSPC)
-                    || e.raw_os_error() == Some(libc::EDQUOT) =>
-            {
-                return Err(fs::Error::NoSpace)
-            }
-            Err(e) => return Err(fs::Error::Io(e)),
-        }
-    }
-    Ok(())
 }
