@@ -165,6 +165,19 @@ pub(crate) struct Known {
     pub last: Arc<AtomicU64>,
 }
 
+impl Known {
+    /// The upload's hold, unless a writer thread has it now (writing a
+    /// run, syncing, naming the file): no one waits on another's disk work
+    /// with a thread of its own.
+    pub(crate) fn try_hold(&self) -> Option<std::sync::MutexGuard<'_, Hold>> {
+        match self.hold.try_lock() {
+            Ok(hold) => Some(hold),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
 /// What the endpoint counts (`rt::ResumableReport`).
 #[derive(Default)]
 pub(crate) struct ResumeStats {
@@ -329,10 +342,8 @@ impl Uploads {
     /// its lock on the bytes, held until they are gone) in another
     /// process; its record read again just before.
     pub(crate) fn remove_expired(&self, id: Id, known: &Known) -> bool {
-        let hold = match known.hold.try_lock() {
-            Ok(hold) => hold,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return false,
+        let Some(hold) = known.try_hold() else {
+            return false;
         };
         if hold.writer.is_some() {
             return false;

@@ -115,7 +115,7 @@ impl Inner {
         let Some(known) = lock(&self.st).known.clone() else {
             return Response::status_page(404);
         };
-        let Some(mut hold) = try_hold(&known) else {
+        let Some(mut hold) = known.try_hold() else {
             return locked();
         };
         drop(self.take_over(&mut hold, id)); // its bytes reopened below
@@ -153,7 +153,7 @@ impl Inner {
         let Some(known) = lock(&self.st).known.clone() else {
             return Response::status_page(404);
         };
-        let Some(mut hold) = try_hold(&known) else {
+        let Some(mut hold) = known.try_hold() else {
             return locked();
         };
         drop(self.take_over(&mut hold, id)); // the lock of another process is looked at below
@@ -295,19 +295,6 @@ pub(super) enum Opened {
     /// It is the final file already.
     Done,
     Answer(Response),
-}
-
-/// The upload's hold, unless a writer thread has it now (writing a run,
-/// syncing, naming the file): a request never waits on another's disk
-/// work with a writer thread of its own.
-pub(super) fn try_hold(
-    known: &Known,
-) -> Option<std::sync::MutexGuard<'_, crate::linux::resume::Hold>> {
-    match known.hold.try_lock() {
-        Ok(hold) => Some(hold),
-        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-        Err(std::sync::TryLockError::WouldBlock) => None,
-    }
 }
 
 /// 423: another request (or the process an upgrade replaces) is at the

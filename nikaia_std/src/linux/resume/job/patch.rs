@@ -47,7 +47,7 @@ impl Inner {
             return Some(resume::tus(Response::status_page(404)));
         };
         let length = known.record.length;
-        let Some(mut hold) = super::acts::try_hold(&known) else {
+        let Some(mut hold) = known.try_hold() else {
             return Some(super::acts::locked());
         };
         let ghost = self.take_over(&mut hold, id);
