@@ -165,6 +165,10 @@ impl Spare {
     }
 }
 
+/// The methods whose text a request keeps as it parses (the rest is read
+/// from its fields each time it is asked for).
+const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
+
 /// One request: its text ([`Text`] and the fields it points into), the
 /// route's wildcard value, the body,
 /// the peer and the client.
@@ -172,6 +176,9 @@ impl Spare {
 pub struct Request {
     pub(crate) fields: Bytes,
     pub(crate) method: Range<usize>,
+    /// The method's text when it is one of [`METHODS`], found once: the
+    /// pipeline asks for the method several times per request.
+    known_method: Option<&'static str>,
     pub(crate) target: Range<usize>,
     pub(crate) version: Version,
     pub(crate) headers: Vec<(Range<usize>, Range<usize>)>,
@@ -193,7 +200,10 @@ impl Request {
     /// A request from what its protocol parsed (`text`, ranges of
     /// `fields`), its body and its peer.
     pub(crate) fn new(fields: Bytes, text: Text, body: Bytes, peer: Peer) -> Request {
+        let sent = &fields[text.method.clone()];
+        let known_method = METHODS.iter().copied().find(|m| m.as_bytes() == sent);
         Request {
+            known_method,
             fields,
             method: text.method,
             target: text.target,
@@ -225,7 +235,10 @@ impl Request {
 
     /// The method, as sent (`GET`, `HEAD`, ...).
     pub fn method(&self) -> &str {
-        self.text(&self.method)
+        match self.known_method {
+            Some(method) => method,
+            None => self.text(&self.method),
+        }
     }
 
     /// The request target exactly as sent (still percent-encoded).

@@ -9,7 +9,7 @@ mod stream;
 
 use super::{access, serving, Link, Next, Turn};
 use crate::http::answer::{Answer, Done, Payload, Progress, Waiting};
-use crate::http::h1::head::write_head;
+use crate::http::h1::kept::Heads;
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
 use crate::http::request::{Reject, Spare};
@@ -52,10 +52,6 @@ struct Opening {
     started: Instant,
 }
 
-/// What [`H1::heads`] holds at least before a head is written: most heads
-/// fit, so a connection's heads share one allocation.
-const HEAD_ROOM: usize = 1024;
-
 pub(super) struct H1 {
     /// What has arrived of the requests not yet answered.
     pub(super) rbuf: BytesMut,
@@ -66,10 +62,9 @@ pub(super) struct H1 {
     /// The connection speaks HTTP/2 from here (h2c by prior knowledge, or
     /// ALPN `h2`): `rbuf` is handed to the HTTP/2 unit.
     pub(super) switch_to_h2: bool,
-    /// Where heads are written: each head is split off and sent, and the
-    /// space is reused once the heads sent from it are dropped, so an
-    /// answer's head costs no allocation.
-    heads: BytesMut,
+    /// Where heads are written, and the head kept while the next answer's
+    /// inputs are the same (`http::h1::kept`).
+    heads: Box<Heads>,
     /// The last answered request's buffers, for the next one's text.
     spare: Spare,
     /// The worker's turn this connection last read a body in, and how
@@ -84,7 +79,7 @@ impl Default for H1 {
             state: State::Idle,
             fresh: true,
             switch_to_h2: false,
-            heads: BytesMut::new(),
+            heads: Box::default(),
             spare: Spare::default(),
             slice: (Instant::now(), 0),
         }
@@ -291,7 +286,13 @@ impl H1 {
         // A body without a length on HTTP/1.0 ends with the connection.
         let unframed = length == UNKNOWN_LENGTH && !bodiless(resp.status());
         let close = close || (unframed && req.version == Version::Http10);
-        let head = self.head(&resp, length, turn.date, close, req.version);
+        let body = match &payload {
+            Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => &b[..],
+            _ => &[],
+        };
+        let head = self
+            .heads
+            .head(body, &resp, length, turn.date, close, req.version);
         link.out.push(head);
         let vehicle = payload.vehicle();
         let bytes = payload.len();
@@ -332,7 +333,7 @@ impl H1 {
         link.deadline = turn.now + turn.rt.send_timeout;
     }
 
-    /// Writes a head into [`H1::heads`] and splits it off to be sent.
+    /// A head written afresh (a refusal's) into [`H1::heads`].
     fn head(
         &mut self,
         resp: &Response,
@@ -341,9 +342,7 @@ impl H1 {
         close: bool,
         version: Version,
     ) -> Bytes {
-        self.heads.reserve(HEAD_ROOM);
-        write_head(&mut self.heads, resp, length, date, close, version);
-        self.heads.split().freeze()
+        self.heads.write(resp, length, date, close, version)
     }
 
     /// Answers a request that cannot be served with its status, then closes.
