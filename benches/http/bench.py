@@ -1022,7 +1022,8 @@ def wasm_bench(args, root, work):
 
 # ------------------------------------------------------------ Bun (--bun)
 #
-# nikaia serve, nginx, Bun and the floor on the two small cases, plaintext,
+# nikaia serve, the held page (examples/held.rs, with --held), nginx, Bun
+# and the floor on the two small cases, plaintext,
 # keep-alive, wrk -t1 -c--conns, one worker (one JavaScript thread for Bun);
 # rounds as --versus runs them (order flipped round by round, each run
 # guarded). The floor is budget.py's: one prebuilt answer of 4096 bytes of
@@ -1099,9 +1100,17 @@ def bun_bench(args, root, work):
     g = Server("nginx", args, root, work); g.label = "nginx"
     b = Server("bun", args, root, work); b.label = "bun"
     servers, peers = [n, g, b, floor], [n, g, b]
+    if args.held:
+        # The same files; /page.html is bytes the program holds (D1's
+        # constant answer), as Bun's static route holds it.
+        h = Server("nikaia", args, root, work, binary=args.held); h.label = "held"
+        servers.insert(1, h)
+        peers.insert(1, h)
     ng = subprocess.run([shutil.which("nginx") or "/usr/sbin/nginx", "-v"], capture_output=True, text=True)
     wrk = subprocess.run(["wrk", "-v"], capture_output=True, text=True)
     versions = [f"nikaia: {binary_id(args.nikaia)}, `nikaia serve`, workers = {args.workers}, access-log off",
+                *([f"held: {binary_id(args.held)}, nikaia_std/examples/held.rs (/page.html held as html::Raw, "
+                   "the rest as nikaia serve), workers = {args.workers}, access-log off"] if args.held else []),
                 f"nginx: {(ng.stderr + ng.stdout).strip()}, one worker (the bench's configuration: sendfile on, "
                 "tcp_nopush, open_file_cache)",
                 f"bun: {bun_version(args.bun_binary)} ({args.bun_binary}), benches/http/bun_server.js, one process",
@@ -1136,6 +1145,9 @@ def bun_bench(args, root, work):
     extra = []
     for den in ("nginx", "floor"):
         extra += ratio_lines(cases, results, "nikaia", den) + [""]
+    if args.held:
+        for den in ("bun", "floor", "nikaia"):
+            extra += ratio_lines(cases, results, "held", den) + [""]
     lines[at:at] = extra
     print("\n".join(lines) + "\n")
     return {"versions": versions, "same_answers": {"ok": ok, "rows": rows}, "results": results,
@@ -1166,6 +1178,8 @@ def main():
     ap.add_argument("--bun", action="store_true",
                     help="plaintext: nikaia serve, nginx, Bun (benches/http/bun_server.js) and the floor on the "
                          "page 4 KiB constant and 4 KiB × 64 named cases (other sections run only if --only names them)")
+    ap.add_argument("--held", metavar="BIN",
+                    help="--bun: also this build of nikaia_std/examples/held.rs (the page held in memory)")
     ap.add_argument("--bun-binary", default=BUN_BINARY if os.path.exists(BUN_BINARY) else shutil.which("bun") or BUN_BINARY,
                     help="--bun: the bun executable (default: target/bun/node_modules/.bin/bun, as run.sh --bun "
                          "installs it, else bun on PATH)")

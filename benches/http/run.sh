@@ -11,6 +11,8 @@
 #   benches/http/run.sh 3 5 --wasm   (nikaia serve vs its wasm32 build under Node; builds target/wasm-pkg)
 #   benches/http/run.sh 3 5 --bun   (nikaia serve, nginx, Bun and the floor on the 4 KiB page and
 #   4 KiB named files; installs bun 1.4 from npm into target/bun if absent: needs npm)
+#   benches/http/run.sh 3 5 --bun --held target/release/examples/held   (and the page held in
+#   memory by nikaia_std/examples/held.rs, which it builds)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,6 +28,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cargo build --release -q -p nikaia_cli
+case " ${*:3} " in *" --held "*) cargo build --release -q -p nikaia_std --example held ;; esac
 for a in "${@:3}"; do
     if [ "$a" = --wasm ]; then
         command -v node >/dev/null 2>&1 || { echo "--wasm needs node on PATH" >&2; exit 1; }

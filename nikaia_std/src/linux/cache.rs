@@ -11,18 +11,31 @@
 use super::send::KEEP_MAX;
 use crate::fs::{self, Identity, Opened, Root};
 use bytes::Bytes;
-use std::cell::Cell;
+mod ids;
+mod window;
+
+pub(crate) use window::Window;
+
+use ids::Ids;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A file whose ctime is this close to now is not kept: a second change
 /// within one timestamp tick could leave its identity unchanged.
 const TICK_NS: i64 = 10_000_000;
 
-type Name = ((u64, u64), PathBuf);
+/// A root's (dev, ino) and a name under it, as its bytes: names are
+/// compared and hashed as the bytes asked for, not as a path's components
+/// (two spellings of one file are two names, each checked on its own).
+type Name = ((u64, u64), Box<[u8]>);
+
+fn bytes_of(name: &Path) -> &[u8] {
+    name.as_os_str().as_bytes()
+}
 
 /// How long a sidecar found absent is taken as absent without an open: a
 /// sidecar that appears (`nikaia compress` on a live tree) is served within
@@ -37,95 +50,40 @@ struct Entry<M> {
     /// every hit.
     meta: M,
     names: Vec<Name>,
-    last_used: u64,
+    /// The table's clock when a hit last used it, for the LRU order: set
+    /// by a hit without taking the table's lock again after its check.
+    last_used: Arc<AtomicU64>,
 }
 
 /// Where a name led, and the [`Window`] whose `statx` last showed it still
-/// leads there unchanged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// leads there unchanged (set by the check, outside the table's lock: a
+/// name led elsewhere meanwhile has a `Led` of its own).
+#[derive(Debug)]
 struct Led {
     file: (u64, u64),
-    checked: u64,
-}
-
-/// What a kept name's check covers: the requests its worker had read when
-/// the check was made. A hit shares a check of its window, and a window
-/// ends at the first read that brings bytes after one of its checks, so a
-/// hit is always answered from a `statx` made after its request arrived:
-/// a client that changed a file and then asks for it never gets the bytes
-/// from before its change, and requests read together (one wait's batch,
-/// pipelined requests, HTTP/2 streams) share one check per name. No clock
-/// is involved. One per worker; ids are unique across workers.
-pub(crate) struct Window {
-    /// 0: no window, every hit checks.
-    id: Cell<u64>,
-    /// A check was made in this window.
-    checked: Cell<bool>,
-}
-
-impl Window {
-    pub(crate) fn new() -> Window {
-        Window {
-            id: Cell::new(fresh_id()),
-            checked: Cell::new(false),
-        }
-    }
-
-    /// No sharing: every hit makes its own check.
-    #[cfg(any(test, feature = "bench"))]
-    pub(crate) fn none() -> Window {
-        Window {
-            id: Cell::new(0),
-            checked: Cell::new(false),
-        }
-    }
-
-    /// Bytes of requests came in: a check already made in this window may
-    /// be older than them, so the window ends.
-    pub(crate) fn bytes_read(&self) {
-        if self.checked.replace(false) {
-            self.id.set(fresh_id());
-        }
-    }
-
-    fn id(&self) -> u64 {
-        self.id.get()
-    }
-
-    fn checked(&self) {
-        if self.id() != 0 {
-            self.checked.set(true);
-        }
-    }
-}
-
-fn fresh_id() -> u64 {
-    static IDS: AtomicU64 = AtomicU64::new(1);
-    IDS.fetch_add(1, Ordering::Relaxed)
+    checked: Arc<AtomicU64>,
 }
 
 struct Table<M> {
     /// Root (dev, ino) → name → the file (dev, ino) it led to.
-    by_name: HashMap<(u64, u64), HashMap<PathBuf, Led>>,
-    entries: HashMap<(u64, u64), Entry<M>>,
+    by_name: HashMap<(u64, u64), HashMap<Box<[u8]>, Led>, Ids>,
+    entries: HashMap<(u64, u64), Entry<M>, Ids>,
     /// Names seen once: a file is kept on its second request, so a name
     /// asked for only once never costs a mapping.
     seen: HashMap<Name, ()>,
     /// Sidecar names whose open found nothing, and when.
     absent: HashMap<Name, Instant>,
     bytes: u64,
-    clock: u64,
 }
 
 impl<M> Default for Table<M> {
     fn default() -> Self {
         Table {
-            by_name: HashMap::new(),
-            entries: HashMap::new(),
+            by_name: HashMap::default(),
+            entries: HashMap::default(),
             seen: HashMap::new(),
             absent: HashMap::new(),
             bytes: 0,
-            clock: 0,
         }
     }
 }
@@ -164,6 +122,8 @@ pub(crate) struct Cache<M> {
     /// `static-cache` and `static-cache-bytes`; a reload changes them.
     max_entries: AtomicUsize,
     max_bytes: AtomicU64,
+    /// Ticks once per kept hit or kept file: the LRU order's clock.
+    clock: AtomicU64,
     pub(crate) counters: CacheCounters,
 }
 
@@ -174,6 +134,7 @@ impl<M: Clone> Cache<M> {
             keep,
             max_entries: AtomicUsize::new(max_entries),
             max_bytes: AtomicU64::new(max_bytes),
+            clock: AtomicU64::new(0),
             counters: CacheCounters::default(),
         }
     }
@@ -199,7 +160,9 @@ impl<M: Clone> Cache<M> {
         self.max_bytes.store(max_bytes, Ordering::Relaxed);
         if t.entries.len() > max_entries || t.bytes > max_bytes {
             // One sort, oldest first, then evictions until both hold.
-            let mut by_age: Vec<_> = (t.entries.iter()).map(|(k, e)| (e.last_used, *k)).collect();
+            let mut by_age: Vec<_> = (t.entries.iter())
+                .map(|(k, e)| (e.last_used.load(Ordering::Relaxed), *k))
+                .collect();
             by_age.sort_unstable();
             for (_, key) in by_age {
                 if t.entries.len() <= max_entries && t.bytes <= max_bytes {
@@ -213,6 +176,11 @@ impl<M: Clone> Cache<M> {
             t.absent.clear();
             t.seen.clear();
         }
+    }
+
+    /// The next tick of the LRU clock.
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table<M>> {
@@ -241,35 +209,28 @@ impl<M: Clone> Cache<M> {
             return None;
         }
         let root_key = root.cache_key()?;
-        let (bytes, kept_id, meta) = {
-            let mut t = self.lock();
-            let t = &mut *t;
-            let led = t.by_name.get(&root_key)?.get(name)?;
-            let e = t.entries.get_mut(&led.file)?;
-            if window.id() != 0 && led.checked == window.id() {
+        let (bytes, kept_id, meta, checked, last_used) = {
+            let t = self.lock();
+            let led = t.by_name.get(&root_key)?.get(bytes_of(name))?;
+            let e = t.entries.get(&led.file)?;
+            if window.id() != 0 && led.checked.load(Ordering::Relaxed) == window.id() {
                 // Checked in this window already.
-                t.clock += 1;
-                e.last_used = t.clock;
+                e.last_used.store(self.tick(), Ordering::Relaxed);
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 return Some((e.bytes.clone(), e.id, e.meta.clone()));
             }
-            (e.bytes.clone(), e.id, e.meta.clone())
+            let marks = (led.checked.clone(), e.last_used.clone());
+            (e.bytes.clone(), e.id, e.meta.clone(), marks.0, marks.1)
         };
         self.counters.checks.fetch_add(1, Ordering::Relaxed);
         window.checked();
         match root.stat(name) {
             Ok(now) if now == kept_id => {
-                let mut t = self.lock();
-                let t = &mut *t;
-                t.clock += 1;
-                let clock = t.clock;
-                if let Some(e) = t.entries.get_mut(&(kept_id.dev, kept_id.ino)) {
-                    e.last_used = clock;
-                }
-                let led = t.by_name.get_mut(&root_key).and_then(|n| n.get_mut(name));
-                if let Some(led) = led.filter(|l| l.file == (kept_id.dev, kept_id.ino)) {
-                    led.checked = window.id();
-                }
+                // The name's and the entry's own marks: if the name was led
+                // elsewhere or the entry dropped meanwhile, these are no
+                // longer the table's, and marking them changes nothing.
+                last_used.store(self.tick(), Ordering::Relaxed);
+                checked.store(window.id(), Ordering::Relaxed);
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 Some((bytes, kept_id, meta))
             }
@@ -319,7 +280,7 @@ impl<M: Clone> Cache<M> {
         if !self.enabled() {
             return None;
         }
-        Some((root.cache_key()?, name.to_path_buf()))
+        Some((root.cache_key()?, bytes_of(name).into()))
     }
 
     /// Offers a file just opened under `root` for keeping. Returns its kept
@@ -341,7 +302,7 @@ impl<M: Clone> Cache<M> {
         {
             return None;
         }
-        let key: Name = (root_key, name.to_path_buf());
+        let key: Name = (root_key, bytes_of(name).into());
         let file = (id.dev, id.ino);
         {
             let mut t = self.lock();
@@ -374,7 +335,7 @@ impl<M: Clone> Cache<M> {
             let Some(oldest) = t
                 .entries
                 .iter()
-                .min_by_key(|(_, e)| e.last_used)
+                .min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed))
                 .map(|(k, _)| *k)
             else {
                 break;
@@ -382,8 +343,7 @@ impl<M: Clone> Cache<M> {
             t.remove(oldest);
             self.counters.evictions.fetch_add(1, Ordering::Relaxed);
         }
-        t.clock += 1;
-        let clock = t.clock;
+        let clock = self.tick();
         t.bytes += id.size;
         t.link(key.clone(), file);
         t.entries.insert(
@@ -393,7 +353,7 @@ impl<M: Clone> Cache<M> {
                 id,
                 meta: meta(),
                 names: vec![key],
-                last_used: clock,
+                last_used: Arc::new(AtomicU64::new(clock)),
             },
         );
         Some(bytes)
@@ -432,7 +392,10 @@ impl<M> Table<M> {
 
     fn link(&mut self, (root, name): Name, file: (u64, u64)) {
         // Not checked yet: the first hit of any window checks it.
-        let led = Led { file, checked: 0 };
+        let led = Led {
+            file,
+            checked: Arc::new(AtomicU64::new(0)),
+        };
         self.by_name.entry(root).or_default().insert(name, led);
     }
 }
