@@ -1110,7 +1110,7 @@ def bun_bench(args, root, work):
     wrk = subprocess.run(["wrk", "-v"], capture_output=True, text=True)
     versions = [f"nikaia: {binary_id(args.nikaia)}, `nikaia serve`, workers = {args.workers}, access-log off",
                 *([f"held: {binary_id(args.held)}, nikaia_std/examples/held.rs (/page.html held as html::Raw, "
-                   "the rest as nikaia serve), workers = {args.workers}, access-log off"] if args.held else []),
+                   f"the rest as nikaia serve), workers = {args.workers}, access-log off"] if args.held else []),
                 f"nginx: {(ng.stderr + ng.stdout).strip()}, one worker (the bench's configuration: sendfile on, "
                 "tcp_nopush, open_file_cache)",
                 f"bun: {bun_version(args.bun_binary)} ({args.bun_binary}), benches/http/bun_server.js, one process",

@@ -109,6 +109,9 @@ pub(crate) struct Out {
 
 /// The most slices one `sendmsg` carries.
 const MAX_IOV: usize = 64;
+/// The slices of a `sendmsg` of one or two answers: a smaller array to
+/// fill (an answer is a head, a body and its end marker).
+const FEW_IOV: usize = 8;
 /// The most bytes one write or `sendfile` call is asked to move, so a
 /// connection's time slice is checked between calls (a single call on a
 /// loopback socket with a large buffer can otherwise copy megabytes).
@@ -198,6 +201,7 @@ impl Out {
         let mut wrote_any = false;
         loop {
             self.report_ended(&mut done);
+            let few = self.chunks.len() <= FEW_IOV;
             let Some(front) = self.chunks.front_mut() else {
                 return Ok(Flushed::All);
             };
@@ -222,7 +226,12 @@ impl Out {
                     }
                     Step::Flushed(state) => return Ok(state),
                 },
-                _ => match self.send_mem(wire, *budget, &mut done) {
+                _ if few => match self.send_mem::<FEW_IOV>(wire, *budget, &mut done) {
+                    Ok(n) => n,
+                    Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
+                    Err(_) => return Err(SendError::Peer),
+                },
+                _ => match self.send_mem::<MAX_IOV>(wire, *budget, &mut done) {
                     Ok(n) => n,
                     Err(Errno::AGAIN) => return Ok(Flushed::Blocked),
                     Err(_) => return Err(SendError::Peer),
@@ -234,20 +243,21 @@ impl Out {
         }
     }
 
-    /// Sends the in-memory chunks at the front in one `sendmsg`.
-    fn send_mem(
+    /// Sends the in-memory chunks at the front in one `sendmsg` of at most
+    /// `N` slices.
+    fn send_mem<const N: usize>(
         &mut self,
         wire: &mut impl Wire,
         budget: usize,
         done: &mut impl FnMut(&Sent),
     ) -> Result<usize, Errno> {
-        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+        let mut iov = [IoSlice::new(&[]); N];
         let mut n_iov = 0;
         let mut room = budget.min(SEND_STEP);
         let mut more = false;
         for chunk in &self.chunks {
             match chunk {
-                Chunk::Mem(b) if n_iov < MAX_IOV && room > 0 => {
+                Chunk::Mem(b) if n_iov < N && room > 0 => {
                     let take = b.len().min(room);
                     iov[n_iov] = IoSlice::new(&b[..take]);
                     n_iov += 1;

@@ -5,13 +5,27 @@
 use super::Turn;
 use crate::http::request::Reject;
 use crate::http::Peer;
+use crate::http::Request;
 use crate::linux::log::{AccessEntry, RequestLine};
 use crate::linux::out::Sent;
 use crate::rt::{AccessLogFormat, Vehicle};
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 /// The most of a refused request line the access log shows.
 const MAX_LOGGED_LINE: usize = 1024;
+
+/// A request's `Referer` and `User-Agent`, as ranges of its fields, for
+/// its line: not looked for while the access log is off (an answer queued
+/// before a reload turned the log on shows them as `-`).
+pub(super) type Quoted = (Option<Range<usize>>, Option<Range<usize>>);
+
+pub(super) fn quoted(turn: &Turn<'_>, req: &Request) -> Quoted {
+    if !turn.shared.logs.access.is_on() {
+        return (None, None);
+    }
+    (req.header_range("referer"), req.header_range("user-agent"))
+}
 
 /// The line of an answer whose last byte was written.
 pub(super) fn sent(

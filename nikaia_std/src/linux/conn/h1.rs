@@ -313,13 +313,14 @@ impl H1 {
                 link.out.push_produced(sending, chunked);
             }
         }
+        let (referer, user_agent) = access::quoted(turn, req);
         link.out.end(Sent {
             head: req.fields.clone(),
             method: req.method.clone(),
             target: req.target.clone(),
             version: req.version.log_name(),
-            referer: req.header_range("referer"),
-            user_agent: req.header_range("user-agent"),
+            referer,
+            user_agent,
             status: resp.status(),
             bytes,
             vehicle,

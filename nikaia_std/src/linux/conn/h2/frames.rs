@@ -142,13 +142,14 @@ impl H2 {
             user,
             ..
         } = super::super::readable(link, turn, req, decided);
+        let (referer, user_agent) = super::super::access::quoted(turn, req);
         let sent = Sent {
             head: req.fields.clone(),
             method: req.method.clone(),
             target: req.target.clone(),
             version: "HTTP/2.0",
-            referer: req.header_range("referer"),
-            user_agent: req.header_range("user-agent"),
+            referer,
+            user_agent,
             status: resp.status(),
             bytes: payload.len(),
             // A file is read a frame at a time on HTTP/2, whatever the
