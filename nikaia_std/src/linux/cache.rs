@@ -33,6 +33,9 @@ const TICK_NS: i64 = 10_000_000;
 /// (two spellings of one file are two names, each checked on its own).
 type Name = ((u64, u64), Box<[u8]>);
 
+/// The names kept under one root, each to where it led.
+type Names = HashMap<Box<[u8]>, Led>;
+
 fn bytes_of(name: &Path) -> &[u8] {
     name.as_os_str().as_bytes()
 }
@@ -66,7 +69,7 @@ struct Led {
 
 struct Table<M> {
     /// Root (dev, ino) → name → the file (dev, ino) it led to.
-    by_name: HashMap<(u64, u64), HashMap<Box<[u8]>, Led>, Ids>,
+    by_name: HashMap<(u64, u64), Names, Ids>,
     entries: HashMap<(u64, u64), Entry<M>, Ids>,
     /// Names seen once: a file is kept on its second request, so a name
     /// asked for only once never costs a mapping.
