@@ -28,6 +28,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// within one timestamp tick could leave its identity unchanged.
 const TICK_NS: i64 = 10_000_000;
 
+/// The most names that lead to one kept file. Names are their bytes, so a
+/// handler that passes a client's spelling on (`a//b`, `a///b`, …) could
+/// otherwise grow a hot entry's list without end; a name past these is
+/// answered from the kept bytes when its open found the same file, and
+/// opened again next time.
+const MAX_NAMES: usize = 8;
+
 /// A root's (dev, ino) and a name under it, as its bytes: names are
 /// compared and hashed as the bytes asked for, not as a path's components
 /// (two spellings of one file are two names, each checked on its own).
@@ -218,7 +225,7 @@ impl<M: Clone> Cache<M> {
             let e = t.entries.get(&led.file)?;
             if window.id() != 0 && led.checked.load(Ordering::Relaxed) == window.id() {
                 // Checked in this window already.
-                e.last_used.store(self.tick(), Ordering::Relaxed);
+                e.last_used.fetch_max(self.tick(), Ordering::Relaxed);
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 return Some((e.bytes.clone(), e.id, e.meta.clone()));
             }
@@ -232,7 +239,7 @@ impl<M: Clone> Cache<M> {
                 // The name's and the entry's own marks: if the name was led
                 // elsewhere or the entry dropped meanwhile, these are no
                 // longer the table's, and marking them changes nothing.
-                last_used.store(self.tick(), Ordering::Relaxed);
+                last_used.fetch_max(self.tick(), Ordering::Relaxed);
                 checked.store(window.id(), Ordering::Relaxed);
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 Some((bytes, kept_id, meta))
@@ -381,14 +388,17 @@ impl<M> Table<M> {
         true
     }
 
-    /// If `file` is kept with identity `id`, makes `key` lead to it too and
-    /// returns its bytes.
+    /// If `file` is kept with identity `id`, makes `key` lead to it too
+    /// (unless [`MAX_NAMES`] already do) and returns its bytes.
     fn adopt(&mut self, key: &Name, file: (u64, u64), id: &Identity) -> Option<Bytes> {
         let e = self.entries.get_mut(&file).filter(|e| e.id == *id)?;
+        let bytes = e.bytes.clone();
         if !e.names.contains(key) {
+            if e.names.len() >= MAX_NAMES {
+                return Some(bytes);
+            }
             e.names.push(key.clone());
         }
-        let bytes = e.bytes.clone();
         self.link(key.clone(), file);
         Some(bytes)
     }
@@ -489,6 +499,36 @@ mod tests {
         window.bytes_read();
         assert!(cache.lookup(&root, name, &window).is_none());
         assert_eq!(checks(), 2);
+    }
+
+    /// Names are their bytes, so one file may be asked for under many
+    /// spellings: at most MAX_NAMES of them lead to its entry; the others
+    /// are answered from its bytes and opened again next time.
+    #[test]
+    fn a_kept_file_is_reached_by_a_bounded_number_of_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("page.html"), b"version one").unwrap();
+        let links: Vec<String> = (0..12).map(|i| format!("link{i}.html")).collect();
+        for link in &links {
+            std::fs::hard_link(dir.path().join("page.html"), dir.path().join(link)).unwrap();
+        }
+        let (root, cache) = kept(dir.path());
+        for link in &links {
+            let name = Path::new(link);
+            let first = cache.offer(&root, name, &root.open(name).unwrap(), || ());
+            assert!(first.is_none(), "{link}: kept on its first request");
+            let second = cache.offer(&root, name, &root.open(name).unwrap(), || ());
+            assert_eq!(second.as_deref(), Some(&b"version one"[..]), "{link}");
+        }
+        let led: Vec<bool> = (links.iter())
+            .map(|l| cache.lookup(&root, Path::new(l), &Window::none()).is_some())
+            .collect();
+        let expected: Vec<bool> = (0..12).map(|i| i + 1 < MAX_NAMES).collect();
+        assert_eq!(
+            led, expected,
+            "page.html and the first links lead to the entry"
+        );
+        assert_eq!(cache.occupancy().entries, 1);
     }
 
     #[test]

@@ -146,6 +146,10 @@ impl Heads {
             return self.head.clone();
         }
         let head = self.write(resp, length, date, close, version);
+        if close {
+            // The connection's last answer: nothing to keep it for.
+            return head;
+        }
         if same || self.key.is_none() || self.misses + 1 >= GIVE_WAY_AFTER {
             // The same answer in a new second, the first answer, or one
             // that took the place of an answer no longer asked for.
