@@ -71,6 +71,24 @@ pub fn runtime(site: &Site, text: &str, pki: Option<&TestPki>) -> Runtime {
     rt
 }
 
+/// The directory handler over the site, its runtime file `text` (written
+/// where [`runtime`] writes it), read again on `Running::reload`: on a
+/// port of its own and without an access log, at every reload as at
+/// start.
+pub fn serve_reloading(site: &Site, text: &str) -> Running {
+    let file = site.tmp.path().join("runtime.toml");
+    let rt = runtime(site, text, None);
+    let handler = dir_handler(Root::dir(&site.root).unwrap(), false, false);
+    start(
+        Server::with_runtime(rt)
+            .route("/*path", handler)
+            .reload_from(&file, |rt| {
+                rt.listen = vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()];
+                rt.access_log = LogTarget::Off;
+            }),
+    )
+}
+
 /// `nikaia serve`'s routes: the directory handler for GET, HEAD and
 /// OPTIONS, and `/who` answering the request's client and peer.
 pub fn serve(site: &Site, rt: Runtime) -> Running {

@@ -5,13 +5,10 @@
 //! of its own. Each answer here comes on one kept-alive connection, after
 //! the head it could wrongly repeat was given more than once.
 
-use nikaia_std::fs::Root;
 use nikaia_std::html::Raw;
-use nikaia_std::http::{dir_handler, Response, Server};
-use nikaia_std::rt::LogTarget;
-use nikaia_tests::site::{runtime, site};
+use nikaia_std::http::{Response, Server};
+use nikaia_tests::site::{serve_reloading, site};
 use nikaia_tests::{start, test_runtime, Client, Reply};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -108,16 +105,7 @@ fn a_reload_that_changes_a_rule_changes_the_heads_it_dressed() {
     let s = site();
     let file = s.tmp.path().join("runtime.toml");
     let rule = |v: &str| format!("[[headers]]\nmatch = \"**\"\nset = {{ X-Site = \"{v}\" }}\n");
-    let rt = runtime(&s, &rule("one"), None);
-    let handler = dir_handler(Root::dir(&s.root).unwrap(), false, false);
-    let running = start(
-        Server::with_runtime(rt)
-            .route("/*path", handler)
-            .reload_from(&file, |rt| {
-                rt.listen = vec![SocketAddr::from(([127, 0, 0, 1], 0)).into()];
-                rt.access_log = LogTarget::Off;
-            }),
-    );
+    let running = serve_reloading(&s, &rule("one"));
     let mut c = Client::connect(running.local_addr());
     assert_eq!(thrice(&mut c, "/a.txt").header("x-site"), Some("one"));
     std::fs::write(&file, rule("two")).unwrap();

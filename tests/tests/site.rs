@@ -7,12 +7,10 @@
 
 use nikaia_std::fs::Root;
 use nikaia_std::http::{dir_handler, Server};
-use nikaia_std::rt::LogTarget;
 use nikaia_tests::curl::curl;
 use nikaia_tests::{start, Client, TestPki};
-use std::net::SocketAddr;
 
-use nikaia_tests::site::{base64, runtime, serve, site, tls_url, url};
+use nikaia_tests::site::{base64, runtime, serve, serve_reloading, site, tls_url, url};
 
 // ---------------------------------------------------------------------------
 // Header rules and the security preset.
@@ -472,19 +470,9 @@ fn empty_segments_merge_and_dot_segments_are_404() {
 #[test]
 fn a_reload_reads_the_htpasswd_file_again() {
     let s = site();
-    let file = s.tmp.path().join("runtime.toml");
     let text =
         "[[auth]]\nmatch = \"staging/**\"\nhtpasswd = \"users.htpasswd\"\nplain-http = true\n";
-    let rt = runtime(&s, text, None);
-    let handler = dir_handler(Root::dir(&s.root).unwrap(), false, false);
-    let running = start(
-        Server::with_runtime(rt)
-            .route("/*path", handler)
-            .reload_from(&file, |rt| {
-                rt.listen = vec![SocketAddr::from(([127, 0, 0, 1], 0)).into()];
-                rt.access_log = LogTarget::Off;
-            }),
-    );
+    let running = serve_reloading(&s, text);
     let secret = url(&running, "/staging/secret.txt");
     assert_eq!(curl(&secret, &["-u", "alice:open sesame"]).status, 200);
     assert_eq!(curl(&secret, &["-u", "carol:carol"]).status, 401);

@@ -31,6 +31,17 @@ const HEAD_ROOM: usize = 1024;
 /// that one.
 const GIVE_WAY_AFTER: u8 = 32;
 
+/// What a head is written from: every input of [`write_head`].
+#[derive(Clone, Copy)]
+pub(crate) struct Inputs<'a> {
+    pub resp: &'a Response,
+    /// The body's length (also for HEAD, which sends none).
+    pub length: u64,
+    pub date: &'a [u8],
+    pub close: bool,
+    pub version: Version,
+}
+
 /// What a head was built from, but its `Date`; and the body it was sent
 /// with.
 #[derive(PartialEq)]
@@ -49,38 +60,25 @@ struct Key {
 }
 
 impl Key {
-    fn matches(
-        &self,
-        body: (usize, usize),
-        resp: &Response,
-        length: u64,
-        close: bool,
-        version: Version,
-    ) -> bool {
+    fn matches(&self, body: (usize, usize), i: &Inputs<'_>) -> bool {
         self.body == body
-            && self.status == resp.status
-            && self.length == length
-            && self.close == close
-            && self.version == version
-            && self.default_type == resp.default_type
-            && self.headers == resp.headers
+            && self.status == i.resp.status
+            && self.length == i.length
+            && self.close == i.close
+            && self.version == i.version
+            && self.default_type == i.resp.default_type
+            && self.headers == i.resp.headers
     }
 
-    fn of(
-        body: (usize, usize),
-        resp: &Response,
-        length: u64,
-        close: bool,
-        version: Version,
-    ) -> Key {
+    fn of(body: (usize, usize), i: &Inputs<'_>) -> Key {
         Key {
             body,
-            status: resp.status,
-            default_type: resp.default_type,
-            headers: resp.headers.clone(),
-            length,
-            close,
-            version,
+            status: i.resp.status,
+            default_type: i.resp.default_type,
+            headers: i.resp.headers.clone(),
+            length: i.length,
+            close: i.close,
+            version: i.version,
         }
     }
 }
@@ -107,37 +105,19 @@ pub(crate) struct Heads {
 impl Heads {
     /// A head written afresh, not kept (a refusal's, before the connection
     /// closes).
-    pub(crate) fn write(
-        &mut self,
-        resp: &Response,
-        length: u64,
-        date: &[u8],
-        close: bool,
-        version: Version,
-    ) -> Bytes {
+    pub(crate) fn write(&mut self, i: Inputs<'_>) -> Bytes {
         self.buf.reserve(HEAD_ROOM);
-        write_head(&mut self.buf, resp, length, date, close, version);
+        write_head(&mut self.buf, i.resp, i.length, i.date, i.close, i.version);
         self.buf.split().freeze()
     }
 
     /// The head of an answer whose body is `body`: the kept one when every
     /// input is the same, else written afresh and, unless the kept one
     /// still holds its place, kept.
-    pub(crate) fn head(
-        &mut self,
-        body: &[u8],
-        resp: &Response,
-        length: u64,
-        date: &[u8],
-        close: bool,
-        version: Version,
-    ) -> Bytes {
+    pub(crate) fn head(&mut self, body: &[u8], i: Inputs<'_>) -> Bytes {
         let body = (body.as_ptr() as usize, body.len());
-        let same = self
-            .key
-            .as_ref()
-            .is_some_and(|k| k.matches(body, resp, length, close, version));
-        if same && self.date == date {
+        let same = self.key.as_ref().is_some_and(|k| k.matches(body, &i));
+        if same && self.date == i.date {
             self.misses = 0;
             #[cfg(test)]
             {
@@ -145,8 +125,8 @@ impl Heads {
             }
             return self.head.clone();
         }
-        let head = self.write(resp, length, date, close, version);
-        if close {
+        let head = self.write(i);
+        if i.close {
             // The connection's last answer: nothing to keep it for.
             return head;
         }
@@ -154,10 +134,10 @@ impl Heads {
             // The same answer in a new second, the first answer, or one
             // that took the place of an answer no longer asked for.
             if !same {
-                self.key = Some(Key::of(body, resp, length, close, version));
+                self.key = Some(Key::of(body, &i));
             }
             self.date.clear();
-            self.date.extend_from_slice(date);
+            self.date.extend_from_slice(i.date);
             self.head = Bytes::copy_from_slice(&head);
             self.misses = 0;
         } else {

@@ -9,7 +9,7 @@ mod stream;
 
 use super::{access, serving, Link, Next, Turn};
 use crate::http::answer::{Answer, Done, Payload, Progress, Waiting};
-use crate::http::h1::kept::Heads;
+use crate::http::h1::kept::{Heads, Inputs};
 use crate::http::h1::parse::{parse_head, Framing, Head};
 use crate::http::h2::frame::PREFACE;
 use crate::http::request::{Reject, Spare};
@@ -290,9 +290,16 @@ impl H1 {
             Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => &b[..],
             _ => &[],
         };
-        let head = self
-            .heads
-            .head(body, &resp, length, turn.date, close, req.version);
+        let head = self.heads.head(
+            body,
+            Inputs {
+                resp: &resp,
+                length,
+                date: turn.date,
+                close,
+                version: req.version,
+            },
+        );
         link.out.push(head);
         let vehicle = payload.vehicle();
         let bytes = payload.len();
@@ -334,18 +341,6 @@ impl H1 {
         link.deadline = turn.now + turn.rt.send_timeout;
     }
 
-    /// A head written afresh (a refusal's) into [`H1::heads`].
-    fn head(
-        &mut self,
-        resp: &Response,
-        length: u64,
-        date: &[u8],
-        close: bool,
-        version: Version,
-    ) -> Bytes {
-        self.heads.write(resp, length, date, close, version)
-    }
-
     /// Answers a request that cannot be served with its status, then closes.
     pub(super) fn refuse(&mut self, link: &mut Link, turn: &mut Turn<'_>, reject: Reject) {
         let page = Response::status_page(reject.status);
@@ -361,7 +356,13 @@ impl H1 {
         resp: Response,
     ) {
         let (length, body) = resp.memory_body();
-        let head = self.head(&resp, length, turn.date, true, Version::Http11);
+        let head = self.heads.write(Inputs {
+            resp: &resp,
+            length,
+            date: turn.date,
+            close: true,
+            version: Version::Http11,
+        });
         link.out.push(head);
         link.out.push(body);
         turn.shared.stats.status(reject.status);

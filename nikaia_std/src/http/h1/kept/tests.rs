@@ -13,7 +13,7 @@ fn fresh(resp: &Response, length: u64, date: &[u8], close: bool, version: Versio
     buf.to_vec()
 }
 
-struct Inputs {
+struct Shape {
     resp: Response,
     length: u64,
     date: &'static [u8],
@@ -21,8 +21,20 @@ struct Inputs {
     version: Version,
 }
 
-fn page() -> Inputs {
-    Inputs {
+impl Shape {
+    fn inputs(&self) -> Inputs<'_> {
+        Inputs {
+            resp: &self.resp,
+            length: self.length,
+            date: self.date,
+            close: self.close,
+            version: self.version,
+        }
+    }
+}
+
+fn page() -> Shape {
+    Shape {
         resp: Raw::new("<p>held</p>").into_response(),
         length: 11,
         date: DATE,
@@ -32,9 +44,9 @@ fn page() -> Inputs {
 }
 
 /// Gives `inputs`' head through `kept`, and checks it is the fresh one.
-fn give(kept: &mut Heads, inputs: &Inputs) -> Bytes {
+fn give(kept: &mut Heads, inputs: &Shape) -> Bytes {
     let i = inputs;
-    let head = kept.head(BODY, &i.resp, i.length, i.date, i.close, i.version);
+    let head = kept.head(BODY, i.inputs());
     assert_eq!(
         head,
         fresh(&i.resp, i.length, i.date, i.close, i.version),
@@ -56,7 +68,7 @@ fn the_same_answer_is_given_its_kept_head() {
 /// head is written, never the kept one.
 #[test]
 fn every_input_of_a_head_is_part_of_its_key() {
-    type Change = fn(&mut Inputs);
+    type Change = fn(&mut Shape);
     let changes: [(&str, Change); 10] = [
         ("status", |i| i.resp.status = 404),
         ("length (another body)", |i| i.length = 12),
@@ -163,7 +175,7 @@ fn another_body_of_the_same_length_is_a_miss() {
     let other = b"<p>else</p>".to_vec();
     let i = page();
     for body in [BODY, BODY, &other[..], BODY] {
-        kept.head(body, &i.resp, i.length, i.date, i.close, i.version);
+        kept.head(body, i.inputs());
     }
     assert_eq!(kept.hits(), 2, "the kept head came for another body");
 }
