@@ -3,12 +3,14 @@
 //! head says — another body, a header the handler or a site rule sets, a
 //! status, a reload, a new second, the connection closing — gets a head
 //! of its own. Each answer here comes on one kept-alive connection, after
-//! the head it could wrongly repeat was given more than once.
+//! the head it could wrongly repeat was given more than once; HTTP/1.1's
+//! over raw sockets, HTTP/2's (kept header blocks) through curl.
 
 use nikaia_std::html::Raw;
 use nikaia_std::http::{Response, Server};
+use nikaia_tests::curl::{curl_output, parse_seen};
 use nikaia_tests::site::{serve_reloading, site};
-use nikaia_tests::{start, test_runtime, Client, Reply};
+use nikaia_tests::{start, test_runtime, Client, Reply, TestPki};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,4 +126,69 @@ fn a_reload_that_changes_a_rule_changes_the_heads_it_dressed() {
     assert_ne!(r.header("etag"), Some(etag.as_str()), "a stale ETag");
     assert_eq!(r.body, b"0123456789abcdef, and more");
     assert_eq!(r.header("content-length"), Some("26"));
+}
+
+/// Over HTTP/2 (TLS, ALPN h2: curl 7.88 breaks a reused h2c connection
+/// itself, curl/curl#10634), twelve requests on one connection to a
+/// handler whose answer changes every third request (a header's value,
+/// then the body's length): each answer's fields are its own, never a
+/// kept block's from the answer before.
+#[test]
+fn over_http2_a_kept_block_follows_the_answer() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let pki = TestPki::new();
+    let server = start(Server::with_runtime(pki.runtime()).route("/n", move |_| {
+        let n = c.fetch_add(1, Relaxed);
+        let body = if n / 3 % 2 == 0 {
+            "<p>held</p>"
+        } else {
+            "<p>held, longer</p>"
+        };
+        Response::new(200)
+            .header("X-Third", n / 3)
+            .body(Raw::new(body))
+    }));
+    let url = format!("https://localhost:{}/n", server.local_addr().port());
+    let dir = tempfile::tempdir().unwrap();
+    let heads = dir.path().join("heads");
+    let ca = pki.ca_pem.to_str().unwrap();
+    let mut args = vec![
+        "-sS",
+        "--http2",
+        "--cacert",
+        ca,
+        "-D",
+        heads.to_str().unwrap(),
+    ];
+    args.extend(["-w", "%{num_connects}\n"]);
+    for _ in 0..12 {
+        args.extend(["-o", "/dev/null", url.as_str()]);
+    }
+    let out = curl_output(&args);
+    assert!(out.status.success(), "curl {args:?}: {out:?}");
+    let connects: u32 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse::<u32>().unwrap())
+        .sum();
+    assert_eq!(
+        connects, 1,
+        "the twelve requests were not on one connection"
+    );
+    let raw = std::fs::read(&heads).unwrap();
+    let seen: Vec<_> = (raw.windows(6).enumerate())
+        .filter(|(_, w)| *w == b"HTTP/2")
+        .map(|(i, _)| parse_seen(&raw[i..]))
+        .collect();
+    assert_eq!(seen.len(), 12, "{}", String::from_utf8_lossy(&raw));
+    for (n, s) in seen.iter().enumerate() {
+        assert_eq!(
+            s.header("x-third"),
+            Some((n / 3).to_string().as_str()),
+            "answer {n}"
+        );
+        let length = if n / 3 % 2 == 0 { "11" } else { "19" };
+        assert_eq!(s.header("content-length"), Some(length), "answer {n}");
+        assert!(s.header("date").is_some(), "answer {n}");
+    }
 }

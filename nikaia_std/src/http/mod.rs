@@ -17,6 +17,7 @@ mod events;
 pub(crate) mod file;
 pub(crate) mod h1;
 pub(crate) mod h2;
+pub(crate) mod kept_key;
 pub(crate) mod produce;
 pub(crate) mod proxy;
 pub(crate) mod redirect;

@@ -16,10 +16,9 @@
 //! changed what the rules add, a new second: each is a different key.
 
 use super::head::write_head;
-use crate::http::request::Version;
-use crate::http::response::Response;
+pub(crate) use crate::http::kept_key::Inputs;
+use crate::http::kept_key::Key;
 use bytes::{Bytes, BytesMut};
-use std::borrow::Cow;
 
 /// What the buffer holds at least before a head is written: most heads
 /// fit, so a connection's heads share one allocation.
@@ -30,58 +29,6 @@ const HEAD_ROOM: usize = 1024;
 /// them for long, and one that moved on to another constant answer keeps
 /// that one.
 const GIVE_WAY_AFTER: u8 = 32;
-
-/// What a head is written from: every input of [`write_head`].
-#[derive(Clone, Copy)]
-pub(crate) struct Inputs<'a> {
-    pub resp: &'a Response,
-    /// The body's length (also for HEAD, which sends none).
-    pub length: u64,
-    pub date: &'a [u8],
-    pub close: bool,
-    pub version: Version,
-}
-
-/// What a head was built from, but its `Date`; and the body it was sent
-/// with.
-#[derive(PartialEq)]
-struct Key {
-    /// Where the body's bytes are, and how many: not an input of the head,
-    /// but compared first, so that a connection asking for one file after
-    /// another (each its own bytes in the kept table) is told apart at
-    /// once. It only ever adds misses.
-    body: (usize, usize),
-    status: u16,
-    default_type: Option<&'static str>,
-    headers: Vec<(Cow<'static, str>, Bytes)>,
-    length: u64,
-    close: bool,
-    version: Version,
-}
-
-impl Key {
-    fn matches(&self, body: (usize, usize), i: &Inputs<'_>) -> bool {
-        self.body == body
-            && self.status == i.resp.status
-            && self.length == i.length
-            && self.close == i.close
-            && self.version == i.version
-            && self.default_type == i.resp.default_type
-            && self.headers == i.resp.headers
-    }
-
-    fn of(body: (usize, usize), i: &Inputs<'_>) -> Key {
-        Key {
-            body,
-            status: i.resp.status,
-            default_type: i.resp.default_type,
-            headers: i.resp.headers.clone(),
-            length: i.length,
-            close: i.close,
-            version: i.version,
-        }
-    }
-}
 
 /// One connection's heads.
 #[derive(Default)]

@@ -10,6 +10,7 @@ pub(crate) mod frame;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub(crate) mod hpack;
+pub(crate) mod kept;
 
 #[cfg(test)]
 mod tests;

@@ -18,6 +18,7 @@ use crate::http::answer::{Done, Progress, Waiting};
 use crate::http::h2::conn::{Core, Event, Limits, Tally};
 use crate::http::h2::fields::Parsed;
 use crate::http::h2::frame::HEADER_LEN;
+use crate::http::h2::kept::KeptBlock;
 use crate::http::response::Response;
 use crate::http::site::Verdict;
 use crate::http::Request;
@@ -113,6 +114,8 @@ pub(super) struct H2 {
     since: Instant,
     /// The first request's deadline: header-timeout from the accept.
     first_deadline: Instant,
+    /// The HEADERS block kept while the next answer's inputs are the same.
+    kept: KeptBlock,
 }
 
 impl H2 {
@@ -137,6 +140,7 @@ impl H2 {
             served: false,
             since: turn.now,
             first_deadline: turn.now + rt.header_timeout,
+            kept: KeptBlock::default(),
         }
     }
 

@@ -1,6 +1,8 @@
 use super::*;
 use crate::html::Raw;
+use crate::http::request::Version;
 use crate::http::response::IntoResponse;
+use crate::http::response::Response;
 
 const DATE: &[u8] = b"Sun, 06 Dec 2026 05:00:00 GMT";
 const BODY: &[u8] = b"<p>held</p>";

@@ -21,6 +21,10 @@ pub(crate) struct Encoder {
     /// The size updates the next block must start with: the smallest size
     /// since the last block, and the final one.
     pending: Option<(usize, usize)>,
+    /// Counts the dynamic table's changes (an entry added, a new size):
+    /// two blocks written from the same fields at the same count are the
+    /// same bytes (`http/h2/kept.rs`).
+    changes: u64,
 }
 
 impl Default for Encoder {
@@ -76,6 +80,7 @@ impl Encoder {
         Encoder {
             table: Dynamic::new(DEFAULT_TABLE_SIZE),
             pending: None,
+            changes: 0,
         }
     }
 
@@ -87,12 +92,19 @@ impl Encoder {
     /// leaves the size as it was since the last block signals nothing.
     pub(crate) fn set_table_max(&mut self, max: usize) {
         let size = max.min(ENCODER_TABLE_CAP);
+        self.changes += 1;
         self.pending = match self.pending {
             None if size == self.table.max() => None,
             None => Some((size, size)),
             Some((smallest, _)) => Some((smallest.min(size), size)),
         };
         self.table.set_max(size);
+    }
+
+    /// How many times the dynamic table changed: while it stays, the same
+    /// fields are written as the same bytes.
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// The dynamic table, for tests and the fuzz target.
@@ -196,6 +208,7 @@ impl Encoder {
         write_string(out, value);
         if indexing {
             self.table.insert(Name::Bytes(name), value);
+            self.changes += 1;
         }
     }
 }

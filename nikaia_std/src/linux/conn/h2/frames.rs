@@ -3,16 +3,15 @@
 //! in-memory bytes as slices (a frame header beside them, no copy), files
 //! read a frame at a time by the same D9 rules as HTTP/1.1, produced
 //! bodies pulled a frame at a time as credit allows — and the response
-//! HEADERS block.
+//! HEADERS block (kept while its inputs are the same: `http::h2::kept`).
 
 use super::super::{access, Link, Turn};
 use super::{Body, FileBody, Source, DATA_MAX, FILL_HIGH, H2};
 use crate::http::answer::{Answer, Payload};
 use crate::http::h2::conn::Refused;
 use crate::http::h2::frame::{ErrorCode, HEADER_LEN};
-use crate::http::h2::hpack::Encoder;
 use crate::http::produce::Next;
-use crate::http::response::{each_field, Response};
+use crate::http::response::Response;
 use crate::http::Request;
 use crate::linux::out::Sent;
 use crate::linux::out::COLD_READ;
@@ -183,8 +182,13 @@ impl H2 {
             })),
         };
         let date = turn.date;
+        let body = match &source {
+            Some(Source::Memory(b)) => &b[..],
+            _ => &[],
+        };
+        let kept = &mut self.kept;
         let headed = self.core.respond(stream, source.is_none(), |enc, out| {
-            head(enc, out, &resp, length, date)
+            kept.block(enc, out, body, &resp, length, date)
         });
         if !headed {
             return;
@@ -219,10 +223,11 @@ impl H2 {
         let resp = Response::status_page(reject.status);
         let (length, body) = resp.memory_body();
         let date = turn.date;
+        let kept = &mut self.kept;
         if !self
             .core
             .respond(stream, body.is_empty() && !reset, |enc, out| {
-                head(enc, out, &resp, length, date)
+                kept.block(enc, out, &body, &resp, length, date)
             })
         {
             return;
@@ -329,38 +334,4 @@ fn read_frame(
             Err(Some(e))
         }
     }
-}
-
-/// The response's HEADERS block: `:status`, `date`, then the fields every
-/// backend sends, lowercased, less those HTTP/2 forbids (§8.2.2).
-pub(super) fn head(
-    enc: &mut Encoder,
-    out: &mut Vec<u8>,
-    resp: &Response,
-    length: u64,
-    date: &[u8],
-) {
-    enc.status(resp.status(), out);
-    enc.field(b"date", date, false, out);
-    let mut lower = Vec::with_capacity(32);
-    each_field(resp, length, |name, value| {
-        lower.clear();
-        lower.extend(name.iter().map(u8::to_ascii_lowercase));
-        let index = match lower.as_slice() {
-            b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection" => return,
-            // RFC 7541 §7.1.3: a secret no table on the way should keep.
-            b"set-cookie" | b"authorization" | b"proxy-authenticate" => {
-                return enc.field_never_indexed(&lower, value, out);
-            }
-            b"server"
-            | b"content-type"
-            | b"accept-ranges"
-            | b"cache-control"
-            | b"vary"
-            | b"content-encoding"
-            | b"x-content-type-options" => true,
-            _ => false,
-        };
-        enc.field(&lower, value, index, out);
-    });
 }
