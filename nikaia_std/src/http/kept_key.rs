@@ -64,3 +64,16 @@ impl Key {
         }
     }
 }
+
+/// A reproducible run of numbers for the kept heads' and blocks' random
+/// tests (xorshift64).
+#[cfg(test)]
+pub(crate) fn numbers(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
