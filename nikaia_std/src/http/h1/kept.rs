@@ -17,18 +17,12 @@
 
 use super::head::write_head;
 pub(crate) use crate::http::kept_key::Inputs;
-use crate::http::kept_key::Key;
+use crate::http::kept_key::Slot;
 use bytes::{Bytes, BytesMut};
 
 /// What the buffer holds at least before a head is written: most heads
 /// fit, so a connection's heads share one allocation.
 const HEAD_ROOM: usize = 1024;
-
-/// Misses in a row after which the kept head gives way to the one just
-/// written: a connection that alternates between answers keeps none of
-/// them for long, and one that moved on to another constant answer keeps
-/// that one.
-const GIVE_WAY_AFTER: u8 = 32;
 
 /// One connection's heads.
 #[derive(Default)]
@@ -37,16 +31,13 @@ pub(crate) struct Heads {
     /// space is reused once the heads sent from it are dropped, so an
     /// answer's head costs no allocation.
     buf: BytesMut,
-    key: Option<Key>,
+    /// Which answer's head is kept.
+    slot: Slot,
     /// The `Date` text the kept head carries.
     date: Vec<u8>,
     /// The head, in an allocation of its own (the connection's head buffer
     /// is reused once the heads written in it are sent).
     head: Bytes,
-    misses: u8,
-    /// Heads given without being written.
-    #[cfg(test)]
-    hits: u64,
 }
 
 impl Heads {
@@ -62,33 +53,17 @@ impl Heads {
     /// input is the same, else written afresh and, unless the kept one
     /// still holds its place, kept.
     pub(crate) fn head(&mut self, body: &[u8], i: Inputs<'_>) -> Bytes {
-        let body = (body.as_ptr() as usize, body.len());
-        let same = self.key.as_ref().is_some_and(|k| k.matches(body, &i));
+        let same = self.slot.holds(body, &i);
         if same && self.date == i.date {
-            self.misses = 0;
-            #[cfg(test)]
-            {
-                self.hits += 1;
-            }
+            self.slot.given();
             return self.head.clone();
         }
         let head = self.write(i);
-        if i.close {
-            // The connection's last answer: nothing to keep it for.
-            return head;
-        }
-        if same || self.key.is_none() || self.misses + 1 >= GIVE_WAY_AFTER {
-            // The same answer in a new second, the first answer, or one
-            // that took the place of an answer no longer asked for.
-            if !same {
-                self.key = Some(Key::of(body, &i));
-            }
+        // The connection's last answer: nothing to keep it for.
+        if !i.close && self.slot.take(same, body, &i) {
             self.date.clear();
             self.date.extend_from_slice(i.date);
             self.head = Bytes::copy_from_slice(&head);
-            self.misses = 0;
-        } else {
-            self.misses += 1;
         }
         head
     }
@@ -96,7 +71,7 @@ impl Heads {
     /// How many heads were given without being written.
     #[cfg(test)]
     pub(crate) fn hits(&self) -> u64 {
-        self.hits
+        self.slot.hits()
     }
 }
 

@@ -8,26 +8,19 @@
 //! on its value alone).
 
 use super::hpack::Encoder;
-use crate::http::kept_key::{Inputs, Key};
+use crate::http::kept_key::{Inputs, Slot};
 use crate::http::request::Version;
 use crate::http::response::{each_field, Response};
-
-/// Misses in a row after which the kept block gives way to a new one (as
-/// HTTP/1.1's kept head does).
-const GIVE_WAY_AFTER: u8 = 32;
 
 /// One connection's kept block.
 #[derive(Default)]
 pub(crate) struct KeptBlock {
-    key: Option<Key>,
+    /// Which answer's block is kept.
+    slot: Slot,
     /// The encoder's change count both parts were written at.
     changes: u64,
     status: Vec<u8>,
     fields: Vec<u8>,
-    misses: u8,
-    /// Blocks given without being encoded.
-    #[cfg(test)]
-    hits: u64,
 }
 
 impl KeptBlock {
@@ -44,7 +37,6 @@ impl KeptBlock {
         length: u64,
         date: &[u8],
     ) {
-        let body = (body.as_ptr() as usize, body.len());
         let inputs = Inputs {
             resp,
             length,
@@ -52,13 +44,9 @@ impl KeptBlock {
             close: false,
             version: Version::Http2,
         };
-        let same = self.key.as_ref().is_some_and(|k| k.matches(body, &inputs));
+        let same = self.slot.holds(body, &inputs);
         if same && self.changes == enc.changes() {
-            self.misses = 0;
-            #[cfg(test)]
-            {
-                self.hits += 1;
-            }
+            self.slot.given();
             out.extend_from_slice(&self.status);
             enc.field(b"date", date, false, out);
             out.extend_from_slice(&self.fields);
@@ -71,27 +59,24 @@ impl KeptBlock {
         enc.field(b"date", date, false, out);
         let fields_start = out.len();
         write_fields(enc, out, resp, length);
-        // Written at a count no later block will see: nothing to keep.
-        let stable = enc.changes() == before;
-        if !stable || !(same || self.key.is_none() || self.misses + 1 >= GIVE_WAY_AFTER) {
-            self.misses = self.misses.saturating_add(1);
+        if enc.changes() != before {
+            // Written at a count no later block will see: nothing to keep.
+            self.slot.missed();
             return;
         }
-        if !same {
-            self.key = Some(Key::of(body, &inputs));
+        if self.slot.take(same, body, &inputs) {
+            self.changes = before;
+            self.status.clear();
+            self.status.extend_from_slice(&out[start..status_end]);
+            self.fields.clear();
+            self.fields.extend_from_slice(&out[fields_start..]);
         }
-        self.changes = before;
-        self.status.clear();
-        self.status.extend_from_slice(&out[start..status_end]);
-        self.fields.clear();
-        self.fields.extend_from_slice(&out[fields_start..]);
-        self.misses = 0;
     }
 
     /// How many blocks were given without being encoded.
     #[cfg(test)]
     pub(crate) fn hits(&self) -> u64 {
-        self.hits
+        self.slot.hits()
     }
 }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::html::Raw;
+use crate::http::kept_key::GIVE_WAY_AFTER;
 use crate::http::request::Version;
 use crate::http::response::IntoResponse;
 use crate::http::response::Response;
