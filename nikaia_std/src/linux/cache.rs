@@ -229,8 +229,8 @@ impl<M: Clone> Cache<M> {
                 self.counters.hits.fetch_add(1, Ordering::Relaxed);
                 return Some((e.bytes.clone(), e.id, e.meta.clone()));
             }
-            let marks = (led.checked.clone(), e.last_used.clone());
-            (e.bytes.clone(), e.id, e.meta.clone(), marks.0, marks.1)
+            let (checked, last_used) = (led.checked.clone(), e.last_used.clone());
+            (e.bytes.clone(), e.id, e.meta.clone(), checked, last_used)
         };
         self.counters.checks.fetch_add(1, Ordering::Relaxed);
         window.checked();
