@@ -10,7 +10,7 @@
 use super::body::Resume;
 use super::response::{Body, IntoResponse, Response};
 use bytes::Bytes;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 /// The source of a produced body: what std pulls.
 ///
@@ -77,16 +77,11 @@ pub enum Cancelled {
 pub struct Pull<'a> {
     room: usize,
     make: &'a mut dyn FnMut() -> Resume,
-    taken: bool,
 }
 
 impl<'a> Pull<'a> {
     pub(crate) fn new(room: usize, make: &'a mut dyn FnMut() -> Resume) -> Pull<'a> {
-        Pull {
-            room,
-            make,
-            taken: false,
-        }
+        Pull { room, make }
     }
 
     /// How many bytes the connection takes now.
@@ -97,13 +92,7 @@ impl<'a> Pull<'a> {
     /// The handle that wakes this body after [`Pulled::Later`]: resumed,
     /// or dropped, it has std pull again.
     pub fn later(&mut self) -> Resume {
-        self.taken = true;
         (self.make)()
-    }
-
-    /// Whether the producer took a handle to wake the body with.
-    pub(crate) fn took_later(&self) -> bool {
-        self.taken
     }
 }
 
@@ -209,6 +198,17 @@ where
 /// A produced body being sent: the one place a backend pulls it (the same
 /// for HTTP/1.1, HTTP/2 and every target). Dropped before its end, it
 /// cancels the producer with the reason the backend set.
+///
+/// Two rules every backend gets from here rather than from its own
+/// driver. A producer that said `Later` is *parked*: it is not pulled
+/// again, whatever wakes the connection, until a handle it took is
+/// resumed or dropped — so a quiet producer costs nothing, even one that
+/// takes a new handle on every pull (each pull's handle replacing the
+/// last). And what a producer gives at once is *gathered*: small pieces
+/// are pulled one after another into one run of up to [`GATHER`] bytes
+/// (or the room asked for, if less), at most [`GATHER_PULLS`] pulls a
+/// run, never waiting for more — so a body made of rows leaves in frames
+/// and chunks of many rows, and an event leaves as soon as it is given.
 pub(crate) struct Sending {
     producer: Box<dyn Producer>,
     /// The promised length, if any.
@@ -219,15 +219,30 @@ pub(crate) struct Sending {
     rest: Bytes,
     /// Pulls made (the counters' and the tests' measure of a parked body).
     pub pulls: u64,
+    /// The producer ended or failed (no cancel follows).
     finished: bool,
+    /// How it ended, when bytes gathered before the end go first.
+    outcome: Option<Over>,
     /// The last pull said `Later`: the body waits for its producer, not
     /// for the client (no send clock runs).
     pub waiting: bool,
+    /// The newest handle made: the number of the pull that took it.
+    handed: u64,
+    /// The newest handle resumed or dropped (its pull's number): while
+    /// it is older than `handed`, a waiting body is parked.
+    woken: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Why, if it is dropped unfinished.
     pub why: Cancelled,
     /// The backend's counters, if it keeps any.
     tally: Option<std::sync::Arc<Tally>>,
 }
+
+/// The most bytes gathered from pieces given at once into one run.
+pub(crate) const GATHER: usize = 64 << 10;
+
+/// The most pulls one run takes (the fairness bound: a worker serves its
+/// other connections after at most this many).
+pub(crate) const GATHER_PULLS: u64 = 1024;
 
 /// What became of produced bodies: the backend's counters (`nikaia
 /// explain`).
@@ -267,6 +282,23 @@ impl Tally {
     }
 }
 
+/// What one pull gave, as the gathering sees it.
+enum Gave {
+    Piece(Bytes),
+    /// An empty piece: nothing to send, pull again.
+    Empty,
+    /// `Later`: nothing now.
+    Nothing,
+    Over(Over),
+}
+
+/// How a producer's body ended.
+enum Over {
+    End,
+    /// Failed (counted when it failed).
+    Failed(String),
+}
+
 impl Sending {
     pub(crate) fn new(produced: Produced) -> Sending {
         Sending {
@@ -276,7 +308,10 @@ impl Sending {
             rest: Bytes::new(),
             pulls: 0,
             finished: false,
+            outcome: None,
             waiting: false,
+            handed: 0,
+            woken: std::sync::Arc::default(),
             why: Cancelled::Gone,
             tally: None,
         }
@@ -294,75 +329,173 @@ impl Sending {
         }
     }
 
-    /// The next bytes, at most `room` of them: what is left of the last
-    /// piece, else a pull. `make` makes the handle that resumes a body
-    /// that waits; a producer that says `Later` without taking one is
-    /// resumed at once (posted, not called in place).
-    pub(crate) fn next(&mut self, room: usize, make: &mut dyn FnMut() -> Resume) -> Next {
-        let next = self.pulled(room.max(1), make);
-        self.waiting = matches!(next, Next::Wait);
-        next
+    /// Whether a handle the producer took is still out: neither it nor
+    /// a newer one has been resumed or dropped.
+    fn handle_out(&self) -> bool {
+        self.woken.load(Acquire) < self.handed
     }
 
-    fn pulled(&mut self, room: usize, make: &mut dyn FnMut() -> Resume) -> Next {
-        if self.rest.is_empty() {
-            if self.finished {
-                return Next::End;
-            }
-            self.pulls += 1;
-            self.count(|t| &t.pulls, 1);
-            let mut pull = Pull::new(room, make);
-            let pulled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.producer.pull(&mut pull)
-            }));
-            let took = pull.took_later();
-            match pulled {
-                Ok(Pulled::Piece(b)) => self.rest = b,
-                Ok(Pulled::Later) => {
-                    if !took {
-                        drop(make());
+    /// The next bytes, at most `room` of them: what is left of the last
+    /// piece, then what the producer gives now, gathered (see the type's
+    /// doc). `make` makes the backend's handle that resumes a body that
+    /// waits; a producer that says `Later` holding no handle is resumed
+    /// at once (posted, not called in place).
+    pub(crate) fn next(&mut self, room: usize, make: &mut dyn FnMut() -> Resume) -> Next {
+        if self.waiting && self.handle_out() {
+            // Parked: nothing is pulled until its handle wakes it.
+            return Next::Wait;
+        }
+        self.waiting = false;
+        if let Some(over) = self.outcome.take() {
+            return self.over(over);
+        }
+        let room = room.max(1);
+        let want = room.min(GATHER);
+        // The first piece is kept as it came (no copy when it is enough);
+        // a second one starts the run they are gathered into.
+        let mut first = std::mem::take(&mut self.rest);
+        let mut run = bytes::BytesMut::new();
+        let mut pulls = 0;
+        while first.len() + run.len() < want && pulls < GATHER_PULLS && !self.finished {
+            pulls += 1;
+            match self.pull(room, make) {
+                Gave::Piece(b) if first.is_empty() && run.is_empty() => first = b,
+                Gave::Empty => {}
+                Gave::Piece(b) => {
+                    if run.is_empty() {
+                        run.reserve(want);
+                        run.extend_from_slice(&std::mem::take(&mut first));
                     }
-                    return Next::Wait;
+                    let fits = b.len().min(want - run.len());
+                    run.extend_from_slice(&b[..fits]);
+                    self.rest = b.slice(fits..);
                 }
-                Ok(Pulled::End) => {
-                    self.finished = true;
-                    return match self.length {
-                        Some(n) if n != self.sent => self.fail(format!(
-                            "the producer ended after {} of the {n} bytes it promised",
-                            self.sent
-                        )),
-                        _ => {
-                            self.count(|t| &t.ended, 1);
-                            Next::End
-                        }
-                    };
+                Gave::Nothing => {
+                    let gathered = !first.is_empty() || !run.is_empty();
+                    if self.handle_out() {
+                        // What was gathered goes now; the body then waits
+                        // for the producer's handle.
+                        self.waiting = true;
+                    } else if !gathered {
+                        self.wake_now(make);
+                        self.waiting = true;
+                    }
+                    break;
                 }
-                Ok(Pulled::Failed(why)) => return self.fail(why),
-                Err(_) => return self.fail("the producer panicked".to_owned()),
-            }
-            if self.rest.is_empty() {
-                // An empty piece: nothing to send; pull again next time.
-                drop(make());
-                return Next::Wait;
+                Gave::Over(over) => {
+                    self.outcome = Some(over);
+                    break;
+                }
             }
         }
-        let take = self.rest.len().min(room);
-        let bytes = self.rest.split_to(take);
+        let bytes = match run.is_empty() {
+            true => first,
+            false => run.freeze(),
+        };
+        if !bytes.is_empty() {
+            return self.take(bytes, room);
+        }
+        if let Some(over) = self.outcome.take() {
+            return self.over(over);
+        }
+        if self.finished {
+            return Next::End;
+        }
+        if !self.waiting {
+            // Empty pieces only, as many as a run takes: the connection's
+            // others go first, and it is pulled again after.
+            self.wake_now(make);
+            self.waiting = true;
+        }
+        Next::Wait
+    }
+
+    /// `bytes` handed to the backend, at most `room` of them (the rest
+    /// is kept for the next call), checked against a promised length.
+    fn take(&mut self, mut bytes: Bytes, room: usize) -> Next {
+        if bytes.len() > room {
+            self.rest = bytes.split_off(room);
+        }
         self.sent += bytes.len() as u64;
         self.count(|t| &t.bytes, bytes.len() as u64);
         if let Some(n) = self.length.filter(|n| self.sent > *n) {
-            return self.fail(format!(
+            self.outcome = None;
+            let over = self.fail(format!(
                 "the producer gave more than the {n} bytes it promised"
             ));
+            return self.over(over);
         }
         Next::Bytes(bytes)
     }
 
+    /// The end delivered: a promised length kept, or the failure.
+    fn over(&mut self, over: Over) -> Next {
+        match over {
+            Over::Failed(why) => Next::Fail(why),
+            Over::End => match self.length {
+                Some(n) if n != self.sent => {
+                    self.count(|t| &t.failed, 1);
+                    Next::Fail(format!(
+                        "the producer ended after {} of the {n} bytes it promised",
+                        self.sent
+                    ))
+                }
+                _ => {
+                    self.count(|t| &t.ended, 1);
+                    Next::End
+                }
+            },
+        }
+    }
+
+    /// Has the body pulled again soon: a handle made and dropped now
+    /// (the backend posts the pull; it is not made in place).
+    fn wake_now(&mut self, make: &mut dyn FnMut() -> Resume) {
+        self.handed = self.pulls;
+        self.woken.fetch_max(self.pulls, Release);
+        drop(make());
+    }
+
+    /// One pull, counted; the handles it makes say, when they wake,
+    /// which pull made them.
+    fn pull(&mut self, room: usize, make: &mut dyn FnMut() -> Resume) -> Gave {
+        self.pulls += 1;
+        self.count(|t| &t.pulls, 1);
+        let number = self.pulls;
+        let woken = self.woken.clone();
+        let handed = &mut self.handed;
+        let mut ours = || {
+            *handed = number;
+            let theirs = make();
+            let woken = woken.clone();
+            // Marked woken before the backend's handle posts the pull.
+            Resume::new(move || {
+                woken.fetch_max(number, Release);
+                drop(theirs);
+            })
+        };
+        let mut pull = Pull::new(room, &mut ours);
+        let producer = &mut self.producer;
+        let pulled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| producer.pull(&mut pull)));
+        match pulled {
+            Ok(Pulled::Piece(b)) if b.is_empty() => Gave::Empty,
+            Ok(Pulled::Piece(b)) => Gave::Piece(b),
+            Ok(Pulled::Later) => Gave::Nothing,
+            Ok(Pulled::End) => {
+                self.finished = true;
+                Gave::Over(Over::End)
+            }
+            Ok(Pulled::Failed(why)) => Gave::Over(self.fail(why)),
+            Err(_) => Gave::Over(self.fail("the producer panicked".to_owned())),
+        }
+    }
+
     /// It cannot go on: counted, and no cancel follows.
-    fn fail(&mut self, why: String) -> Next {
+    fn fail(&mut self, why: String) -> Over {
         self.finished = true;
         self.count(|t| &t.failed, 1);
-        Next::Fail(why)
+        Over::Failed(why)
     }
 }
 
@@ -376,5 +509,155 @@ impl Drop for Sending {
                 self.producer.cancel(why)
             }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Mutex};
+
+    /// A backend's handle maker that counts the pulls it posts.
+    fn poster() -> (Arc<AtomicUsize>, impl FnMut() -> Resume) {
+        let posted = Arc::new(AtomicUsize::new(0));
+        let count = posted.clone();
+        let make = move || {
+            let count = count.clone();
+            Resume::new(move || {
+                count.fetch_add(1, Relaxed);
+            })
+        };
+        (posted, make)
+    }
+
+    fn bytes_of(next: Next) -> Bytes {
+        match next {
+            Next::Bytes(b) => b,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn pieces_given_at_once_are_gathered_up_to_the_room_and_the_pull_bound() {
+        let rows = (0..10_000u32).map(|i| format!("{i:>15}\n"));
+        let mut s = Sending::new(Produced::from_iter(rows));
+        let (posted, mut make) = poster();
+        // 16-byte rows: a run of at most GATHER_PULLS of them.
+        let run = bytes_of(s.next(64 << 10, &mut make));
+        assert_eq!(run.len(), 16 * GATHER_PULLS as usize);
+        assert_eq!(&run[..16], b"              0\n");
+        // A room smaller than a run: filled exactly, the rest kept.
+        let run = bytes_of(s.next(1000, &mut make));
+        assert_eq!(run.len(), 1000);
+        assert_eq!(s.pulls, GATHER_PULLS + 63);
+        let mut all = 16 * GATHER_PULLS + 1000;
+        loop {
+            match s.next(64 << 10, &mut make) {
+                Next::Bytes(b) => all += b.len() as u64,
+                Next::End => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(all, 160_000);
+        assert_eq!(posted.load(Relaxed), 0, "nothing waited");
+    }
+
+    #[test]
+    fn a_large_piece_goes_as_it_came_and_its_rest_next() {
+        let big = Bytes::from(vec![7u8; 100_000]);
+        let mut s = Sending::new(Produced::from_iter([big.clone()]).length(100_000));
+        let (_, mut make) = poster();
+        let first = bytes_of(s.next(64 << 10, &mut make));
+        assert_eq!(first.len(), 64 << 10);
+        assert_eq!(first.as_ptr(), big.as_ptr(), "no copy");
+        assert_eq!(s.pulls, 1);
+        // The rest, then a pull that finds the end (it comes after).
+        assert_eq!(
+            bytes_of(s.next(64 << 10, &mut make)).len(),
+            100_000 - (64 << 10)
+        );
+        assert_eq!(s.pulls, 2);
+        assert!(matches!(s.next(64 << 10, &mut make), Next::End));
+    }
+
+    #[test]
+    fn the_end_after_gathered_bytes_comes_after_them_and_checks_the_length() {
+        let pieces = [&b"ab"[..], b"cd", b"ef"].map(Bytes::from_static);
+        let mut s = Sending::new(Produced::from_iter(pieces.clone()).length(6));
+        let (_, mut make) = poster();
+        assert_eq!(&bytes_of(s.next(100, &mut make))[..], b"abcdef");
+        assert!(matches!(s.next(100, &mut make), Next::End));
+        let mut s = Sending::new(Produced::from_iter(pieces.clone()).length(7));
+        assert_eq!(&bytes_of(s.next(100, &mut make))[..], b"abcdef");
+        assert!(matches!(s.next(100, &mut make), Next::Fail(_)));
+    }
+
+    /// Gives what is queued; takes a new handle every pull, dropping the
+    /// one before.
+    struct Restless(Arc<Mutex<(Vec<Bytes>, Option<Resume>)>>);
+
+    impl Producer for Restless {
+        fn pull(&mut self, pull: &mut Pull<'_>) -> Pulled {
+            let mut q = self.0.lock().unwrap();
+            let old = q.1.replace(pull.later());
+            let piece = q.0.pop();
+            drop(q);
+            drop(old);
+            piece.map_or(Pulled::Later, Pulled::Piece)
+        }
+    }
+
+    #[test]
+    fn a_waiting_producer_is_pulled_only_when_its_newest_handle_wakes() {
+        let q = Arc::new(Mutex::new((Vec::new(), None)));
+        let mut s = Sending::new(Produced::new(Restless(q.clone())));
+        let (posted, mut make) = poster();
+        assert!(matches!(s.next(100, &mut make), Next::Wait));
+        assert_eq!(s.pulls, 1);
+        // Whatever wakes the connection now pulls nothing.
+        for _ in 0..10 {
+            assert!(matches!(s.next(100, &mut make), Next::Wait));
+        }
+        assert_eq!((s.pulls, posted.load(Relaxed)), (1, 0));
+        // A piece, and the handle resumed: one run, then parked again
+        // (the old handle dropped inside the second pull wakes nothing).
+        let handle = {
+            let mut q = q.lock().unwrap();
+            q.0.push(Bytes::from_static(b"tick"));
+            q.1.take().unwrap()
+        };
+        handle.resume();
+        assert_eq!(posted.load(Relaxed), 1);
+        assert_eq!(&bytes_of(s.next(100, &mut make))[..], b"tick");
+        assert_eq!(s.pulls, 3);
+        for _ in 0..10 {
+            assert!(matches!(s.next(100, &mut make), Next::Wait));
+        }
+        assert_eq!((s.pulls, posted.load(Relaxed)), (3, 2));
+    }
+
+    /// Says `Later` and keeps no handle: resumed at once, posted.
+    struct Careless(u32);
+
+    impl Producer for Careless {
+        fn pull(&mut self, _pull: &mut Pull<'_>) -> Pulled {
+            self.0 += 1;
+            match self.0 {
+                1 => Pulled::Later,
+                2 => Pulled::Piece(Bytes::from_static(b"x")),
+                _ => Pulled::End,
+            }
+        }
+    }
+
+    #[test]
+    fn later_without_a_handle_is_pulled_again_after_a_post() {
+        let mut s = Sending::new(Produced::new(Careless(0)));
+        let (posted, mut make) = poster();
+        assert!(matches!(s.next(100, &mut make), Next::Wait));
+        assert_eq!(posted.load(Relaxed), 1);
+        assert_eq!(&bytes_of(s.next(100, &mut make))[..], b"x");
+        assert!(matches!(s.next(100, &mut make), Next::End));
     }
 }
