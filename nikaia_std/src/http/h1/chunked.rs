@@ -6,6 +6,7 @@
 
 use crate::http::request::Reject;
 use crate::text::percent::hex;
+use crate::text::token::tchar;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
@@ -14,9 +15,10 @@ enum Step {
         digits: usize,
         value: u64,
     },
-    /// After the size: skipping an extension up to CR.
+    /// In the size line's extensions, `seen` bytes into them.
     Ext {
         value: u64,
+        at: Ext,
         seen: usize,
     },
     /// After the size line's CR: only LF may follow.
@@ -29,14 +31,47 @@ enum Step {
     DataEnd {
         cr: bool,
     },
-    /// Reading trailer lines; `line` bytes into the current one, `cr` once
-    /// its CR was seen.
+    /// Reading trailer field lines, `total` bytes into them.
     Trailer {
-        line: usize,
+        at: Field,
         total: usize,
-        cr: bool,
     },
     Done,
+}
+
+/// Where a size line's extensions are (RFC 9112 §7.1.1):
+/// `*( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ext {
+    /// Whitespace that only a `;` may end (after the size, or a value).
+    Space,
+    /// After `;`: whitespace, then a name.
+    NameStart,
+    Name,
+    /// Whitespace after a name: `=` or `;` next.
+    AfterName,
+    /// After `=`: whitespace, then a token or a quoted string.
+    ValueStart,
+    Token,
+    Quoted,
+    /// After a backslash in a quoted string.
+    Escape,
+    /// After a quoted string's closing quote.
+    Closed,
+}
+
+/// Where a trailer field line is (RFC 9112 §7.1.2, §5): `token ":" OWS
+/// value OWS CRLF`, no whitespace before the colon, no obs-fold, no
+/// control byte but HTAB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    LineStart,
+    Name,
+    Value,
+    /// After a field line's CR.
+    Cr,
+    /// After the CR of the empty line that ends the trailers.
+    EndCr,
 }
 
 #[derive(Debug)]
@@ -101,19 +136,23 @@ impl Chunked {
                     },
                     Some(_) => return Err(bad("chunk size too long")),
                     None if digits == 0 => return Err(bad("chunk size missing")),
-                    None if b == b';' || b == b' ' || b == b'\t' => Step::Ext { value, seen: 1 },
-                    None if b == b'\r' => Step::SizeLf { value },
-                    None => return Err(bad("bad chunk size line")),
-                },
-                Step::Ext { value, seen } => match b {
-                    b'\r' => Step::SizeLf { value },
-                    b'\n' | 0 => return Err(bad("bad chunk extension")),
-                    _ if seen > 4096 => return Err(bad("chunk extension too long")),
-                    _ => Step::Ext {
-                        value,
-                        seen: seen + 1,
+                    None => match b {
+                        b';' => ext(value, Ext::NameStart, 0),
+                        b' ' | b'\t' => ext(value, Ext::Space, 0),
+                        b'\r' => Step::SizeLf { value },
+                        _ => return Err(bad("bad chunk size line")),
                     },
                 },
+                Step::Ext { value, at, seen } => {
+                    if seen >= EXT_MAX {
+                        return Err(bad("chunk extension too long"));
+                    }
+                    match extension(at, b) {
+                        Some(Some(at)) => ext(value, at, seen + 1),
+                        Some(None) => Step::SizeLf { value },
+                        None => return Err(bad("bad chunk extension")),
+                    }
+                }
                 // Framing lines end in CRLF exactly: a bare LF or CR is
                 // refused, so no peer that splits lines differently can
                 // read a different body out of the same bytes.
@@ -146,33 +185,20 @@ impl Chunked {
                     },
                     _ => return Err(bad("chunk data not followed by CRLF")),
                 },
-                Step::Trailer { line, total, cr } => {
-                    if total > self.trailer_limit {
+                Step::Trailer { at, total } => {
+                    if total >= self.trailer_limit {
                         return Err(Reject {
                             status: 431,
                             why: "chunked trailers too large",
                         });
                     }
-                    match (b, cr) {
-                        (b'\n', true) if line == 0 => Step::Done,
-                        (b'\n', true) => Step::Trailer {
-                            line: 0,
+                    match trailer(at, b) {
+                        Some(Some(at)) => Step::Trailer {
+                            at,
                             total: total + 1,
-                            cr: false,
                         },
-                        (b'\r', false) => Step::Trailer {
-                            line,
-                            total: total + 1,
-                            cr: true,
-                        },
-                        (b'\r' | b'\n', _) | (_, true) => {
-                            return Err(bad("trailer line not ended by CRLF"))
-                        }
-                        _ => Step::Trailer {
-                            line: line + 1,
-                            total: total + 1,
-                            cr: false,
-                        },
+                        Some(None) => Step::Done,
+                        None => return Err(bad("bad trailer field line")),
                     }
                 }
                 Step::Done => Step::Done,
@@ -186,9 +212,8 @@ impl Chunked {
     fn after_size(&mut self, size: u64) -> Result<Step, Reject> {
         if size == 0 {
             return Ok(Step::Trailer {
-                line: 0,
+                at: Field::LineStart,
                 total: 0,
-                cr: false,
             });
         }
         if self.decoded.saturating_add(size) > self.limit {
@@ -199,6 +224,67 @@ impl Chunked {
         }
         Ok(Step::Data(size))
     }
+}
+
+/// The most bytes of extensions one size line may carry.
+const EXT_MAX: usize = 4096;
+
+fn ext(value: u64, at: Ext, seen: usize) -> Step {
+    Step::Ext { value, at, seen }
+}
+
+fn space(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// A quoted string's own bytes: qdtext, or what a backslash may escape
+/// (with `escaped`).
+fn quoted(b: u8, escaped: bool) -> bool {
+    match b {
+        b'\t' | b' ' | 0x21..=0x7e | 0x80..=0xff => escaped || (b != b'"' && b != b'\\'),
+        _ => false,
+    }
+}
+
+/// The next place in a size line's extensions after `b`: `Some(None)` at
+/// the line's CR, `None` for a byte the grammar does not allow there.
+fn extension(at: Ext, b: u8) -> Option<Option<Ext>> {
+    use Ext::*;
+    let next = match (at, b) {
+        (Name | Token | Closed, b'\r') => return Some(None),
+        (Space | NameStart | AfterName | ValueStart, _) if space(b) => at,
+        (Name, _) if space(b) => AfterName,
+        (Token | Closed, _) if space(b) => Space,
+        (Space | Name | AfterName | Token | Closed, b';') => NameStart,
+        (Name | AfterName, b'=') => ValueStart,
+        (NameStart | Name, _) if tchar(b) => Name,
+        (ValueStart | Token, _) if tchar(b) => Token,
+        (ValueStart, b'"') => Quoted,
+        (Quoted, b'"') => Closed,
+        (Quoted, b'\\') => Escape,
+        (Quoted, _) if quoted(b, false) => Quoted,
+        (Escape, _) if quoted(b, true) => Quoted,
+        _ => return None,
+    };
+    Some(Some(next))
+}
+
+/// The next place in the trailer section after `b`: `Some(None)` once
+/// the empty line that ends it is whole, `None` for a byte a field line
+/// may not have there.
+fn trailer(at: Field, b: u8) -> Option<Option<Field>> {
+    use Field::*;
+    let next = match (at, b) {
+        (LineStart, b'\r') => EndCr,
+        (EndCr, b'\n') => return Some(None),
+        (LineStart | Name, _) if tchar(b) => Name,
+        (Name, b':') => Value,
+        (Value, b'\r') => Cr,
+        (Value, b'\t' | b' ' | 0x21..=0x7e | 0x80..=0xff) => Value,
+        (Cr, b'\n') => LineStart,
+        _ => return None,
+    };
+    Some(Some(next))
 }
 
 #[cfg(test)]
@@ -279,5 +365,99 @@ mod tests {
                 .status,
             400
         );
+    }
+
+    /// The body of `wire` if it decodes whole, else the refusal's status.
+    fn decode(wire: &[u8]) -> Result<Vec<u8>, u16> {
+        let mut body = Vec::new();
+        match Chunked::new(1 << 20, 256).feed(wire, &mut body) {
+            Ok(true) => Ok(body),
+            Ok(false) => panic!("{:?}: incomplete", String::from_utf8_lossy(wire)),
+            Err(r) => Err(r.status),
+        }
+    }
+
+    #[test]
+    fn size_lines_follow_the_grammar_exactly() {
+        for line in [
+            "5",
+            "5;a",
+            "5;a=b",
+            "5 ;a",
+            "5\t; a = b",
+            "5;a;b=c ;d",
+            "5;a=\"q\\\"t; x\"",
+            "5;a=\"\"",
+            "5;a=\"é\"",
+            "0005;a=b;c",
+        ] {
+            let wire = format!("{line}\r\nhello\r\n0\r\n\r\n");
+            assert_eq!(decode(wire.as_bytes()), Ok(b"hello".to_vec()), "{line:?}");
+        }
+        for line in [
+            "5 5",
+            "5\t5",
+            "5 ",
+            "5\t",
+            "5;",
+            "5; ",
+            "5;a ",
+            "5;a=",
+            "5;a= ",
+            "5;a=b ",
+            "5 a",
+            "5;=b",
+            "5;a=b=c",
+            "5;a==b",
+            "5;a=\"b",
+            "5;a=\"b\"c",
+            "5;a=\"\x01\"",
+            "5;a\x00",
+            "5;a=b\x7f",
+            "5;a=\"\\\x01\"",
+            "5;a@",
+            "5,a",
+            "5\n",
+            "-5",
+            "+5",
+            "0x5",
+            " 5",
+        ] {
+            let wire = format!("{line}\r\nhello\r\n0\r\n\r\n");
+            assert_eq!(decode(wire.as_bytes()), Err(400), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn trailer_lines_are_field_lines() {
+        for trailers in [
+            "",
+            "X-T: 1\r\n",
+            "X-T:1\r\n",
+            "X-T:\r\n",
+            "a:\tb c é\r\nb: 2\r\n",
+        ] {
+            let wire = format!("1\r\nx\r\n0\r\n{trailers}\r\n");
+            assert_eq!(decode(wire.as_bytes()), Ok(b"x".to_vec()), "{trailers:?}");
+        }
+        for trailers in [
+            "X-T 1\r\n",
+            "X-T : 1\r\n",
+            ": 1\r\n",
+            " X-T: 1\r\n",
+            "X-T: 1\r\n folded\r\n",
+            "X-T: 1\r\n\tfolded\r\n",
+            "X-T: a\x01b\r\n",
+            "X-T: a\x7fb\r\n",
+            "X-T: a\x00\r\n",
+            "X-T: 1\n",
+            "X-T: 1\rX\r\n",
+            "X(T): 1\r\n",
+        ] {
+            let wire = format!("1\r\nx\r\n0\r\n{trailers}\r\n");
+            assert_eq!(decode(wire.as_bytes()), Err(400), "{trailers:?}");
+        }
+        let long = format!("1\r\nx\r\n0\r\nX-T: {}\r\n\r\n", "a".repeat(300));
+        assert_eq!(decode(long.as_bytes()), Err(431));
     }
 }

@@ -298,13 +298,23 @@ impl H1 {
             turn.shared.stats.bodies.drained.fetch_add(1, Relaxed);
         }
         if done.is_err() || over {
-            // Malformed or too much: answer (if not yet) and close.
+            // Malformed or too much: answer (if not yet) and close. A
+            // request whose framing is broken is answered as malformed
+            // (400), whatever its head would have been answered: the
+            // client and any proxy before us may read its end elsewhere.
             let State::Draining(d) = std::mem::replace(&mut self.state, State::Idle) else {
                 unreachable!("checked above");
             };
-            if let Some(mut p) = d.then {
-                p.keep_alive = false; // the answer says it closes
-                self.answer(link, turn, p, None);
+            match (d.then, done) {
+                (Some(p), Err(reject)) => {
+                    self.spare.keep(p.req);
+                    self.refuse(link, turn, reject);
+                }
+                (Some(mut p), _) => {
+                    p.keep_alive = false; // the answer says it closes
+                    self.answer(link, turn, p, None);
+                }
+                (None, _) => {}
             }
             link.close_after = true;
             self.rbuf.clear();
