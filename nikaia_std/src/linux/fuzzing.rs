@@ -76,6 +76,41 @@ pub fn request_head(data: &[u8]) {
     }
 }
 
+/// A request head as our parser reads it, for the check against an
+/// independent parser (`tests/fuzz_replay.rs`): one line of JSON-like
+/// text, each byte string in hex — `{"len":N,"method":"..","target":"..",
+/// "version":"1.1","fields":[["name","value"],..],"framing":"none"|
+/// "chunked"|"length N"}` — or `{"refused":STATUS}`, or `{"incomplete":1}`.
+pub fn request_head_seen(data: &[u8]) -> String {
+    let head = match parse_head(data, MAX_HEAD, &mut Spare::default()) {
+        Ok(Some(head)) => head,
+        Ok(None) => return "{\"incomplete\":1}".to_owned(),
+        Err(r) => return format!("{{\"refused\":{}}}", r.status),
+    };
+    let hex = |r: &std::ops::Range<usize>| -> String {
+        data[r.clone()].iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let fields: Vec<String> = (head.text.headers.iter())
+        .map(|(n, v)| format!("[\"{}\",\"{}\"]", hex(n), hex(v)))
+        .collect();
+    let framing = match head.framing {
+        Framing::None => "none".to_owned(),
+        Framing::Chunked => "chunked".to_owned(),
+        Framing::Length(n) => format!("length {n}"),
+    };
+    let version = match head.text.version {
+        crate::http::request::Version::Http10 => "1.0",
+        _ => "1.1",
+    };
+    format!(
+        "{{\"len\":{},\"method\":\"{}\",\"target\":\"{}\",\"version\":\"{version}\",\"fields\":[{}],\"framing\":\"{framing}\"}}",
+        head.len,
+        hex(&head.text.method),
+        hex(&head.text.target),
+        fields.join(",")
+    )
+}
+
 /// The chunked decoder: fed in the pieces the first byte chooses, and
 /// stopped after every n-th run of body (as a sink that pauses stops it,
 /// the second byte choosing n), it decides exactly as when fed at once,
@@ -119,6 +154,24 @@ pub fn chunked(data: &[u8]) {
     }
     assert_eq!(pieces.decoded, body.len() as u64);
     assert!(body.len() as u64 <= LIMIT && at_once_body.len() as u64 <= LIMIT);
+    chunk_size_line_against_httparse(input);
+}
+
+/// The size line, against httparse's `parse_chunk_size`, which allows
+/// more (any byte in an extension, whitespace before the CRLF): a line
+/// we take, httparse takes with the same size and the same end; a line
+/// we still read, httparse still reads.
+fn chunk_size_line_against_httparse(input: &[u8]) {
+    let theirs = httparse::parse_chunk_size(input);
+    match Chunked::size_line(input) {
+        Ok(Some(line)) => assert_eq!(
+            theirs,
+            Ok(httparse::Status::Complete(line)),
+            "a size line read otherwise"
+        ),
+        Ok(None) => assert_eq!(theirs, Ok(httparse::Status::Partial)),
+        Err(_) => {}
+    }
 }
 
 /// Range and the conditional headers over a file of a size the input

@@ -209,6 +209,30 @@ impl Chunked {
         Ok(self.step == Step::Done)
     }
 
+    /// The first size line of `input` as this decoder reads it: the
+    /// bytes it takes up to its LF and the size it says; `Ok(None)` when
+    /// the line is not whole yet. For the differential fuzz target.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn size_line(input: &[u8]) -> Result<Option<(usize, u64)>, Reject> {
+        let mut dec = Chunked::new(u64::MAX, usize::MAX);
+        for (i, b) in input.iter().enumerate() {
+            let value = match dec.step {
+                Step::Size { value, .. } | Step::Ext { value, .. } | Step::SizeLf { value } => {
+                    value
+                }
+                _ => unreachable!("still on the first line"),
+            };
+            dec.feed_pieces(std::slice::from_ref(b), &mut |_| true)?;
+            if !matches!(
+                dec.step,
+                Step::Size { .. } | Step::Ext { .. } | Step::SizeLf { .. }
+            ) {
+                return Ok(Some((i + 1, value)));
+            }
+        }
+        Ok(None)
+    }
+
     fn after_size(&mut self, size: u64) -> Result<Step, Reject> {
         if size == 0 {
             return Ok(Step::Trailer {
