@@ -198,6 +198,12 @@ fn malformed_and_smuggling_requests_get_their_status_and_close() {
         ("GET static HTTP/1.1\r\nHost: t\r\n\r\n", 400),
         ("GET /static HTTP/9.9\r\nHost: t\r\n\r\n", 505),
         ("GET /static HTTP/2.0\r\nHost: t\r\n\r\n", 505),
+        // A raw space in the target: a malformed request line, whatever
+        // its last word looks like.
+        ("GET /a b HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        ("GET /a\tb HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        ("GET /static HTTP/1.1 HTTP/1.1\r\nHost: t\r\n\r\n", 400),
+        ("GET /static  HTTP/1.1\r\nHost: t\r\n\r\n", 400),
         ("GET /static HTTQ/1.1\r\nHost: t\r\n\r\n", 400),
         ("GET /static HTTP/1\r\nHost: t\r\n\r\n", 400),
         ("GET /static HTTP/1.1x\r\nHost: t\r\n\r\n", 400),

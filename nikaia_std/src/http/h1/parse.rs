@@ -35,18 +35,22 @@ impl Head {
     }
 }
 
-/// A request line whose version httparse refused: 505 only for a
-/// well-formed `HTTP/x.y` other than 1.0 and 1.1 (RFC 9112 §2.3, as nginx
-/// answers); anything else in its place (`HTTQ/1.1`, `HTTP/1`, `HTTP/1.1x`)
-/// is a malformed request line, 400.
+/// A request line whose version httparse refused: 505 only for a line of
+/// three words (`method SP target SP version`, RFC 9112 §3) whose last is
+/// a well-formed `HTTP/x.y` other than 1.0 and 1.1 (§2.3, as nginx
+/// answers); anything else in its place (`HTTQ/1.1`, `HTTP/1`,
+/// `HTTP/1.1x`), or a target with a space in it, is a malformed request
+/// line, 400.
 fn version_reject(buf: &[u8]) -> Reject {
     let line_end = buf
         .iter()
         .position(|&b| b == b'\r' || b == b'\n')
         .unwrap_or(buf.len());
     let line = &buf[..line_end];
+    let words = line.split(|&b| b == b' ').count();
     let token = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
-    let well_formed = token.len() == 8
+    let well_formed = words == 3
+        && token.len() == 8
         && token.starts_with(b"HTTP/")
         && token[5].is_ascii_digit()
         && token[6] == b'.'
