@@ -137,6 +137,15 @@ pub fn run(args: ServeArgs) -> u8 {
         dir.display(),
         at.join(", ")
     );
+    if !args.list && !dir.join("index.html").is_file() {
+        // The README's first command, run where there is no page: say why
+        // `/` is 404 before someone opens it and wonders.
+        let _ = writeln!(
+            std::io::stdout(),
+            "{} has no index.html, so / answers 404 Not Found; --list lists the directory instead",
+            dir.display()
+        );
+    }
     running.wait();
     0
 }

@@ -198,6 +198,11 @@ fn resumable_partials_live_outside_the_served_tree_on_its_file_system() {
         err.contains("key `resumable`") && err.contains("inside the served directory"),
         "{err}"
     );
+    // One sentence, its words each one space apart.
+    assert!(
+        err.contains("inside the served directory") && !err.contains("  "),
+        "{err}"
+    );
     let serve = nikaia(dir.path(), &["serve", "site", "--runtime", "runtime.toml"]);
     assert_eq!(serve.status.code(), Some(1));
     assert!(text(&serve.stderr).contains("inside the served directory"));
@@ -216,5 +221,8 @@ fn resumable_partials_live_outside_the_served_tree_on_its_file_system() {
     let output = nikaia(dir.path(), &["check", "runtime.toml", "site"]);
     assert_eq!(output.status.code(), Some(1));
     let err = text(&output.stderr);
-    assert!(err.contains("another file system"), "{err}");
+    assert!(
+        err.contains("another file system") && !err.contains("  "),
+        "{err}"
+    );
 }

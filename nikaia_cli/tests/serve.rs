@@ -387,3 +387,51 @@ fn sigusr1_reopens_the_logs_after_logrotate_moved_them() {
         "USR1 does not stop it"
     );
 }
+
+#[test]
+fn a_directory_without_index_html_is_said_to_answer_404_at_start() {
+    use std::io::BufRead;
+    let start = |dir: &std::path::Path, list: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+        cmd.arg("serve")
+            .arg(dir)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(list.then_some("--list"))
+            .env("NIKAIA_RUNTIME", "")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = common::Served::from(cmd.spawn().unwrap());
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        out.read_line(&mut first).unwrap();
+        assert!(first.starts_with("Serving "), "{first}");
+        let addr = first
+            .split("://")
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap();
+        let status = get(addr, "/").0;
+        drop(child); // stdout closes: what it said is all there is
+        let mut rest = String::new();
+        out.read_to_string(&mut rest).unwrap();
+        (status, rest)
+    };
+    let empty = tempfile::tempdir().unwrap();
+    let (status, said) = start(empty.path(), false);
+    assert_eq!(status, 404);
+    assert_eq!(
+        said,
+        format!(
+            "{} has no index.html, so / answers 404 Not Found; --list lists the directory instead\n",
+            empty.path().display()
+        )
+    );
+    // Listed, or with a page: nothing more is said.
+    let (status, said) = start(empty.path(), true);
+    assert_eq!((status, &*said), (200, ""));
+    let dir = site();
+    let (status, said) = start(dir.path(), false);
+    assert_eq!((status, &*said), (200, ""));
+}

@@ -113,7 +113,9 @@ impl Runtime {
         let mut found = Vec::new();
         if meta.dev() != served.dev() {
             found.push(problem(format!(
-                "dir {partial} is on another file system than the served directory {}                  (st_dev {} against {}): a complete upload is renamed into place, which                  cannot cross file systems",
+                "dir {partial} is on another file system than the served directory {} \
+                 (st_dev {} against {}): a complete upload is renamed into place, which \
+                 cannot cross file systems",
                 dir.display(),
                 meta.dev(),
                 served.dev()
@@ -123,7 +125,8 @@ impl Runtime {
         if let (Some(at), Some(root)) = (canonical(existing), canonical(dir)) {
             if at.starts_with(&root) {
                 found.push(problem(format!(
-                    "dir {partial} is inside the served directory {}: partial uploads                      must never be served",
+                    "dir {partial} is inside the served directory {}: partial uploads \
+                     must never be served",
                     dir.display()
                 )));
             }
