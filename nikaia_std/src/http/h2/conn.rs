@@ -213,6 +213,9 @@ pub(crate) struct Core {
     /// Connection credit not to return: what ended streamed bodies' windows
     /// had added.
     conn_withheld: u64,
+    /// What streamed bodies grew the connection's window by, beyond its
+    /// first 65 535, and not yet taken back.
+    conn_grown: u64,
     /// When our first SETTINGS went out, and the round trip its ACK took.
     settings_sent: Instant,
     rtt: Option<Duration>,
@@ -297,6 +300,7 @@ impl Core {
             send_window: DEFAULT_WINDOW,
             conn_owed: 0,
             conn_withheld: 0,
+            conn_grown: 0,
             settings_sent: now,
             rtt: None,
             streams: Vec::new(),

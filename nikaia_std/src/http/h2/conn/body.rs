@@ -317,6 +317,7 @@ impl Core {
             {
                 w.size += grow;
                 w.granted += grow;
+                self.conn_grown += u64::from(grow);
                 grant += u64::from(grow);
                 frame::put_window_update(&mut self.out, 0, grow);
             }
@@ -365,6 +366,7 @@ impl Core {
             taken: 0,
         });
         if granted > 0 {
+            self.conn_grown += u64::from(granted);
             frame::put_window_update(&mut self.out, 0, granted);
         }
     }
@@ -377,12 +379,16 @@ impl Core {
         }
     }
 
-    /// Returns `len` octets of credit on stream `i` once enough is owed
-    /// (not after its END_STREAM).
+    /// Returns `len` octets of credit on stream `i` once a quarter of its
+    /// window is owed (not after its END_STREAM).
     fn credit_stream(&mut self, i: usize, len: u32, end: bool) {
         let s = &mut self.streams[i];
         s.recv_owed += len;
-        if s.recv_owed >= CREDIT_STEP && !end {
+        let step = match &s.taking {
+            Taking::Stream(w) => (w.size / 4).max(CREDIT_STEP),
+            _ => CREDIT_STEP,
+        };
+        if s.recv_owed >= step && !end {
             let owed = std::mem::take(&mut s.recv_owed);
             s.recv_window += i64::from(owed);
             frame::put_window_update(&mut self.out, s.id, owed);
@@ -393,10 +399,14 @@ impl Core {
     /// ended streamed bodies' windows had added.
     pub(super) fn credit_connection(&mut self, len: u32) {
         self.conn_owed += len;
-        if self.conn_owed >= CREDIT_STEP {
+        // A quarter of the window at a time: 16 KiB of the first 65 535,
+        // more while streamed bodies have grown it.
+        let step = ((65_535 + self.conn_grown) / 4).max(u64::from(CREDIT_STEP));
+        if u64::from(self.conn_owed) >= step {
             let owed = u64::from(std::mem::take(&mut self.conn_owed));
             let kept = owed.min(self.conn_withheld);
             self.conn_withheld -= kept;
+            self.conn_grown -= kept;
             if owed > kept {
                 frame::put_window_update(&mut self.out, 0, (owed - kept) as u32);
             }

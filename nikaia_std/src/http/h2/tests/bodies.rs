@@ -56,15 +56,19 @@ fn a_streamed_body_is_handed_on_and_credited_only_as_it_is_taken() {
     let piece = [7u8; 16_384];
     p.raw(kind::DATA, 0, 1, &piece);
     assert_eq!(data(&mut p), [(1, 16_384, false)]);
-    // The connection is credited on arrival; the stream is not.
-    assert_eq!(updates(&mut p), [(0, 16_384)]);
-    for _ in 0..3 {
+    // The connection is credited on arrival, a quarter of its window at
+    // a time (65 535 and the stream's 256 KiB: 81 919); the stream is not.
+    assert_eq!(updates(&mut p), []);
+    for _ in 0..4 {
         p.raw(kind::DATA, 0, 1, &piece);
     }
-    assert_eq!(data(&mut p).len(), 3);
-    assert!(updates(&mut p).iter().all(|&(s, _)| s == 0));
-    // Taken: a quarter of the window at a time comes back.
+    assert_eq!(data(&mut p).len(), 4);
+    assert_eq!(updates(&mut p), [(0, 5 * 16_384)]);
+    // Taken: a quarter of the stream's window at a time comes back,
+    // whatever arrives meanwhile.
     p.core.consumed(1, 3 * 16_384, p.now);
+    p.raw(kind::DATA, 0, 1, &piece);
+    assert_eq!(data(&mut p).len(), 1);
     assert_eq!(updates(&mut p), []);
     p.core.consumed(1, 16_384, p.now);
     assert_eq!(updates(&mut p), [(1, 65_536)]);

@@ -26,16 +26,16 @@ pub(in crate::linux::conn) struct Inbound {
     stream: u32,
     req: Request,
     started: Instant,
-    /// Its `content-length`, if it gave one.
-    length: Option<u64>,
     how: How,
 }
 
-/// Whether a body no one will read may be let arrive and dropped rather
-/// than its stream reset: not past [`DRAIN_MAX`], nor while the client
-/// waits for `100 Continue` (it may never send it), as on HTTP/1.1.
-fn drainable(length: Option<u64>, waits: bool) -> bool {
-    !waits && length.is_none_or(|n| n <= DRAIN_MAX)
+/// Whether a body no one will read is let arrive and dropped, up to
+/// [`DRAIN_MAX`], before its stream is reset: unless the client waits for
+/// `100 Continue` (it may never send it). A longer body is drained to the
+/// bound too, and only then reset: a client that sends its body before
+/// it reads the answer (curl 7.88 does) reads the status first.
+fn drainable(waits: bool) -> bool {
+    !waits
 }
 
 enum How {
@@ -87,7 +87,7 @@ impl H2 {
         // A body no one reads is let arrive (and dropped) when it is small
         // and the client is not waiting to be told to send it, as on
         // HTTP/1.1; otherwise its stream is reset once its answer is out.
-        let unread = match drainable(length, expects_continue(&req)) {
+        let unread = match drainable(expects_continue(&req)) {
             true => Intake::Drain { max: DRAIN_MAX },
             false => Intake::Discard,
         };
@@ -153,7 +153,6 @@ impl H2 {
             stream,
             req,
             started,
-            length,
             how,
         });
         // A body that ended with its head ends now (once its sink lets it).
@@ -282,7 +281,9 @@ impl H2 {
 
     /// A body that will not be read to its end: its sink is told why, the
     /// client gets `reject`'s status on the stream, and the rest of the
-    /// body is dropped (the stream is reset once the answer is out).
+    /// body is dropped — let arrive to a bound when it is only too large
+    /// (the client may be sending it before it reads), else the stream is
+    /// reset once the answer is out.
     fn end_early(
         &mut self,
         link: &mut Link,
@@ -292,7 +293,12 @@ impl H2 {
         reject: Reject,
     ) {
         let resp = Response::status_page(reject.status);
-        self.answer_early(link, turn, i, why, resp, false);
+        let waits = match &self.inbound[i].how {
+            How::Stream { fed, .. } => fed.continue_owed,
+            How::Whole => false,
+        };
+        let drain = why == Aborted::TooLarge && drainable(waits);
+        self.answer_early(link, turn, i, why, resp, drain);
     }
 
     /// Answers body `i` with `resp` before all of it came: its sink is told
@@ -366,7 +372,7 @@ impl H2 {
                 How::Stream { fed, .. } => fed.continue_owed,
                 How::Whole => false,
             };
-            let drain = drainable(self.inbound[i].length, waits);
+            let drain = drainable(waits);
             self.answer_early(link, turn, i, Aborted::Gone, resp, drain);
             return;
         }
