@@ -164,6 +164,25 @@ fn the_runtime_files_own_files_dot_names_and_sidecars_are_never_written() {
         std::fs::read_to_string(tmp.join("users.htpasswd")).unwrap(),
         USERS
     );
+    // A symbolic link to one of them is a name like any other: a write
+    // never follows it, so the link itself is replaced, then removed, and
+    // the file it pointed at is never touched.
+    std::os::unix::fs::symlink(tmp.join("users.htpasswd"), site.root.join("drop/link")).unwrap();
+    assert_eq!(
+        put(&running, "/drop/link", b"owned", &["-u", ALICE]).status,
+        204
+    );
+    let link = site.root.join("drop/link");
+    assert!(!std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(std::fs::read(&link).unwrap(), b"owned");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(tmp.join("users.htpasswd"), &link).unwrap();
+    assert_eq!(delete(&running, "/drop/link", &["-u", ALICE]).status, 204);
+    assert!(std::fs::symlink_metadata(&link).is_err());
+    assert_eq!(
+        std::fs::read_to_string(tmp.join("users.htpasswd")).unwrap(),
+        USERS
+    );
     // The not-found page, by its name under the root.
     assert_eq!(
         put(&running, "/404.html", b"owned", &["-u", ALICE]).status,
