@@ -49,6 +49,11 @@ python3 -c 'import cryptography' 2>/dev/null ||
 python3 -c 'import h2' 2>/dev/null ||
     python3 -m pip install -q h2 2>/dev/null ||
     python3 -m pip install -q --break-system-packages h2
+# An HTTP/1.1 parser of its own, to read the fuzz corpus's request heads
+# beside ours (nikaia_std/tests/heads_h11.py).
+python3 -c 'import h11' 2>/dev/null ||
+    python3 -m pip install -q h11 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages h11
 # The tus client a resumable upload is resumed with (PyPI tuspy:
 # nikaia_cli/tests/resumable.rs).
 python3 -c 'import tusclient' 2>/dev/null ||
