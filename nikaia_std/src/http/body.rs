@@ -161,6 +161,12 @@ impl Resume {
             wake();
         }
     }
+
+    /// Drops the handle without waking anything (one that a newer handle
+    /// has replaced).
+    pub(crate) fn defuse(mut self) {
+        self.wake = None;
+    }
 }
 
 impl Drop for Resume {

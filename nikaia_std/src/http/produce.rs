@@ -226,15 +226,42 @@ pub(crate) struct Sending {
     /// The last pull said `Later`: the body waits for its producer, not
     /// for the client (no send clock runs).
     pub waiting: bool,
-    /// The newest handle made: the number of the pull that took it.
-    handed: u64,
-    /// The newest handle resumed or dropped (its pull's number): while
-    /// it is older than `handed`, a waiting body is parked.
-    woken: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Which handles were made and woke, shared with them.
+    handles: std::sync::Arc<Handles>,
     /// Why, if it is dropped unfinished.
     pub why: Cancelled,
     /// The backend's counters, if it keeps any.
     tally: Option<std::sync::Arc<Tally>>,
+}
+
+/// A produced body's handles, by the number of the pull that made each.
+#[derive(Debug, Default)]
+struct Handles {
+    /// The newest handle made.
+    made: std::sync::atomic::AtomicU64,
+    /// The newest handle resumed or dropped: while it is older than
+    /// `made`, a waiting body is parked.
+    woken: std::sync::atomic::AtomicU64,
+}
+
+impl Handles {
+    /// Whether a handle is still out: neither the newest nor a newer
+    /// one has been resumed or dropped.
+    fn out(&self) -> bool {
+        self.woken.load(Acquire) < self.made.load(Acquire)
+    }
+
+    /// Handle `number` woke: the body goes on if it was the newest. An
+    /// older one (dropped as a newer took its place) wakes nothing, not
+    /// even a turn of the connection.
+    fn woke(&self, number: u64, theirs: Resume) {
+        self.woken.fetch_max(number, Release);
+        if number >= self.made.load(Acquire) {
+            drop(theirs);
+        } else {
+            theirs.defuse();
+        }
+    }
 }
 
 /// The most bytes gathered from pieces given at once into one run.
@@ -310,8 +337,7 @@ impl Sending {
             finished: false,
             outcome: None,
             waiting: false,
-            handed: 0,
-            woken: std::sync::Arc::default(),
+            handles: std::sync::Arc::default(),
             why: Cancelled::Gone,
             tally: None,
         }
@@ -329,10 +355,8 @@ impl Sending {
         }
     }
 
-    /// Whether a handle the producer took is still out: neither it nor
-    /// a newer one has been resumed or dropped.
     fn handle_out(&self) -> bool {
-        self.woken.load(Acquire) < self.handed
+        self.handles.out()
     }
 
     /// The next bytes, at most `room` of them: what is left of the last
@@ -451,9 +475,8 @@ impl Sending {
     /// Has the body pulled again soon: a handle made and dropped now
     /// (the backend posts the pull; it is not made in place).
     fn wake_now(&mut self, make: &mut dyn FnMut() -> Resume) {
-        self.handed = self.pulls;
-        self.woken.fetch_max(self.pulls, Release);
-        drop(make());
+        self.handles.made.fetch_max(self.pulls, Release);
+        self.handles.woke(self.pulls, make());
     }
 
     /// One pull, counted; the handles it makes say, when they wake,
@@ -462,17 +485,13 @@ impl Sending {
         self.pulls += 1;
         self.count(|t| &t.pulls, 1);
         let number = self.pulls;
-        let woken = self.woken.clone();
-        let handed = &mut self.handed;
+        let handles = self.handles.clone();
         let mut ours = || {
-            *handed = number;
+            handles.made.fetch_max(number, Release);
             let theirs = make();
-            let woken = woken.clone();
+            let handles = handles.clone();
             // Marked woken before the backend's handle posts the pull.
-            Resume::new(move || {
-                woken.fetch_max(number, Release);
-                drop(theirs);
-            })
+            Resume::new(move || handles.woke(number, theirs))
         };
         let mut pull = Pull::new(room, &mut ours);
         let producer = &mut self.producer;
@@ -621,7 +640,8 @@ mod tests {
         }
         assert_eq!((s.pulls, posted.load(Relaxed)), (1, 0));
         // A piece, and the handle resumed: one run, then parked again
-        // (the old handle dropped inside the second pull wakes nothing).
+        // (the old handle dropped inside the second pull wakes nothing,
+        // and posts nothing).
         let handle = {
             let mut q = q.lock().unwrap();
             q.0.push(Bytes::from_static(b"tick"));
@@ -634,7 +654,7 @@ mod tests {
         for _ in 0..10 {
             assert!(matches!(s.next(100, &mut make), Next::Wait));
         }
-        assert_eq!((s.pulls, posted.load(Relaxed)), (3, 2));
+        assert_eq!((s.pulls, posted.load(Relaxed)), (3, 1));
     }
 
     /// Says `Later` and keeps no handle: resumed at once, posted.
