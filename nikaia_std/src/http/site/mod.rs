@@ -10,6 +10,7 @@ mod cors;
 pub(crate) mod dress;
 pub(crate) mod path;
 pub(crate) mod resume;
+pub(crate) mod upload;
 pub(crate) mod write;
 
 use super::request::Request;

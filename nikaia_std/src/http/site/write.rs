@@ -205,27 +205,6 @@ pub(crate) fn writable_name(name: &str) -> bool {
     name.split('/').all(|c| !c.starts_with('.'))
 }
 
-/// Whether a reader let through with `grant` may create files in the
-/// directory `dir` (a listing's name, with or without its trailing `/`):
-/// its listing then has an upload control. Asked of a name inside it, as
-/// a write would be.
-pub(crate) fn may_upload(rt: &Runtime, grant: &Grant, dir: &str, tls: bool) -> bool {
-    let dir = dir.trim_end_matches('/');
-    let inside = match dir {
-        "" | "." => "upload".to_owned(),
-        dir => format!("{dir}/upload"),
-    };
-    let Some(rule) = rule_for(rt, &inside).filter(|_| writable_name(&inside)) else {
-        return false;
-    };
-    let writer = rule.anyone
-        || grant
-            .user
-            .as_deref()
-            .is_some_and(|u| rule.writers.iter().any(|w| w == u));
-    rule.create && writer && (tls || rule.plain_http)
-}
-
 /// The methods the directory handler answers for a name `rule` governs.
 pub(crate) fn methods(rule: Option<&WriteRule>) -> &'static [&'static str] {
     match rule {
@@ -332,6 +311,7 @@ pub(crate) fn dress_refusal(
         name,
         sent: None,
         file_body: false,
+        listing: false,
         tls,
     };
     dress::dress(rt, req, grant, &subject, resp);
