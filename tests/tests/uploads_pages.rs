@@ -2,11 +2,12 @@
 //! (`spec/site.md`, "Writes"): a listing is the server's own page, served
 //! with a policy of its own and never the sandbox an uploaded file gets;
 //! its upload control reaches the writers of a `writes-only` rule, who
-//! sign in from the listing.
+//! sign in from the listing; and every 405 and `OPTIONS` answer lists the
+//! same methods for a name, over HTTP/1.1 and HTTP/2.
 
-use nikaia_tests::curl::Seen;
+use nikaia_tests::curl::{curl, Seen};
 use nikaia_tests::site::base64_bytes;
-use nikaia_tests::uploads::{basic, get, put, Site, ALICE, BOB, RULES};
+use nikaia_tests::uploads::{basic, get, put, url, Site, ALICE, BOB, RULES};
 use nikaia_tests::Client;
 
 /// A folder anyone reads and only alice fills, beside [`RULES`].
@@ -208,4 +209,87 @@ fn a_writes_only_rule_gives_its_writers_the_control_and_a_sign_in() {
     let inbox = text(&get(&running, "/inbox/", &[]));
     assert!(inbox.contains(CONTROL) && !inbox.contains(SIGN_IN));
     assert!(!text(&get(&running, "/public/", &[])).contains(SIGN_IN));
+}
+
+/// The `Allow` of an answer to `method` on `path`, and its status, over
+/// HTTP/1.1 and over HTTP/2 (h2c): both must agree.
+fn allow(running: &nikaia_std::http::Running, method: &str, path: &str) -> (u16, String) {
+    let mut seen = Vec::new();
+    for version in ["--http1.1", "--http2-prior-knowledge"] {
+        let mut args = vec![version, "-X", method];
+        if method != "OPTIONS" && method != "DELETE" {
+            args.extend(["--data-binary", "body"]);
+        }
+        let s = curl(&url(running, path), &args);
+        seen.push((s.status, s.header("allow").unwrap_or("").to_owned()));
+    }
+    assert_eq!(seen[0], seen[1], "{method} {path}: HTTP/1.1 and HTTP/2");
+    seen.remove(0)
+}
+
+#[test]
+fn every_405_and_options_lists_the_methods_the_name_allows() {
+    let site = Site::new();
+    let everywhere = "[[write]]\nmatch = \"**\"\nanyone = true\nplain-http = true\n";
+    let running = site.serve(RULES);
+    // The same rules, and anyone may create any name the others leave.
+    let all = site.serve(&format!("{RULES}{everywhere}"));
+    let both = "GET, HEAD, OPTIONS, PUT, DELETE";
+    let puts = "GET, HEAD, OPTIONS, PUT";
+    let reads = "GET, HEAD, OPTIONS";
+    for (server, path, allowed) in [
+        (&running, "/drop/x.txt", both),
+        (&running, "/drop/", both),
+        (&running, "/inbox/n.txt", puts),
+        (&running, "/public/a.txt", reads),
+        (&running, "/", reads),
+        (&all, "/public/a.txt", puts),
+        // The served directory itself is never written.
+        (&all, "/", reads),
+    ] {
+        let (status, allow_options) = allow(server, "OPTIONS", path);
+        assert_eq!(
+            (status, allow_options.as_str()),
+            (204, allowed),
+            "OPTIONS {path}"
+        );
+        for method in ["POST", "PATCH", "PROPFIND", "PUT", "DELETE"] {
+            if allowed.contains(method) {
+                continue;
+            }
+            let (status, allow_405) = allow(server, method, path);
+            assert_eq!(
+                (status, allow_405.as_str()),
+                (405, allowed),
+                "{method} {path}"
+            );
+        }
+    }
+    // The tus endpoint's paths say what each takes, in both answers too
+    // (a method no path of it takes is 405 before the protocol version).
+    std::fs::create_dir(site.tmp.path().join("partial")).unwrap();
+    let tus = site.serve(&format!("{RULES}\n[resumable]\ndir = \"partial\"\n"));
+    let upload = "/.tus/0123456789abcdef0123456789abcdef";
+    for (path, allowed) in [
+        ("/.tus/", "OPTIONS, POST"),
+        (upload, "DELETE, HEAD, OPTIONS, PATCH"),
+    ] {
+        let (status, allow_options) = allow(&tus, "OPTIONS", path);
+        assert_eq!(
+            (status, allow_options.as_str()),
+            (204, allowed),
+            "OPTIONS {path}"
+        );
+        for method in ["GET", "PUT", "PROPFIND", "POST", "PATCH", "DELETE"] {
+            if allowed.contains(method) {
+                continue;
+            }
+            let (status, allow_405) = allow(&tus, method, path);
+            assert_eq!(
+                (status, allow_405.as_str()),
+                (405, allowed),
+                "{method} {path}"
+            );
+        }
+    }
 }
