@@ -28,7 +28,9 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 # strace: the order of a written file's syncs, link and rename
 # (tests/tests/to_file_faults.rs).
 command -v strace >/dev/null 2>&1 || need+=(strace)
-# A browser's EventSource on a produced event stream (tests/tests/events_browser.rs).
+# A browser's EventSource on a produced event stream (tests/tests/events_browser.rs),
+# and a listing's upload control driven over --remote-debugging-pipe
+# (tests/tests/uploads_browser.rs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then

@@ -113,8 +113,13 @@ pub fn tls_url(running: &Running, path: &str) -> String {
 /// `text` in base64 (RFC 4648), as `Authorization: Basic` carries
 /// `user:password`.
 pub fn base64(text: &str) -> String {
+    base64_bytes(text.as_bytes())
+}
+
+/// `bytes` in base64 (RFC 4648, padded), as a CSP hash source carries a
+/// digest.
+pub fn base64_bytes(bytes: &[u8]) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = text.as_bytes();
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
         let n = chunk.iter().fold(0u32, |n, &b| n << 8 | b as u32) << (8 * (3 - chunk.len()));

@@ -12,11 +12,12 @@ pub(crate) use before::{before_body, declared, Before};
 pub(crate) use payload::{page, Answer, Payload};
 
 use self::payload::finish;
-use super::file::{self, Fetched, File, Files, Job, Pages, Prepared, Step, Then};
+use super::file::{self, Fetched, File, Files, Job, ListAsk, Pages, Prepared, Step, Then};
 use super::redirect::ToHttps;
 use super::request::Request;
 use super::response::{Body, Response};
 use super::router::{Found, Handler, Router};
+use super::site::upload::{self, Listing};
 use super::site::{self, dress::Subject, Check, Gate, Grant, Verdict};
 use crate::rt::Runtime;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -50,6 +51,9 @@ pub(crate) struct Waiting {
     then: Then,
     close: bool,
     grant: Grant,
+    /// A listing waiting for the credentials its reader offered to be
+    /// checked: what it offers for writes follows (`site/upload.rs`).
+    list: Option<Box<ListAsk>>,
 }
 
 /// The runtime of a program without a runtime file: the directory
@@ -188,6 +192,7 @@ fn respond(
                                 then: Then::default(),
                                 close,
                                 grant: Grant::default(),
+                                list: None,
                             };
                             return Progress::Verify(Box::new(check), waiting);
                         }
@@ -213,11 +218,6 @@ fn begin(
     close: bool,
     log: &mut impl FnMut(&Request, &str),
 ) -> Progress {
-    let mut file = file;
-    if let Some(rt) = rules(files, &file).filter(|rt| !rt.site.write.is_empty()) {
-        let name = file.name.to_string_lossy();
-        file.upload = site::write::may_upload(rt, &grant, &name, files.tls());
-    }
     let step = file::begin(files, req, &user, &file);
     let waiting = Waiting {
         user,
@@ -225,6 +225,7 @@ fn begin(
         then: Then::default(),
         close,
         grant,
+        list: None,
     };
     waiting.step(files, req, step, log)
 }
@@ -247,13 +248,20 @@ impl Waiting {
 
     /// Goes on once the [`Progress::Verify`] check is done.
     pub(crate) fn verified(
-        self,
+        mut self,
         files: &impl Files,
         req: &Request,
         check: Check,
         verdict: Verdict,
         log: &mut impl FnMut(&Request, &str),
     ) -> Progress {
+        if let Some(ask) = self.list.take() {
+            let rt = rules(files, &self.file).unwrap_or(&DEFAULTS);
+            let name = self.file.name.to_string_lossy().into_owned();
+            let tls = files.tls();
+            let listing = upload::checked(rt, req, &mut self.grant, &name, tls, check, verdict);
+            return self.list(files, req, ask, listing);
+        }
         match check.decide(verdict) {
             Ok(grant) => begin(files, req, self.user, self.file, grant, self.close, log),
             Err(refusal) => {
@@ -306,7 +314,48 @@ impl Waiting {
                 self.then = then;
                 Progress::Open(Job::Open(self.file.root.clone(), target), self)
             }
-            Step::List(ask) => Progress::Open(Job::List(ask), self),
+            Step::List(ask) => {
+                // A listing of the directory handler's: what it offers
+                // for writes, or its `?sign-in` (`site/upload.rs`).
+                let Some(rt) = rules(files, &self.file) else {
+                    return Progress::Open(Job::List(ask), self);
+                };
+                let name = self.file.name.to_string_lossy().into_owned();
+                let verified = |c: &Check| files.verified(c);
+                let listing =
+                    upload::listing(rt, req, &mut self.grant, &name, files.tls(), verified);
+                self.list(files, req, ask, listing)
+            }
+        }
+    }
+
+    /// A listing, once what it offers for writes is known: made off the
+    /// loop, or the answer in its place (`?sign-in`), or the check of
+    /// the reader's credentials first.
+    fn list(
+        mut self,
+        files: &impl Files,
+        req: &Request,
+        mut ask: Box<ListAsk>,
+        listing: Listing,
+    ) -> Progress {
+        match listing {
+            Listing::Offer(upload) => {
+                ask.offer(upload);
+                Progress::Open(Job::List(ask), self)
+            }
+            Listing::Verify(check) => {
+                self.list = Some(ask);
+                Progress::Verify(Box::new(check), self)
+            }
+            Listing::Answer(resp) => Progress::Ready(site_page(
+                files,
+                req,
+                &self.file,
+                &self.grant,
+                resp,
+                self.close,
+            )),
         }
     }
 }
@@ -351,6 +400,7 @@ fn ready(
         name: &name,
         sent,
         file_body: about.as_ref().is_some_and(|a| a.file_body),
+        listing: about.as_ref().is_some_and(|a| a.listing),
         tls: files.tls(),
     };
     site::dress::dress(rt, req, grant, &subject, &mut resp);
@@ -375,6 +425,7 @@ fn site_page(
             name: &name,
             sent: None,
             file_body: false,
+            listing: false,
             tls: files.tls(),
         };
         site::dress::dress(rt, req, grant, &subject, &mut resp);

@@ -109,6 +109,42 @@ impl Server {
         self
     }
 
+    /// Has `handler` answer every method the route at `path` (added
+    /// before) has no handler for, without a body (one sent is thrown
+    /// away to a bound), instead of the router's 405: `nikaia serve`'s
+    /// directory handler, whose rules decide what a name allows.
+    pub(crate) fn otherwise<R, F>(mut self, path: &str, handler: F) -> Server
+    where
+        F: Fn(&Request) -> R + Send + Sync + 'static,
+        R: IntoResponse,
+    {
+        let handler: Plain = Box::new(move |req| handler(req).into_response());
+        self.router.otherwise(path, Entry::plain(handler));
+        self
+    }
+
+    /// [`Server::otherwise`] for a route of [`Server::to_file`]s, without
+    /// a limit on the body: the handler's file decides every other method
+    /// as its own (the tus endpoint: 405 with what the path takes).
+    pub(crate) fn otherwise_to_file<T, F>(mut self, path: &str, handler: F) -> Server
+    where
+        F: Fn(&Request) -> T + Send + Sync + 'static,
+        T: IntoToFile,
+    {
+        let make: MakeFile = Box::new(move |req| handler(req).into_to_file());
+        let rule = Rule {
+            takes: Takes::Stream,
+            limit: Some(Limit::None),
+            coded: false,
+        };
+        let entry = Entry {
+            handler: Handler::File(make),
+            rule,
+        };
+        self.router.otherwise(path, entry);
+        self
+    }
+
     /// Answers `method` at `path`, with the request's whole body
     /// ([`WithBody::body`]), up to the runtime file's `body-limit` (1 MiB)
     /// or the limit [`Server::max_body`] gives the route.

@@ -244,6 +244,7 @@ pub(crate) fn reason(status: u16) -> &'static str {
         206 => "Partial Content",
         301 => "Moved Permanently",
         302 => "Found",
+        303 => "See Other",
         304 => "Not Modified",
         307 => "Temporary Redirect",
         308 => "Permanent Redirect",

@@ -44,6 +44,9 @@ enum Pattern {
 struct Route {
     pattern: Pattern,
     handlers: Vec<(String, Entry)>,
+    /// What answers every other method, instead of a 405 the router
+    /// decides (`Router::otherwise`).
+    other: Option<Entry>,
 }
 
 /// What a path and method found.
@@ -89,6 +92,7 @@ impl Router {
             None => self.routes.push(Route {
                 pattern,
                 handlers: vec![(method.clone(), entry)],
+                other: None,
             }),
         }
         // Exact routes first, then longer prefixes before shorter ones.
@@ -101,6 +105,18 @@ impl Router {
             _ => false,
         });
         self.last = at.map(|i| (i, method));
+    }
+
+    /// Has `entry` answer every method `path`'s route has no handler of
+    /// its own for (`nikaia serve`'s directory handler: the site's rules
+    /// decide what a name allows, and say it in the 405's `Allow`). The
+    /// route must exist already.
+    pub(crate) fn otherwise(&mut self, path: &str, entry: Entry) {
+        let route = self.routes.iter_mut().find(|r| match &r.pattern {
+            Pattern::Exact(p) => p == path,
+            Pattern::Tail(prefix) => path.rfind("/*").is_some_and(|i| prefix == &path[..=i]),
+        });
+        route.expect("otherwise follows a route of the path").other = Some(entry);
     }
 
     /// The entry added last, to change its body declaration.
@@ -126,9 +142,10 @@ impl Router {
             let lookup = |m: &str| route.handlers.iter().find(|(hm, _)| hm == m);
             let hit =
                 lookup(method).or_else(|| (method == "HEAD").then(|| lookup("GET")).flatten());
-            return match hit {
-                Some((_, h)) => Found::Handler(h, param),
-                None => Found::WrongMethod(allow(&route.handlers)),
+            return match (hit, &route.other) {
+                (Some((_, h)), _) => Found::Handler(h, param),
+                (None, Some(other)) => Found::Handler(other, param),
+                (None, None) => Found::WrongMethod(allow(&route.handlers)),
             };
         }
         Found::Nothing
@@ -199,5 +216,30 @@ mod tests {
             _ => panic!(),
         }
         assert!(matches!(r.find("GET", b"/b"), Found::Nothing));
+    }
+
+    #[test]
+    fn otherwise_answers_every_method_the_route_has_none_for() {
+        let mut r = Router::default();
+        r.add("GET", "/a/*rest", h());
+        r.add("PUT", "/a/*rest", h());
+        r.add("GET", "/b", h());
+        r.otherwise("/a/*rest", Entry::plain(Box::new(|_| Response::new(405))));
+        let status = |found: Found<'_>| match found {
+            Found::Handler(e, _) => match &e.handler {
+                Handler::Plain(h) => h(&crate::http::h1::parse::test_request(
+                    "GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+                ))
+                .status(),
+                _ => panic!(),
+            },
+            _ => 0,
+        };
+        assert_eq!(status(r.find("GET", b"/a/x")), 200);
+        assert_eq!(status(r.find("HEAD", b"/a/x")), 200);
+        assert_eq!(status(r.find("POST", b"/a/x")), 405);
+        assert_eq!(status(r.find("PROPFIND", b"/a/")), 405);
+        // Other routes keep the router's 405.
+        assert!(matches!(r.find("POST", b"/b"), Found::WrongMethod(_)));
     }
 }

@@ -143,8 +143,10 @@ pub fn resumable(root: Root, hidden: bool) -> impl Fn(&Request) -> ToFile + Send
 
 impl super::Server {
     /// Every route of `nikaia serve ROOT`: [`dir_handler`] for `GET`,
-    /// `HEAD` and `OPTIONS` (CORS preflights) of every name, [`dir_writer`]
-    /// for `PUT` and `DELETE` as the write rules allow, and, where the
+    /// `HEAD` and `OPTIONS` (CORS preflights) of every name, and for every
+    /// other method but the writer's (405 with the methods the rules let
+    /// the name have), [`dir_writer`] for `PUT` and `DELETE` as the write
+    /// rules allow, and, where the
     /// runtime file has `[resumable]`, [`resumable`] at its endpoint
     /// (read now: a reload does not move it).
     pub fn serve_dir(self, root: Root, hidden: bool, list: bool) -> super::Server {
@@ -160,13 +162,16 @@ impl super::Server {
             .map(|r| format!("{}*id", r.endpoint));
         let handler = Arc::new(dir_handler(root, hidden, list));
         let preflight = handler.clone();
+        let other = handler.clone();
         let mut server = self
             .route("/*path", move |req| handler(req))
             .on("OPTIONS", "/*path", move |req| preflight(req))
             .to_file("PUT", "/*path", move |req| writer(req))
             .coded_body()
             .max_body(Limit::None)
-            .to_file("DELETE", "/*path", move |req| remover(req));
+            .to_file("DELETE", "/*path", move |req| remover(req))
+            // Any other method: 405, with what the rules let the name do.
+            .otherwise("/*path", move |req| other(req));
         if let Some(endpoint) = endpoint {
             for method in ["POST", "HEAD", "PATCH", "DELETE", "OPTIONS"] {
                 let tus = tus.clone();
@@ -174,6 +179,8 @@ impl super::Server {
                     .to_file(method, &endpoint, move |req| tus(req))
                     .max_body(Limit::None);
             }
+            // Any other method: the endpoint's 405, with what its path takes.
+            server = server.otherwise_to_file(&endpoint, move |req| tus(req));
         }
         server
     }

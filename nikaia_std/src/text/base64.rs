@@ -1,6 +1,7 @@
 //! base64url without padding (RFC 4648 §5), as JWS and ACME write it: a
 //! certificate's renewal identifier (`linux/tls/der.rs`) and the ACME
-//! client's requests (`linux/acme/jws.rs`).
+//! client's requests (`linux/acme/jws.rs`); standard base64, padded, for
+//! the hashes a listing's policy names.
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -12,6 +13,22 @@ pub(crate) fn url(bytes: &[u8]) -> String {
         for i in 0..=chunk.len() {
             out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
         }
+    }
+    out
+}
+
+/// `bytes` in standard base64, padded (RFC 4648 §4), as a
+/// `Content-Security-Policy` hash source writes a digest.
+pub(crate) fn standard(bytes: &[u8]) -> String {
+    let mut out: String = (url(bytes).chars())
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    while out.len() % 4 != 0 {
+        out.push('=');
     }
     out
 }
@@ -58,5 +75,14 @@ mod tests {
         }
         assert_eq!(decode("Zm9v=").unwrap(), b"foo");
         assert_eq!(decode("a b"), None);
+    }
+
+    #[test]
+    fn standard_base64_is_padded_with_its_own_alphabet() {
+        assert_eq!(standard(b""), "");
+        assert_eq!(standard(b"f"), "Zg==");
+        assert_eq!(standard(b"fo"), "Zm8=");
+        assert_eq!(standard(b"foo"), "Zm9v");
+        assert_eq!(standard(&[0xfb, 0xff]), "+/8=");
     }
 }

@@ -84,6 +84,7 @@ pub(super) fn build(
         prepared.about = Some(About {
             name: target.name.clone(),
             file_body: !matches!(prepared.resp.status, 412 | 416),
+            listing: false,
         });
     }
     prepared

@@ -20,6 +20,7 @@ use crate::rt::Glob;
 use crate::text::percent::percent_encode;
 use ask::Format;
 use bytes::Bytes;
+pub(crate) use render::Upload;
 use std::path::PathBuf;
 
 /// A listing to make off the worker: everything it needs, taken from the
@@ -38,8 +39,8 @@ pub(crate) struct Ask {
     deny: Vec<Glob>,
     /// The request's `If-None-Match`: a listing it names is not rendered.
     if_none_match: Option<String>,
-    /// The reader may write here: the page has an upload control.
-    upload: bool,
+    /// What the page offers the reader for writes here.
+    upload: Upload,
 }
 
 /// A listing made: its bytes and validator.
@@ -79,11 +80,18 @@ pub(super) fn begin(
         show_hidden: file.listed(rt).unwrap_or(false),
         deny,
         if_none_match: req.header("if-none-match").map(str::to_owned),
-        upload: file.upload,
+        // Decided once the reader is known (`Ask::offer`).
+        upload: Upload::Off,
     }))
 }
 
 impl Ask {
+    /// What the page offers for writes, decided once the reader's
+    /// credentials were checked (`http/site/upload.rs`).
+    pub(crate) fn offer(&mut self, upload: Upload) {
+        self.upload = upload;
+    }
+
     /// Reads, filters, sorts and renders the listing. May wait for the
     /// disk: the io pool runs it (in place on wasm32).
     pub(crate) fn run(self) -> Result<Listed, fs::Error> {
@@ -124,7 +132,8 @@ impl Ask {
 
 /// The answer with a listing made off the worker: 200 with the page, or
 /// 304 when `If-None-Match` names its ETag; `Vary: Accept` on both (the
-/// format follows it). A directory that cannot be read is 404 (missing,
+/// format follows it), and an HTML page's policy on both (a 304's headers
+/// replace those a browser kept with the page). A directory that cannot be read is 404 (missing,
 /// outside, not a directory) or 500 (an I/O error, logged).
 pub(crate) fn listed(result: Result<Listed, fs::Error>) -> Prepared {
     let listed = match result {
@@ -139,6 +148,10 @@ pub(crate) fn listed(result: Result<Listed, fs::Error>) -> Prepared {
     let mut resp = Response::new(if not_modified { 304 } else { 200 });
     resp.push_header("ETag", etag);
     resp.push_header("Vary", Bytes::from_static(b"Accept"));
+    if listed.format == Format::Html {
+        let policy = Bytes::from_static(render::POLICY.as_bytes());
+        resp.push_header("Content-Security-Policy", policy);
+    }
     if !not_modified {
         resp.default_type = Some(match listed.format {
             Format::Html => "text/html; charset=utf-8",
@@ -150,6 +163,7 @@ pub(crate) fn listed(result: Result<Listed, fs::Error>) -> Prepared {
     prepared.about = Some(About {
         name: listed.dir,
         file_body: false,
+        listing: true,
     });
     prepared
 }

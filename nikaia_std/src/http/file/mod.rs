@@ -18,7 +18,7 @@ mod resolve;
 
 pub(crate) use compress::Variant;
 pub(crate) use head::Meta;
-pub(crate) use listing::{listed, Ask as ListAsk, Listed};
+pub(crate) use listing::{listed, Ask as ListAsk, Listed, Upload};
 pub(crate) use resolve::{begin, opened};
 
 use super::response::{Body, Response};
@@ -57,9 +57,6 @@ pub struct File {
     /// Whether the server's `cache-control`, `not-found` and `fallback`
     /// apply: only to the files of `dir_handler`.
     pub(crate) pages: Pages,
-    /// The reader may write in the directory listed (a write rule lets
-    /// them create there): its listing has an upload control.
-    pub(crate) upload: bool,
 }
 
 /// How the runtime's pages apply to a [`File`] (spec/runtime-file.md).
@@ -85,7 +82,6 @@ impl File {
             list: None,
             hidden: false,
             pages: Pages::Off,
-            upload: false,
         }
     }
 
@@ -291,10 +287,13 @@ pub(crate) struct Prepared {
 }
 
 /// The file an answer is about (`spec/site.md`): its name under the root,
-/// and whether the body is its bytes (not a status page or a listing).
+/// whether the body is its bytes (not a status page or a listing), and
+/// whether it is a listing the server wrote (never sandboxed as a file
+/// someone uploaded may be).
 pub(crate) struct About {
     pub name: PathBuf,
     pub file_body: bool,
+    pub listing: bool,
 }
 
 pub(crate) enum Plan {

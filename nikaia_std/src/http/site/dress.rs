@@ -18,6 +18,9 @@ pub(crate) struct Subject<'a> {
     pub sent: Option<&'a str>,
     /// The body is that file's bytes (not a status page or a listing).
     pub file_body: bool,
+    /// The answer is a listing the server wrote (its own policy, never
+    /// the sandbox).
+    pub listing: bool,
     /// The connection is TLS.
     pub tls: bool,
 }
@@ -88,7 +91,7 @@ pub(crate) fn dress(
         }
     }
     if let Some(sent) = at.sent {
-        sandbox(rt, sent, resp);
+        sandbox(rt, sent, at.listing, resp);
     }
     if let Some(cors) = &site.cors {
         super::cors::dress(cors, req, resp);
@@ -101,18 +104,23 @@ pub(crate) fn dress(
 /// the site or use the credentials a browser sends it by itself) and
 /// `nosniff`, on every answer about a file a write rule covers, unless the
 /// rule says its content is trusted. Put after the header rules, so no
-/// rule takes them off; a policy a rule set stays, and both apply.
-fn sandbox(rt: &Runtime, sent: &str, resp: &mut Response) {
+/// rule takes them off; a policy a rule set stays, and both apply. A
+/// `listing` of a directory a rule covers is the server's own page, with
+/// a policy of its own that lets its upload control run (`render.rs`):
+/// `nosniff` only.
+fn sandbox(rt: &Runtime, sent: &str, listing: bool, resp: &mut Response) {
     let Some(rule) = super::write::rule_for(rt, sent) else {
         return;
     };
     if rule.trusted {
         return;
     }
-    resp.headers.push((
-        Cow::Borrowed("Content-Security-Policy"),
-        Bytes::from_static(b"sandbox"),
-    ));
+    if !listing {
+        resp.headers.push((
+            Cow::Borrowed("Content-Security-Policy"),
+            Bytes::from_static(b"sandbox"),
+        ));
+    }
     set(
         resp,
         "X-Content-Type-Options",

@@ -10,6 +10,7 @@ mod cors;
 pub(crate) mod dress;
 pub(crate) mod path;
 pub(crate) mod resume;
+pub(crate) mod upload;
 pub(crate) mod write;
 
 use super::request::Request;
@@ -118,7 +119,8 @@ pub(crate) fn gate(
     verified: impl FnOnce(&Check) -> bool,
 ) -> Gate {
     let site = &rt.site;
-    if site.deny.is_empty() && site.auth.is_empty() && req.method() != "OPTIONS" {
+    let read = matches!(req.method(), "GET" | "HEAD");
+    if site.deny.is_empty() && site.auth.is_empty() && read {
         return Gate::Pass(Grant::default());
     }
     let name = name.to_string_lossy();
@@ -132,13 +134,19 @@ pub(crate) fn gate(
     }
     if req.method() == "OPTIONS" {
         // The writes a rule allows here are allowed too (and only here).
-        let bare = name.strip_suffix('/').unwrap_or(&name);
-        let rule = write::rule_for(rt, bare).filter(|_| write::writable_name(bare));
-        let writes = write::methods(rule);
+        let writes = write::allowed(rt, &name);
         return Gate::Answer(match &site.cors {
             Some(cors) if cors::is_preflight(req) => cors::preflight(cors, req, writes),
-            _ => allow(writes),
+            _ => {
+                let mut r = Response::new(204);
+                r.push_header("Allow", allow(writes));
+                r
+            }
         });
+    }
+    if !read {
+        // Routed here for every method but the writer's (`serve_dir`).
+        return Gate::Answer(not_allowed(rt, &name));
     }
     // A rule that protects writes only is the writer's (`write.rs`).
     let mut reads = site.auth.iter().filter(|r| !r.writes_only);
@@ -185,16 +193,23 @@ pub(crate) fn may_send<'n>(
     })
 }
 
-/// 204 with the directory handler's methods, and the writes a rule
-/// allows for the name.
-fn allow(writes: &[&str]) -> Response {
-    let mut r = Response::new(204);
+/// The `Allow` of a name: the directory handler's methods, and `writes`,
+/// those a write rule allows for it ([`write::allowed`]). Every `OPTIONS`
+/// answer and every 405 of the handler and its writer say it, from here.
+fn allow(writes: &[&str]) -> Bytes {
     let mut methods = String::from("GET, HEAD, OPTIONS");
     for m in writes {
         methods.push_str(", ");
         methods.push_str(m);
     }
-    r.push_header("Allow", Bytes::from(methods));
+    Bytes::from(methods)
+}
+
+/// 405 for a method `name` does not allow, with the methods it does
+/// (`name` normalised, with a trailing `/` for a directory).
+pub(crate) fn not_allowed(rt: &Runtime, name: &str) -> Response {
+    let mut r = Response::status_page(405);
+    r.push_header("Allow", allow(write::allowed(rt, name)));
     r
 }
 

@@ -124,13 +124,16 @@ impl Ask {
 /// tail that is no identifier, 400 for a header that does not parse, 415
 /// for a `PATCH` of another type, 405 for a method the path does not take.
 pub(crate) fn ask(rt: &Runtime, req: &Request, tail: &[u8], hidden: bool) -> Result<Ask, Response> {
+    let collection = tail.is_empty();
     if req.method() == "OPTIONS" {
-        return Err(options(rt, req));
+        return Err(options(rt, req, collection));
+    }
+    if !allow(collection).split(", ").any(|m| m == req.method()) {
+        return Err(not_allowed(collection));
     }
     if req.header("tus-resumable").map(str::trim) != Some(VERSION) {
         return Err(tus(Response::status_page(412)).header("Tus-Version", VERSION));
     }
-    let collection = tail.is_empty();
     match (req.method(), collection) {
         ("POST", true) => create(req, hidden),
         (_, true) | ("POST", false) => Err(not_allowed(collection)),
@@ -278,19 +281,25 @@ fn bad_request(why: &str) -> Response {
     resp
 }
 
-/// 405 with what the path takes: the endpoint itself creates, an
-/// upload's path reports, appends and terminates.
-fn not_allowed(collection: bool) -> Response {
-    let allow = match collection {
-        true => "POST, OPTIONS",
-        false => "HEAD, PATCH, DELETE, OPTIONS",
-    };
-    tus(Response::status_page(405)).header("Allow", allow)
+/// What a path of the endpoint takes: the endpoint itself creates, an
+/// upload's path reports, appends and terminates. Every 405 and `OPTIONS`
+/// answer of the endpoint says it, from here.
+fn allow(collection: bool) -> &'static str {
+    match collection {
+        true => "OPTIONS, POST",
+        false => "DELETE, HEAD, OPTIONS, PATCH",
+    }
 }
 
-/// `OPTIONS` of the endpoint: what it offers (tus 1.0 §5.1), with the CORS
-/// headers of a preflight where `[cors]` allows the origin.
-fn options(rt: &Runtime, req: &Request) -> Response {
+/// 405 with what the path takes.
+fn not_allowed(collection: bool) -> Response {
+    tus(Response::status_page(405)).header("Allow", allow(collection))
+}
+
+/// `OPTIONS` of the endpoint: what it offers (tus 1.0 §5.1) and what the
+/// path takes, with the CORS headers of a preflight where `[cors]` allows
+/// the origin.
+fn options(rt: &Runtime, req: &Request, collection: bool) -> Response {
     let mut resp = match &rt.site.cors {
         Some(c) if cors::is_preflight(req) => {
             let methods = ["POST", "HEAD", "PATCH", "DELETE"];
@@ -298,6 +307,7 @@ fn options(rt: &Runtime, req: &Request) -> Response {
         }
         _ => Response::new(204),
     };
+    resp.push_header("Allow", Bytes::from_static(allow(collection).as_bytes()));
     resp.push_header("Tus-Resumable", Bytes::from_static(VERSION.as_bytes()));
     resp.push_header("Tus-Version", Bytes::from_static(VERSION.as_bytes()));
     resp.push_header("Tus-Extension", Bytes::from_static(EXTENSIONS.as_bytes()));

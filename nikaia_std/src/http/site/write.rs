@@ -13,7 +13,6 @@ use crate::http::request::Request;
 use crate::http::response::Response;
 use crate::rt::{any_matches, Runtime, WriteRule};
 use crate::text::date::parse_http_date;
-use bytes::Bytes;
 
 /// What a request asks the directory writer for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,14 +98,14 @@ pub(crate) fn gate(
     }
     let bare = name.strip_suffix('/').unwrap_or(name);
     let Some(rule) = rule_for(rt, bare) else {
-        return Err(not_allowed(&[]));
+        return Err(super::not_allowed(rt, name));
     };
     let allowed = match asked.op {
         Op::Put | Op::Resume => rule.create || rule.replace,
         Op::Delete => rule.delete || rule.delete_dirs,
     };
     if !allowed || bare.is_empty() {
-        return Err(not_allowed(methods(Some(rule))));
+        return Err(super::not_allowed(rt, name));
     }
     let mut permit = Permit {
         op: asked.op,
@@ -205,29 +204,19 @@ pub(crate) fn writable_name(name: &str) -> bool {
     name.split('/').all(|c| !c.starts_with('.'))
 }
 
-/// Whether a reader let through with `grant` may create files in the
-/// directory `dir` (a listing's name, with or without its trailing `/`):
-/// its listing then has an upload control. Asked of a name inside it, as
-/// a write would be.
-pub(crate) fn may_upload(rt: &Runtime, grant: &Grant, dir: &str, tls: bool) -> bool {
-    let dir = dir.trim_end_matches('/');
-    let inside = match dir {
-        "" | "." => "upload".to_owned(),
-        dir => format!("{dir}/upload"),
-    };
-    let Some(rule) = rule_for(rt, &inside).filter(|_| writable_name(&inside)) else {
-        return false;
-    };
-    let writer = rule.anyone
-        || grant
-            .user
-            .as_deref()
-            .is_some_and(|u| rule.writers.iter().any(|w| w == u));
-    rule.create && writer && (tls || rule.plain_http)
+/// The writes `name` (normalised, with a trailing `/` for a directory)
+/// allows: what its rule allows, never on the served directory itself
+/// nor on a dot-name. The one source of every `Allow` (`site::allow`).
+pub(crate) fn allowed(rt: &Runtime, name: &str) -> &'static [&'static str] {
+    let bare = name.strip_suffix('/').unwrap_or(name);
+    if bare.is_empty() || !writable_name(bare) {
+        return &[];
+    }
+    methods(rule_for(rt, bare))
 }
 
-/// The methods the directory handler answers for a name `rule` governs.
-pub(crate) fn methods(rule: Option<&WriteRule>) -> &'static [&'static str] {
+/// The writes a rule allows.
+fn methods(rule: Option<&WriteRule>) -> &'static [&'static str] {
     match rule {
         None => &[],
         Some(r) if (r.create || r.replace) && (r.delete || r.delete_dirs) => &["PUT", "DELETE"],
@@ -236,21 +225,11 @@ pub(crate) fn methods(rule: Option<&WriteRule>) -> &'static [&'static str] {
     }
 }
 
-/// The 405 of a name no write rule covers.
+/// The 405 of a name no write rule covers (a target without a runtime
+/// file).
 pub(crate) fn no_rule() -> Response {
-    not_allowed(&[])
-}
-
-/// 405 with the methods the name allows.
-fn not_allowed(writes: &[&str]) -> Response {
-    let mut allow = String::from("GET, HEAD, OPTIONS");
-    for m in writes {
-        allow.push_str(", ");
-        allow.push_str(m);
-    }
-    let mut r = Response::status_page(405);
-    r.push_header("Allow", Bytes::from(allow));
-    r
+    static NONE: std::sync::LazyLock<Runtime> = std::sync::LazyLock::new(Runtime::default);
+    super::not_allowed(&NONE, "")
 }
 
 /// The request's preconditions, and what the rule lets a write do.
@@ -332,6 +311,7 @@ pub(crate) fn dress_refusal(
         name,
         sent: None,
         file_body: false,
+        listing: false,
         tls,
     };
     dress::dress(rt, req, grant, &subject, resp);

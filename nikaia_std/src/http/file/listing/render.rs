@@ -7,7 +7,9 @@ use super::read::Entry;
 use crate::text::date::civil_from_days;
 use crate::text::html::html_escape;
 use crate::text::percent::percent_encode;
+use crate::text::sha256::sha256;
 use std::fmt::Write;
+use std::sync::LazyLock;
 
 /// The most bytes of one listing page; rows that would go past it are left
 /// out and the page says it was truncated (`spec/files.md`, "Listings").
@@ -25,9 +27,22 @@ pub(crate) struct Page<'a> {
     pub format: Format,
     pub sort: Sort,
     pub order: Order,
-    /// The reader may write here (`spec/site.md`, "Writes"): the HTML page
-    /// has an upload control.
-    pub upload: bool,
+    /// What the HTML page offers for writes here (`spec/site.md`,
+    /// "Writes").
+    pub upload: Upload,
+}
+
+/// What a listing offers its reader for writes in the directory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Upload {
+    /// Nothing: no one may create here on this listener.
+    #[default]
+    Off,
+    /// The upload control: the reader may create here.
+    Control,
+    /// A link to sign in (`?sign-in`): a writer could, with credentials
+    /// the reader has not shown.
+    SignIn,
 }
 
 /// The page's bytes: `truncated` when the directory had more entries than
@@ -56,8 +71,15 @@ pub(crate) fn render(page: &Page<'_>, entries: &[Entry], truncated: bool) -> Vec
                     "<p>Truncated: this directory has more entries than one listing shows.</p>\n",
                 );
             }
-            if page.upload {
-                out.push_str(UPLOAD);
+            match page.upload {
+                Upload::Off => {}
+                Upload::Control => {
+                    out.push_str(CONTROL);
+                    out.push_str("<script>");
+                    out.push_str(SCRIPT);
+                    out.push_str("</script>\n");
+                }
+                Upload::SignIn => out.push_str(SIGN_IN),
             }
         }
         Format::Json => {
@@ -88,13 +110,16 @@ pub(crate) fn render(page: &Page<'_>, entries: &[Entry], truncated: bool) -> Vec
     out.into_bytes()
 }
 
-/// The upload control a writer's listing ends with: each file chosen is
-/// sent by `fetch` as a `PUT` of its bytes to its name in this directory,
-/// created only (`If-None-Match: *`: an existing name is refused, never
-/// overwritten from a browser); no multipart.
-const UPLOAD: &str = "<form id=\"upload\"><input type=\"file\" id=\"files\" multiple> \
-<button>Upload</button> <output id=\"said\"></output></form>
-<script>
+/// The upload control a writer's listing ends with, and its [`SCRIPT`]:
+/// each file chosen is sent by `fetch` as a `PUT` of its bytes to its name
+/// in this directory, created only (`If-None-Match: *`: an existing name is
+/// refused, never overwritten from a browser); no multipart.
+const CONTROL: &str = "<form id=\"upload\"><input type=\"file\" id=\"files\" multiple> \
+<button>Upload</button> <output id=\"said\"></output></form>\n";
+
+/// The control's script: the same text on every page (nothing of the
+/// request or the directory is in it), so [`POLICY`] allows it by its hash.
+const SCRIPT: &str = "
 document.getElementById('upload').onsubmit = async (e) => {
   e.preventDefault();
   const said = document.getElementById('said');
@@ -105,16 +130,40 @@ document.getElementById('upload').onsubmit = async (e) => {
   }
   location.reload();
 };
-</script>
 ";
+
+/// The page's style, allowed by its hash as [`SCRIPT`] is.
+const STYLE: &str = "th,td{padding:0 1.5em 0 0;text-align:left}.s{text-align:right}";
+
+/// Where a writer could upload with credentials not shown: a link to this
+/// listing's `?sign-in`, which asks for them (`spec/site.md`, "Writes").
+const SIGN_IN: &str = "<p><a href=\"?sign-in\">Sign in to upload</a></p>\n";
+
+/// The digests of the inline script and style, computed when the crate
+/// is compiled from the very text the page embeds.
+const SCRIPT_SHA256: [u8; 32] = sha256(SCRIPT.as_bytes());
+const STYLE_SHA256: [u8; 32] = sha256(STYLE.as_bytes());
+
+/// The `Content-Security-Policy` of every HTML listing (`spec/files.md`,
+/// "Listings"): nothing but its own script and style, by their hashes (no
+/// other inline script, no event handler attribute, nothing from another
+/// origin), `fetch` and forms to its own origin only, no `<base>`.
+pub(crate) static POLICY: LazyLock<String> = LazyLock::new(|| {
+    use crate::text::base64::standard;
+    format!(
+        "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; \
+         connect-src 'self'; form-action 'self'; base-uri 'none'",
+        standard(&SCRIPT_SHA256),
+        standard(&STYLE_SHA256)
+    )
+});
 
 fn html_head(out: &mut String, page: &Page<'_>) {
     let title = html_escape(page.path);
     let _ = write!(
         out,
         "<!doctype html>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width\">\n\
-         <title>Index of {title}</title>\n\
-         <style>th,td{{padding:0 1.5em 0 0;text-align:left}}.s{{text-align:right}}</style>\n\
+         <title>Index of {title}</title>\n<style>{STYLE}</style>\n\
          <h1>Index of {title}</h1>\n<table>\n<tr>"
     );
     for (sort, label, class) in [
@@ -252,7 +301,7 @@ fn json_string(out: &mut String, s: &str) {
 pub(crate) fn etag(page: &Page<'_>, entries: &[Entry], truncated: bool) -> String {
     let mut h = Fnv::default();
     // The version of this page's layout: bump it when the bytes change.
-    h.bytes(b"nikaia-listing-1");
+    h.bytes(b"nikaia-listing-2");
     h.bytes(match page.format {
         Format::Html => b"h",
         Format::Json => b"j",
@@ -260,7 +309,12 @@ pub(crate) fn etag(page: &Page<'_>, entries: &[Entry], truncated: bool) -> Strin
     h.bytes(page.sort.token().as_bytes());
     h.bytes(page.order.token().as_bytes());
     h.bytes(page.path.as_bytes());
-    h.word(u64::from(page.upload) << 2 | u64::from(page.parent) << 1 | u64::from(truncated));
+    let upload: u64 = match page.upload {
+        Upload::Off => 0,
+        Upload::Control => 1,
+        Upload::SignIn => 2,
+    };
+    h.word(upload << 2 | u64::from(page.parent) << 1 | u64::from(truncated));
     for e in entries {
         let name = e.name.as_encoded_bytes();
         h.word(name.len() as u64);
@@ -340,7 +394,7 @@ mod tests {
                 format,
                 sort: Sort::Name,
                 order: Order::Asc,
-                upload: false,
+                upload: Upload::Off,
             };
             let out = String::from_utf8(render(&page, &entries, false)).unwrap();
             assert!(out.len() <= MAX_PAGE && out.len() > MAX_PAGE - 4096);
@@ -356,11 +410,89 @@ mod tests {
             format: Format::Json,
             sort: Sort::Name,
             order: Order::Asc,
-            upload: false,
+            upload: Upload::Off,
         };
         let out = String::from_utf8(render(&page, &entries[..100], false)).unwrap();
         assert!(out.ends_with("],\"truncated\":false}\n"));
         assert_eq!(out.matches("\"href\":").count(), 100);
+    }
+
+    /// The text of each `<tag>…</tag>` element of `page`.
+    fn elements<'p>(page: &'p str, tag: &str) -> Vec<&'p str> {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        let mut rest = page;
+        let mut out = Vec::new();
+        while let Some(at) = rest.find(&open) {
+            let from = &rest[at + open.len()..];
+            let end = from.find(&close).unwrap();
+            out.push(&from[..end]);
+            rest = &from[end..];
+        }
+        out
+    }
+
+    /// The policy names the hash of every script and style a rendered page
+    /// has, recomputed here from the page's bytes by the crypto library
+    /// (never a string kept by hand beside them), whatever the path holds;
+    /// and the page has nothing else inline the policy would have to allow.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_policy_allows_exactly_the_pages_own_script_and_style() {
+        use aws_lc_rs::digest::{digest, SHA256};
+        let hash = |text: &str| {
+            let digest = digest(&SHA256, text.as_bytes());
+            format!(
+                "'sha256-{}'",
+                crate::text::base64::standard(digest.as_ref())
+            )
+        };
+        let policy: Vec<&str> = POLICY.split("; ").collect();
+        let entries = [Entry {
+            name: "<script>alert(1)</script>\" onclick=\"x".into(),
+            dir: false,
+            size: 1,
+            mtime_ns: 0,
+        }];
+        for upload in [Upload::Off, Upload::Control, Upload::SignIn] {
+            for path in ["/drop/", "/q\"<b>'&</style></script>/"] {
+                let page = Page {
+                    path,
+                    parent: true,
+                    format: Format::Html,
+                    sort: Sort::Name,
+                    order: Order::Asc,
+                    upload,
+                };
+                let out = String::from_utf8(render(&page, &entries, false)).unwrap();
+                let scripts = elements(&out, "script");
+                let scripts_len = usize::from(upload == Upload::Control);
+                assert_eq!(scripts.len(), scripts_len);
+                for script in scripts {
+                    assert!(policy.contains(&format!("script-src {}", hash(script)).as_str()));
+                }
+                let styles = elements(&out, "style");
+                assert_eq!(styles.len(), 1);
+                assert!(policy.contains(&format!("style-src {}", hash(styles[0])).as_str()));
+                // Nothing else inline: no other script or style element,
+                // no tag with a handler or a style attribute, no other
+                // origin.
+                assert_eq!(out.matches("<script").count(), scripts_len);
+                assert_eq!(out.matches("<style").count(), 1);
+                for tag in out.split('<').skip(1) {
+                    let tag = &tag[..tag.find('>').unwrap()];
+                    assert!(!tag.contains(" on") && !tag.contains("style="), "<{tag}>");
+                }
+                assert!(!out.contains("//"), "no other origin: {out}");
+            }
+        }
+        assert_eq!(policy[0], "default-src 'none'");
+        for directive in [
+            "connect-src 'self'",
+            "form-action 'self'",
+            "base-uri 'none'",
+        ] {
+            assert!(policy.contains(&directive), "{directive}");
+        }
     }
 
     #[test]
@@ -371,7 +503,7 @@ mod tests {
             format,
             sort,
             order,
-            upload: false,
+            upload: Upload::Off,
         };
         let one = |size| Entry {
             name: "a".into(),
@@ -381,6 +513,15 @@ mod tests {
         };
         let p = page(Format::Html, Sort::Name, Order::Asc);
         let a = etag(&p, &[one(1)], false);
+        // What the page offers for writes is in its bytes: in its tag too.
+        let offers = [Upload::Control, Upload::SignIn].map(|upload| {
+            let p = Page {
+                upload,
+                ..page(Format::Html, Sort::Name, Order::Asc)
+            };
+            etag(&p, &[one(1)], false)
+        });
+        assert!(offers[0] != a && offers[1] != a && offers[0] != offers[1]);
         assert_eq!(a, etag(&p, &[one(1)], false));
         assert_ne!(a, etag(&p, &[one(2)], false));
         assert_ne!(a, etag(&p, &[one(1)], true));

@@ -1,0 +1,327 @@
+//! The listing's upload control in a browser (`spec/site.md`, "Writes"):
+//! headless Chromium, driven over `--remote-debugging-pipe` (the DevTools
+//! protocol, JSON messages ended by NUL on its fds 3 and 4), opens a
+//! listing, signs in where a `writes-only` rule protects the writes, picks
+//! a file in the control and sends it; the test waits for the file on
+//! disk. Any policy violation the browser reports fails it: the listing's
+//! inline script and style run by their hashes.
+
+use nikaia_tests::uploads::{url, Site, RULES};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A folder anyone reads and only alice fills, beside [`RULES`] (whose
+/// drop folder's rule protects reads too).
+const OPEN: &str = r#"
+[[auth]]
+match = "open/**"
+htpasswd = "users.htpasswd"
+writes-only = true
+plain-http = true
+
+[[write]]
+match = "open/**"
+writers = ["alice"]
+plain-http = true
+"#;
+
+/// How long any one step may take before the test gives up (a browser
+/// that never gets there; a passing run takes a few seconds in all).
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Chromium and its DevTools session on one page.
+struct Browser {
+    child: Child,
+    to: ChildStdin,
+    from: mpsc::Receiver<Value>,
+    next: u64,
+    /// Events read while waiting for something else.
+    events: VecDeque<Value>,
+    session: String,
+    /// What the browser logged about the page (policy violations,
+    /// exceptions).
+    complaints: Vec<String>,
+    /// Credentials given when the browser asks (`Fetch.authRequired`).
+    credentials: (String, String),
+}
+
+impl Browser {
+    fn start(profile: &Path) -> Browser {
+        // The pipe is the child's fds 3 (commands in) and 4 (answers out):
+        // the shell moves them there from stdin and stdout.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("exec chromium \"$@\" 3<&0 4>&1 0</dev/null 1>/dev/null")
+            .arg("chromium")
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--remote-debugging-pipe",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromium runs (test.sh installs it)");
+        let to = child.stdin.take().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, from) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut out = BufReader::new(out);
+            loop {
+                let mut message = Vec::new();
+                match out.read_until(0, &mut message) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                message.pop();
+                let Ok(value) = serde_json::from_slice::<Value>(&message) else {
+                    continue;
+                };
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut browser = Browser {
+            child,
+            to,
+            from,
+            next: 0,
+            events: VecDeque::new(),
+            session: String::new(),
+            complaints: Vec::new(),
+            credentials: (String::new(), String::new()),
+        };
+        let target = browser.call(None, "Target.createTarget", json!({"url": "about:blank"}));
+        let target = target["targetId"].as_str().unwrap().to_owned();
+        let attached = browser.call(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+        );
+        browser.session = attached["sessionId"].as_str().unwrap().to_owned();
+        for domain in ["Page.enable", "Runtime.enable", "Log.enable", "DOM.enable"] {
+            browser.page(domain, json!({}));
+        }
+        browser.page(
+            "Fetch.enable",
+            json!({"handleAuthRequests": true, "patterns": [{"urlPattern": "*"}]}),
+        );
+        browser
+    }
+
+    /// Sends a command (to the page's session, or to the browser) and
+    /// waits for its result; events that come meanwhile are kept.
+    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            message["sessionId"] = json!(session);
+        }
+        let mut bytes = serde_json::to_vec(&message).unwrap();
+        bytes.push(0);
+        self.to.write_all(&bytes).unwrap();
+        loop {
+            let value = self.read(method);
+            if value["id"] == json!(id) {
+                if let Some(error) = value.get("error") {
+                    panic!("{method}: {error}");
+                }
+                return value["result"].clone();
+            }
+            self.events.push_back(value);
+        }
+    }
+
+    fn page(&mut self, method: &str, params: Value) -> Value {
+        let session = self.session.clone();
+        self.call(Some(&session), method, params)
+    }
+
+    /// The next message; requests the browser holds for us are let go on
+    /// (with the credentials, when it asks for them) and what it logs is
+    /// noted, so every wait keeps the page moving.
+    fn read(&mut self, waiting_for: &str) -> Value {
+        loop {
+            let value = self
+                .from
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no answer from chromium for {waiting_for}"));
+            let params = &value["params"];
+            match value["method"].as_str() {
+                Some("Fetch.requestPaused") => {
+                    let id = params["requestId"].clone();
+                    self.send_page("Fetch.continueRequest", json!({"requestId": id}));
+                }
+                Some("Fetch.authRequired") => {
+                    let id = params["requestId"].clone();
+                    let (user, password) = self.credentials.clone();
+                    self.send_page(
+                        "Fetch.continueWithAuth",
+                        json!({"requestId": id, "authChallengeResponse": {
+                            "response": "ProvideCredentials",
+                            "username": user, "password": password}}),
+                    );
+                }
+                Some("Log.entryAdded") => {
+                    let entry = &params["entry"];
+                    let said = entry["text"].as_str().unwrap_or("");
+                    // The network's own errors (a missing favicon, the
+                    // sign-in's 401) are not the page's.
+                    if entry["level"] == "error" && entry["source"] != "network" {
+                        self.complaints.push(said.to_owned());
+                    }
+                }
+                Some("Runtime.exceptionThrown") => {
+                    self.complaints.push(params["exceptionDetails"].to_string());
+                }
+                Some("Runtime.consoleAPICalled") if params["type"] == "error" => {
+                    self.complaints.push(params["args"].to_string());
+                }
+                _ => return value,
+            }
+        }
+    }
+
+    /// Sends a command without waiting for its result (its answer is
+    /// read and dropped later, as an event would be).
+    fn send_page(&mut self, method: &str, params: Value) {
+        self.next += 1;
+        let message = json!({"id": self.next, "method": method, "params": params,
+            "sessionId": self.session});
+        let mut bytes = serde_json::to_vec(&message).unwrap();
+        bytes.push(0);
+        self.to.write_all(&bytes).unwrap();
+    }
+
+    /// Waits for the event `method`.
+    fn event(&mut self, method: &str) -> Value {
+        if let Some(at) = self.events.iter().position(|e| e["method"] == method) {
+            return self.events.remove(at).unwrap();
+        }
+        loop {
+            let value = self.read(method);
+            if value["method"] == method {
+                return value;
+            }
+        }
+    }
+
+    /// Loads `url` and waits until the page has loaded.
+    fn open(&mut self, url: &str) {
+        self.events.retain(|e| e["method"] != "Page.loadEventFired");
+        self.page("Page.navigate", json!({"url": url}));
+        self.event("Page.loadEventFired");
+    }
+
+    /// Evaluates `expression` in the page.
+    fn eval(&mut self, expression: &str) -> Value {
+        let result = self.page(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true}),
+        );
+        result["result"]["value"].clone()
+    }
+
+    /// Clicks what `selector` finds, and waits for the page it loads.
+    fn click_and_load(&mut self, selector: &str) {
+        self.events.retain(|e| e["method"] != "Page.loadEventFired");
+        let clicked = self.eval(&format!(
+            "(() => {{ const e = document.querySelector({selector:?}); if (!e) return false; e.click(); return true; }})()"
+        ));
+        assert_eq!(clicked, json!(true), "{selector} is on the page");
+        self.event("Page.loadEventFired");
+    }
+
+    /// Chooses `file` in the listing's control and presses its button.
+    fn upload(&mut self, file: &Path) {
+        let document = self.page("DOM.getDocument", json!({}));
+        let root = document["root"]["nodeId"].clone();
+        let input = self.page(
+            "DOM.querySelector",
+            json!({"nodeId": root, "selector": "#files"}),
+        );
+        let node = input["nodeId"].clone();
+        assert_ne!(node, json!(0), "the page has the control");
+        self.page(
+            "DOM.setFileInputFiles",
+            json!({"nodeId": node, "files": [file.to_str().unwrap()]}),
+        );
+        self.click_and_load("#upload button");
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until `path` holds `bytes` (the upload arrived whole).
+fn arrives(path: &Path, bytes: &[u8]) {
+    let deadline = Instant::now() + WAIT;
+    while std::fs::read(path).ok().as_deref() != Some(bytes) {
+        assert!(
+            Instant::now() < deadline,
+            "{} never arrived",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn headless_chromium_uploads_a_file_chosen_in_the_listing() {
+    let site = Site::new();
+    std::fs::create_dir(site.root.join("open")).unwrap();
+    let running = site.serve(&format!("{RULES}{OPEN}"));
+    let profile = tempfile::tempdir().unwrap();
+    let chosen = site.tmp.path().join("chosen");
+    std::fs::create_dir(&chosen).unwrap();
+    let mut browser = Browser::start(profile.path());
+    browser.credentials = ("alice".into(), "open sesame".into());
+
+    // A writes-only rule: anyone reads the plain listing; alice signs in
+    // from it and comes back to the control.
+    browser.open(&url(&running, "/open/"));
+    let has =
+        "[!!document.querySelector('#upload'), !!document.querySelector('a[href=\"?sign-in\"]')]";
+    assert_eq!(browser.eval(has), json!([false, true]));
+    browser.click_and_load("a[href=\"?sign-in\"]");
+    assert_eq!(
+        browser.eval("location.pathname + location.search"),
+        json!("/open/")
+    );
+    assert_eq!(browser.eval(has), json!([true, false]));
+    let file = chosen.join("notes of alice.txt");
+    std::fs::write(&file, b"chosen in the browser\n").unwrap();
+    browser.upload(&file);
+    arrives(
+        &site.root.join("open/notes of alice.txt"),
+        b"chosen in the browser\n",
+    );
+
+    // The README's rule: the drop folder's rule covers the listed
+    // directory itself and protects reads; the browser signs in on the
+    // way in.
+    browser.open(&url(&running, "/drop/"));
+    assert_eq!(browser.eval(has), json!([true, false]));
+    let file = chosen.join("report.txt");
+    std::fs::write(&file, b"a report").unwrap();
+    browser.upload(&file);
+    arrives(&site.root.join("drop/report.txt"), b"a report");
+    // Nothing the page did was refused.
+    assert_eq!(browser.eval("1"), json!(1));
+    assert!(browser.complaints.is_empty(), "{:?}", browser.complaints);
+}
