@@ -2,7 +2,7 @@
 //! bytes per vehicle, the kept table's hit rate, the `Anywhere` sites seen.
 //! Read from the server's stats socket (`stats-socket` in its runtime file).
 
-use nikaia_std::rt::Runtime;
+use nikaia_std::rt::{AcmeNames, Runtime, RUNTIME_ENV};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
@@ -31,7 +31,7 @@ pub struct ExplainArgs {
 pub fn run(args: ExplainArgs) -> u8 {
     let socket = match args.socket {
         Some(s) => s,
-        None => match Runtime::from_args(args.runtime.as_deref()) {
+        None => match runtime(args.runtime) {
             Ok(rt) => match rt.stats_socket {
                 Some(s) => s,
                 None => {
@@ -77,6 +77,17 @@ pub fn run(args: ExplainArgs) -> u8 {
         print!("{}", render(&socket, &report));
     }
     0
+}
+
+/// The runtime file `--runtime` (else `NIKAIA_RUNTIME`) names, read for its
+/// `stats-socket`: as `nikaia serve` reads it with `--domain`, since a
+/// server's `[acme]` may leave its names to the command line.
+fn runtime(file: Option<PathBuf>) -> Result<Runtime, Vec<nikaia_std::rt::ConfigError>> {
+    let env = || std::env::var_os(RUNTIME_ENV).filter(|v| !v.is_empty());
+    match file.or_else(|| env().map(PathBuf::from)) {
+        Some(file) => Runtime::load_with(&file, AcmeNames::CommandLine),
+        None => Ok(Runtime::default()),
+    }
 }
 
 fn fetch(socket: &Path) -> std::io::Result<String> {

@@ -24,6 +24,10 @@ use std::thread::JoinHandle;
 impl Server {
     /// Opens the listeners, starts the workers, and returns at once.
     pub fn start(self) -> io::Result<Running> {
+        // Before anything is bound: no names, or the terms not agreed.
+        if let Some(why) = self.rt.acme.as_ref().and_then(crate::rt::Acme::incomplete) {
+            return Err(io::Error::other(format!("key `acme`: {why}")));
+        }
         let program = Program::current().ok();
         let workers = self.rt.workers.max(1);
         let mut passed = activation::from_env()?;
