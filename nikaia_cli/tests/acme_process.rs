@@ -11,10 +11,10 @@ mod common;
 #[path = "common/acme.rs"]
 mod harness;
 
-use common::Served;
+use common::{alive, Served};
 use harness::{drain, served, wait_until, Ca, Site};
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -242,4 +242,111 @@ fn domain_replaces_the_files_domains_at_start_and_the_file_alone_keeps_its_rules
         site.log()
     );
     assert_eq!(acme_names(&site), ["two.nikaia.test"]);
+}
+
+/// `present.<pid>.lock` in the CA's directory of `site`'s storage.
+fn mark(site: &Site, pid: u32) -> PathBuf {
+    let slug = site
+        .storage
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    slug.join(format!("present.{pid}.lock"))
+}
+
+/// Whether a process holds the lock on `path` (a lock of ours is refused).
+fn held(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => false,
+        Err(rustix::io::Errno::WOULDBLOCK) => true,
+        Err(e) => panic!("flock {}: {e}", path.display()),
+    }
+}
+
+#[test]
+fn a_presence_mark_lives_as_long_as_its_process_through_reload_upgrade_and_exit() {
+    let ca = Ca::mock();
+    let site = Site::new(&ca, &["mark.nikaia.test"], "", "");
+    let mut old = site.serve();
+    let a = old.id();
+    wait_until("the first mark", 20, || mark(&site, a).exists());
+    assert!(held(&mark(&site, a)));
+
+    // A reload keeps the mark, held: a process stays present.
+    signal(a, rustix::process::Signal::HUP);
+    wait_until("the reload", 20, || {
+        site.log().contains("reloaded; new requests use it")
+    });
+    assert!(held(&mark(&site, a)), "{}", site.log());
+
+    // An upgrade: the new process marks itself; the old one's mark goes
+    // with it.
+    signal(a, rustix::process::Signal::USR2);
+    wait_until("the upgrade", 30, || {
+        site.log()
+            .contains("is ready; this process stops accepting and drains")
+    });
+    let log = site.log();
+    let b: u32 = (log.lines())
+        .find_map(|l| l.split("(pid ").nth(1)?.split(')').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no new pid in {log}"));
+    assert!(held(&mark(&site, b)));
+    wait_until("the old process's exit", 40, || {
+        old.try_wait().unwrap().is_some()
+    });
+    assert_eq!(old.wait().unwrap().code(), Some(0));
+    assert!(!mark(&site, a).exists(), "the old process's mark stayed");
+    assert!(held(&mark(&site, b)));
+
+    // A clean exit of the last one: no mark left.
+    signal(b, rustix::process::Signal::TERM);
+    wait_until("the new process's exit", 40, || !alive(b as i32));
+    let slug = mark(&site, b).parent().unwrap().to_path_buf();
+    let marks: Vec<String> = (std::fs::read_dir(&slug).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("present."))
+        .collect();
+    assert!(marks.is_empty(), "{marks:?}");
+}
+
+#[test]
+fn a_start_that_fails_after_acme_began_leaves_no_mark() {
+    let ca = Ca::mock();
+    // The stats socket cannot be made (its directory is missing): the
+    // start fails after the storage was opened and the mark made.
+    let site = Site::new(&ca, &["mark.nikaia.test"], "", "");
+    let text = std::fs::read_to_string(&site.runtime)
+        .unwrap()
+        .replace("stats.sock", "missing/stats.sock");
+    std::fs::write(&site.runtime, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(site.dir.path().join("site"))
+        .arg("--runtime")
+        .arg(&site.runtime)
+        .env("NIKAIA_RUNTIME", "")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("stats"), "{err}");
+    let slug = site
+        .storage
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let marks: Vec<String> = (std::fs::read_dir(&slug).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("present."))
+        .collect();
+    assert!(marks.is_empty(), "{marks:?}");
 }
