@@ -2,20 +2,45 @@
 
 use std::path::Path;
 
-use nikaia_std::rt::{format_utc, Runtime};
+use crate::domain::DomainArgs;
+use nikaia_std::rt::{format_utc, AcmeNames, Runtime};
 
 /// Valid: the effective configuration on stdout, then each certificate pair
 /// that loads (as comments: its names and its end), 0. `dir` is the
 /// directory a server would serve with it (`[resumable] dir` is checked
-/// against it). Invalid, or naming
+/// against it); `domains`, the `--domain` names it would be given (an
+/// `[acme]` without `domains` is valid without them: a warning says its
+/// names come from `--domain`). Invalid, or naming
 /// something on this machine a server could not start with (a stats-socket
 /// path that is not a socket): every error on stderr, one per line, 1.
 /// Warnings go to stderr too and leave the status 0.
-pub fn run(file: &Path, dir: &Path) -> u8 {
-    match Runtime::load(file) {
-        Ok(runtime) => {
+pub fn run(file: &Path, dir: &Path, domains: &DomainArgs) -> u8 {
+    let domains = match domains.parse() {
+        Ok(domains) => domains,
+        Err(e) => {
+            eprintln!("nikaia check: {e}");
+            return 1;
+        }
+    };
+    let names = match domains.given() {
+        true => AcmeNames::CommandLine,
+        false => AcmeNames::FileOrCommandLine,
+    };
+    match Runtime::load_with(file, names) {
+        Ok(mut runtime) => {
+            let mut warnings = domains.apply(&mut runtime);
+            if runtime.acme.as_ref().is_some_and(|a| a.domains.is_empty()) {
+                warnings.push(
+                    "key `acme`: no `domains`: the names come from `nikaia serve --domain NAME` \
+                     (without it, a server refuses this table)"
+                        .to_owned(),
+                );
+            }
             print!("{}", runtime.to_toml());
             print!("{}", certificates(&runtime));
+            for w in warnings {
+                eprintln!("{}: warning: {w}", file.display());
+            }
             let mut status = 0;
             let served = runtime.served_findings(dir);
             for finding in runtime.preflight().into_iter().chain(served) {

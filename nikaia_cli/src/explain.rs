@@ -2,7 +2,7 @@
 //! bytes per vehicle, the kept table's hit rate, the `Anywhere` sites seen.
 //! Read from the server's stats socket (`stats-socket` in its runtime file).
 
-use nikaia_std::rt::Runtime;
+use nikaia_std::rt::{AcmeNames, Runtime, RUNTIME_ENV};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::net::UnixStream;
@@ -31,7 +31,7 @@ pub struct ExplainArgs {
 pub fn run(args: ExplainArgs) -> u8 {
     let socket = match args.socket {
         Some(s) => s,
-        None => match Runtime::from_args(args.runtime.as_deref()) {
+        None => match runtime(args.runtime) {
             Ok(rt) => match rt.stats_socket {
                 Some(s) => s,
                 None => {
@@ -77,6 +77,17 @@ pub fn run(args: ExplainArgs) -> u8 {
         print!("{}", render(&socket, &report));
     }
     0
+}
+
+/// The runtime file `--runtime` (else `NIKAIA_RUNTIME`) names, read for its
+/// `stats-socket`: as `nikaia serve` reads it with `--domain`, since a
+/// server's `[acme]` may leave its names to the command line.
+fn runtime(file: Option<PathBuf>) -> Result<Runtime, Vec<nikaia_std::rt::ConfigError>> {
+    let env = || std::env::var_os(RUNTIME_ENV).filter(|v| !v.is_empty());
+    match file.or_else(|| env().map(PathBuf::from)) {
+        Some(file) => Runtime::load_with(&file, AcmeNames::CommandLine),
+        None => Ok(Runtime::default()),
+    }
 }
 
 fn fetch(socket: &Path) -> std::io::Result<String> {
@@ -324,10 +335,13 @@ fn acme(c: &Value) -> String {
     )
 }
 
-/// A span of seconds as days and hours: `86d 04h`, `3h 20m`.
+/// A time left, in the two largest units it has: `86d 04h`, `3h 20m`,
+/// `29m 59s`, and `42s` under a minute.
 fn days(secs: u64) -> String {
     match secs {
-        0..=86_399 => format!("{}h {:02}m", secs / 3600, secs / 60 % 60),
+        0..=59 => format!("{secs}s"),
+        60..=3599 => format!("{}m {:02}s", secs / 60, secs % 60),
+        3600..=86_399 => format!("{}h {:02}m", secs / 3600, secs / 60 % 60),
         _ => format!("{}d {:02}h", secs / 86_400, secs / 3600 % 24),
     }
 }
@@ -361,11 +375,14 @@ fn size(b: u64) -> String {
     }
 }
 
+/// An uptime: `5.210s` under a minute, `3m 05s`, `5h 02m 03s`, and
+/// `100d 03h 04m` from a day on.
 fn duration(ms: u64) -> String {
     let s = ms / 1000;
     match s {
         0..=59 => format!("{}.{:03}s", s, ms % 1000),
         60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
-        _ => format!("{}h {:02}m {:02}s", s / 3600, s / 60 % 60, s % 60),
+        3600..=86_399 => format!("{}h {:02}m {:02}s", s / 3600, s / 60 % 60, s % 60),
+        _ => format!("{}d {:02}h {:02}m", s / 86_400, s / 3600 % 24, s / 60 % 60),
     }
 }

@@ -2,6 +2,7 @@
 
 mod check;
 mod compress;
+mod domain;
 mod explain;
 use nikaia_cli::nk;
 mod serve;
@@ -66,6 +67,10 @@ enum Command {
         /// current directory): where `[resumable] dir` must not be, and
         /// whose file system it must share
         dir: Option<PathBuf>,
+        /// `--domain` and `--staging`, as `nikaia serve` would take them
+        /// with this file.
+        #[command(flatten)]
+        domains: domain::DomainArgs,
     },
     /// Check the stubs (spec/std/*.nk) against nikaia_std's Rust source, both ways
     Stubtest(StubtestArgs),
@@ -94,7 +99,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let status = match cli.command {
         Some(Command::Serve(args)) => serve::run(args),
-        Some(Command::Check { file, dir }) => check::run(&file, &dir.unwrap_or_else(|| ".".into())),
+        Some(Command::Check { file, dir, domains }) => {
+            check::run(&file, &dir.unwrap_or_else(|| ".".into()), &domains)
+        }
         Some(Command::Compress(args)) => compress::run(args),
         Some(Command::Explain(args)) => explain::run(args),
         Some(Command::Stubtest(args)) => stubtest::run(stubtest::Options {

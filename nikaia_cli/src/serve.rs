@@ -2,11 +2,12 @@
 //! chooses is confined under DIR (a `Dir` root); std picks how each file
 //! travels.
 
+use crate::domain::DomainArgs;
 use nikaia_std::fs::Root;
 use nikaia_std::http::Server;
-use nikaia_std::rt::{Acme, HttpsRedirect, Listen, ListenAddr, Runtime, RUNTIME_ENV};
+use nikaia_std::rt::{Listen, ListenAddr, Runtime, RUNTIME_ENV};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -26,20 +27,9 @@ pub struct ServeArgs {
     /// List a directory that has no index.html (default: 404).
     #[arg(long)]
     list: bool,
-    /// A public DNS name to serve over HTTPS with a certificate the server
-    /// obtains and renews itself (ACME, Let's Encrypt by default); give it
-    /// once per name. It listens on 443 (TLS) and 80 (a redirect to
-    /// HTTPS that also answers the CA), IPv4 and IPv6, unless --listen
-    /// says otherwise, and keeps its keys in the runtime file's ACME
-    /// storage or the default one (/var/lib/nikaia/acme as root).
-    /// Giving --domain is agreeing to the CA's terms of service
-    /// (https://letsencrypt.org/repository/ for Let's Encrypt).
-    #[arg(long, value_name = "NAME")]
-    domain: Vec<String>,
-    /// With --domain: Let's Encrypt's staging CA (certificates browsers do
-    /// not trust, limits made for trying): the first step.
-    #[arg(long, requires = "domain")]
-    staging: bool,
+    /// `--domain` and `--staging`.
+    #[command(flatten)]
+    domains: DomainArgs,
 }
 
 pub fn run(args: ServeArgs) -> u8 {
@@ -51,39 +41,56 @@ pub fn run(args: ServeArgs) -> u8 {
             return 1;
         }
     };
-    let file = args.runtime.clone().or_else(|| {
-        std::env::var_os(RUNTIME_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    let mut rt = match Runtime::from_args(args.runtime.as_deref()) {
-        Ok(rt) => rt,
-        Err(errors) => {
-            for e in errors {
-                eprintln!("{e}");
-            }
-            return 1;
-        }
-    };
-    let domains = match parse_domains(&args.domain) {
+    let listen_given = listen.clone();
+    let domains = match args.domains.parse() {
         Ok(domains) => domains,
         Err(e) => {
             eprintln!("nikaia serve: {e}");
             return 1;
         }
     };
-    let staging = args.staging;
-    // `--listen` replaces the list, and `--domain` sets up a public site,
-    // at start and at every reload.
-    let adjust = move |rt: &mut Runtime| {
-        if !domains.is_empty() {
-            public_site(rt, &domains, staging);
-        }
-        if !listen.is_empty() {
-            rt.listen = listen.clone();
+    let file = args.runtime.clone().or_else(|| {
+        std::env::var_os(RUNTIME_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    // One way to read the runtime file, at start and at every reload: its
+    // `[acme]` with `--domain`, then `--listen` replacing the list.
+    let load = {
+        let domains = domains.clone();
+        move |file: &Path| {
+            let (mut rt, warnings) = domains.read(file)?;
+            if !listen.is_empty() {
+                rt.listen = listen.clone();
+            }
+            Ok((rt, warnings))
         }
     };
-    adjust(&mut rt);
+    let rt = match &file {
+        Some(file) => match load(file) {
+            Ok((rt, warnings)) => {
+                for w in warnings {
+                    eprintln!("nikaia serve: {}: warning: {w}", file.display());
+                }
+                rt
+            }
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("{e}");
+                }
+                return 1;
+            }
+        },
+        None => {
+            let mut rt = Runtime::default();
+            // No file: no `domains` to leave out, nothing to warn of.
+            domains.apply(&mut rt);
+            if !listen_given.is_empty() {
+                rt.listen = listen_given;
+            }
+            rt
+        }
+    };
     warn_of_served_secrets(&rt, &dir);
     let refusals: Vec<_> = rt
         .served_findings(&dir)
@@ -108,7 +115,7 @@ pub fn run(args: ServeArgs) -> u8 {
     // `[resumable]` names one (`spec/site.md`).
     let mut server = Server::with_runtime(rt).serve_dir(root, args.hidden, args.list);
     if let Some(file) = file {
-        server = server.reload_from(file, adjust);
+        server = server.reload_with(file, load);
     }
     let running = match server.start() {
         Ok(r) => r,
@@ -148,51 +155,6 @@ pub fn run(args: ServeArgs) -> u8 {
     }
     running.wait();
     0
-}
-
-/// The `--domain` values, checked and lowercased.
-fn parse_domains(values: &[String]) -> Result<Vec<String>, String> {
-    let mut names: Vec<String> = Vec::new();
-    for v in values {
-        let name = v.strip_suffix('.').unwrap_or(v).to_ascii_lowercase();
-        if let Some(why) = Acme::name_problem(&name) {
-            return Err(format!("--domain {v}: {why}"));
-        }
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    Ok(names)
-}
-
-/// `--domain`: ACME for `domains` (the file's `[acme]` settings kept,
-/// the terms agreed by the operator who typed it), TLS on 443 and a
-/// redirect on 80, on every address family this host has.
-fn public_site(rt: &mut Runtime, domains: &[String], staging: bool) {
-    let mut acme = rt.acme.take().unwrap_or_else(|| Acme::new(Vec::new()));
-    acme.domains = domains.to_vec();
-    acme.agree_to_terms = true;
-    if staging {
-        acme.directory = nikaia_std::rt::LETS_ENCRYPT_STAGING.to_owned();
-    }
-    rt.acme = Some(acme);
-    let mut families = vec![std::net::IpAddr::from([0, 0, 0, 0])];
-    if std::net::TcpListener::bind("[::1]:0").is_ok() {
-        families.push(std::net::IpAddr::from([0u16; 8]));
-    }
-    let mut listen = Vec::new();
-    for ip in &families {
-        let mut tls = Listen::tcp((*ip, 443).into());
-        tls.tls = Some(true);
-        listen.push(tls);
-    }
-    for ip in &families {
-        let mut plain = Listen::tcp((*ip, 80).into());
-        plain.tls = Some(false);
-        plain.https_redirect = Some(HttpsRedirect::TlsListener);
-        listen.push(plain);
-    }
-    rt.listen = listen;
 }
 
 /// The `--listen` values, each an address as `listen` takes one.

@@ -460,3 +460,59 @@ fn produced_bodies_reach_the_text_the_json_and_prometheus() {
     server.shutdown();
     server.wait();
 }
+
+/// What `nikaia explain` prints of `report`, served as a stats socket
+/// does: the JSON written to the one client, then closed.
+fn explain_of(report: serde_json::Value) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("stats.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut client, _) = listener.accept().unwrap();
+        std::io::Write::write_all(&mut client, report.to_string().as_bytes()).unwrap();
+    });
+    let out = explain(&["--socket", sock.to_str().unwrap()]);
+    server.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn times_left_and_uptimes_are_said_in_the_units_that_fit_them() {
+    let pair = |cert: &str, left: i64| {
+        serde_json::json!({"source": "file", "cert": cert, "names": [cert],
+            "default": false, "not_after": 1_803_902_400u64 + left as u64,
+            "expires_in": left, "handshakes": 0})
+    };
+    let report = |uptime_ms: u64| {
+        serde_json::json!({"uptime_ms": uptime_ms, "tls": {"certificates": [
+            pair("a.example", 42), pair("b.example", 1799), pair("c.example", 12_000),
+            pair("d.example", 7_430_400), pair("e.example", 0),
+        ]}})
+    };
+    let text = explain_of(report(5210));
+    assert!(text.contains("uptime        5.210s\n"), "{text}");
+    for (cert, left) in [
+        ("a.example", ", in 42s;"),
+        ("b.example", ", in 29m 59s;"),
+        ("c.example", ", in 3h 20m;"),
+        ("d.example", ", in 86d 00h;"),
+    ] {
+        let at = text.find(&format!("  {cert} (file)")).unwrap();
+        let end = text[at..].lines().nth(2).unwrap();
+        assert!(end.contains(left), "{cert}: {end}");
+    }
+    assert!(!text.contains(" 0h "), "{text}");
+    assert!(text.contains("expired"), "{text}");
+    for (ms, said) in [
+        (185_000, "3m 05s"),
+        (18_123_000, "5h 02m 03s"),
+        (
+            (100 * 86_400 + 3 * 3600 + 4 * 60 + 5) * 1000,
+            "100d 03h 04m",
+        ),
+    ] {
+        let text = explain_of(report(ms));
+        assert!(text.contains(&format!("uptime        {said}\n")), "{text}");
+    }
+}

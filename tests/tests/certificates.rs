@@ -106,11 +106,17 @@ fn curl(addr: SocketAddr, roots: Option<&Path>, name: &str, http2: bool) -> (Str
 
 /// `openssl s_client` asking for `name` (none: no SNI); what it printed.
 fn s_client(addr: SocketAddr, pki: &TestPki, name: Option<&str>) -> String {
+    s_client_with(addr, pki, name, &[])
+}
+
+/// [`s_client`] with more arguments (`-alpn …`).
+fn s_client_with(addr: SocketAddr, pki: &TestPki, name: Option<&str>, more: &[&str]) -> String {
     let mut cmd = Command::new("openssl");
     cmd.args(["s_client", "-connect"])
         .arg(addr.to_string())
         .arg("-CAfile")
-        .arg(&pki.ca_pem);
+        .arg(&pki.ca_pem)
+        .args(more);
     match name {
         Some(name) => cmd.args(["-servername", name]),
         None => cmd.arg("-noservername"),
@@ -229,6 +235,33 @@ fn without_a_default_a_name_no_pair_covers_is_refused_with_unrecognized_name() {
     );
     // Throttled: one line for the two.
     assert_eq!(log.matches("TLS handshake refused").count(), 1, "{log}");
+}
+
+#[test]
+fn an_acme_tls_probe_with_no_validation_in_flight_reads_unrecognized_name() {
+    // `spec/tls.md`, "Challenges": a hello offering only `acme-tls/1` is a
+    // CA's; with no validation of its name in flight it is refused with
+    // the alert, silently — whatever the pairs cover, with a default too.
+    let pki = TestPki::new();
+    let server = serve(pki.dir.path(), &four_pairs(&pki));
+    let addr = server.local_addr();
+    let acme = ["-alpn", "acme-tls/1"];
+    for name in [Some("nothing.example"), Some("a.example"), None] {
+        let out = s_client_with(addr, &pki, name, &acme);
+        assert!(out.contains("unrecognized name"), "{name:?}: {out}");
+        assert!(!out.contains("read 0 bytes"), "{name:?}: {out}");
+    }
+    let config = client(&pki, &[b"acme-tls/1"]);
+    match TlsClient::connect_named(addr, config, "nothing.example") {
+        Ok(_) => panic!("the acme-tls/1 handshake went through"),
+        Err(e) => assert!(e.to_string().contains("UnrecognisedName"), "{e}"),
+    }
+    // Neither counted nor logged as a failure; the listener serves on.
+    let tls = server.report().tls.unwrap();
+    assert_eq!((tls.unrecognized, tls.failures), (0, 0));
+    let log = std::fs::read_to_string(pki.dir.path().join("error.log")).unwrap_or_default();
+    assert!(!log.contains("TLS handshake"), "{log}");
+    assert_eq!(cn_for(addr, &client(&pki, &[]), "a.example"), "pair a");
 }
 
 #[test]

@@ -8,8 +8,8 @@ use super::request::Request;
 use super::response::IntoResponse;
 use super::router::{Entry, Handler, Plain, Router};
 use super::to_file::{IntoToFile, MakeFile};
-use crate::rt::Runtime;
-use std::path::PathBuf;
+use crate::rt::{ConfigError, Runtime};
+use std::path::{Path, PathBuf};
 
 /// An HTTP/1.1 server: routes, then [`Server::run`] (or [`Server::start`]).
 ///
@@ -24,12 +24,17 @@ pub struct Server {
     pub(crate) source: Option<Source>,
 }
 
-/// The runtime file a reload reads again, and what the program changes in
-/// what it read (`nikaia serve --listen`).
+/// The runtime file a reload reads again, and how the program reads it
+/// (`nikaia serve`: its `--listen` and its `--domain`).
 pub(crate) struct Source {
     pub file: PathBuf,
-    pub adjust: Box<dyn Fn(&mut Runtime) + Send + Sync>,
+    pub load: Box<Load>,
 }
+
+/// How a program reads its runtime file: the runtime, and the warnings
+/// to log with it; or every problem (the reload is refused).
+pub(crate) type Load =
+    dyn Fn(&Path) -> Result<(Runtime, Vec<String>), Vec<ConfigError>> + Send + Sync;
 
 impl Default for Server {
     fn default() -> Self {
@@ -73,13 +78,29 @@ impl Server {
     /// the program applied at start). Without it a reload reads the TLS
     /// pair again and nothing else.
     pub fn reload_from(
-        mut self,
+        self,
         file: impl Into<PathBuf>,
         adjust: impl Fn(&mut Runtime) + Send + Sync + 'static,
     ) -> Server {
+        self.reload_with(file, move |file| {
+            let mut rt = Runtime::load(file)?;
+            adjust(&mut rt);
+            Ok((rt, Vec::new()))
+        })
+    }
+
+    /// Where a reload reads the runtime again, and how: `load(file)`, as
+    /// the program read it at start (`nikaia serve` reads `[acme]` with
+    /// its `--domain`: [`Runtime::load_with`]). Its warnings go to the
+    /// error log; its errors refuse the reload.
+    pub fn reload_with(
+        mut self,
+        file: impl Into<PathBuf>,
+        load: impl Fn(&Path) -> Result<(Runtime, Vec<String>), Vec<ConfigError>> + Send + Sync + 'static,
+    ) -> Server {
         self.source = Some(Source {
             file: file.into(),
-            adjust: Box::new(adjust),
+            load: Box::new(load),
         });
         self
     }

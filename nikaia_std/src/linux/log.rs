@@ -11,9 +11,12 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+mod throttle;
+pub(crate) use throttle::{Throttle, Unlogged};
 
 /// Where one log goes; a reload may point it elsewhere.
 pub(crate) struct Sink {
@@ -408,38 +411,6 @@ fn rfc3339(out: &mut Vec<u8>, now: Duration) {
         rem % 60,
         now.subsec_millis()
     );
-}
-
-/// A rate limit for one kind of error line: the first event in a 10-second
-/// window is logged, with the number left out since the last line, so a
-/// scan or a crowd of slow clients cannot flood the error log.
-#[derive(Default)]
-pub(crate) struct Throttle {
-    /// Events left out of the log since the last line.
-    unlogged: AtomicU64,
-    /// Second (since the Unix epoch) of the last line.
-    last_logged: AtomicU64,
-}
-
-impl Throttle {
-    /// `Some(left out)`: log this one and say how many were not.
-    pub(crate) fn pass(&self) -> Option<u64> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let last = self.last_logged.load(Ordering::Relaxed);
-        if now >= last + 10
-            && self
-                .last_logged
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            Some(self.unlogged.swap(0, Ordering::Relaxed))
-        } else {
-            self.unlogged.fetch_add(1, Ordering::Relaxed);
-            None
-        }
-    }
 }
 
 /// Now as RFC 3339 UTC with milliseconds: `2026-11-29T23:10:00.123Z`.

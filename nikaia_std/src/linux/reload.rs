@@ -42,9 +42,14 @@ pub(crate) fn reload(
         Err(problems)
     };
     let mut new = match source {
-        Some(source) => match Runtime::load(&source.file) {
-            Ok(mut rt) => {
-                (source.adjust)(&mut rt);
+        Some(source) => match (source.load)(&source.file) {
+            Ok((rt, warnings)) => {
+                for w in warnings {
+                    let file = source.file.display();
+                    shared
+                        .logs
+                        .error(format_args!("SIGHUP: {file}: warning: {w}"));
+                }
                 rt
             }
             Err(errors) => return refuse(errors.iter().map(ToString::to_string).collect()),
@@ -115,6 +120,9 @@ pub(crate) fn reload(
             "{file}error: key `acme`: {}",
             super::server::NO_ACME
         ));
+    }
+    if let Some(why) = new.acme.as_ref().and_then(crate::rt::Acme::incomplete) {
+        problems.push(format!("{file}error: key `acme`: {why}"));
     }
     let moved_stats = new.stats_socket != old.stats_socket;
     if let (true, Some(path)) = (moved_stats, &new.stats_socket) {

@@ -24,6 +24,10 @@ use std::thread::JoinHandle;
 impl Server {
     /// Opens the listeners, starts the workers, and returns at once.
     pub fn start(self) -> io::Result<Running> {
+        // Before anything is bound: no names, or the terms not agreed.
+        if let Some(why) = self.rt.acme.as_ref().and_then(crate::rt::Acme::incomplete) {
+            return Err(io::Error::other(format!("key `acme`: {why}")));
+        }
         let program = Program::current().ok();
         let workers = self.rt.workers.max(1);
         let mut passed = activation::from_env()?;
@@ -42,6 +46,9 @@ impl Server {
         }
         let rt = shared.runtime();
         start_acme(&shared, rt.acme.as_ref())?;
+        // A start that fails from here stops ACME again (its thread, its
+        // presence mark in the storage): nothing of it outlives the error.
+        let mut acme_guard = StopAcmeUnlessStarted(Some(shared.clone()));
         let mut adopted: Vec<usize> = (shared.listeners().iter())
             .filter_map(|l| l.passed)
             .collect();
@@ -79,6 +86,7 @@ impl Server {
             );
         }
         let ready = passed.and_then(|p| p.ready).map(|fd| Ready { fd, adopted });
+        acme_guard.0 = None;
         Ok(Running {
             listening,
             control: Arc::new(Control {
@@ -125,6 +133,34 @@ pub(crate) fn start_acme(shared: &Arc<Shared>, acme: Option<&crate::rt::Acme>) -
     }
 }
 
+/// Stops the ACME manager, if one runs: its thread ends and its presence
+/// mark leaves the storage (a stop, a start that failed).
+fn stop_acme(shared: &Shared) {
+    #[cfg(feature = "acme")]
+    if let Some(acme) = shared
+        .acme
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+    {
+        acme.stop();
+    }
+    #[cfg(not(feature = "acme"))]
+    let _ = shared;
+}
+
+/// [`stop_acme`] when dropped still holding the server: a start that
+/// failed after ACME began.
+struct StopAcmeUnlessStarted(Option<Arc<Shared>>);
+
+impl Drop for StopAcmeUnlessStarted {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.take() {
+            stop_acme(&shared);
+        }
+    }
+}
+
 /// Why a program without ACME refuses an `[acme]` table.
 #[cfg(not(feature = "acme"))]
 pub(crate) const NO_ACME: &str =
@@ -167,16 +203,7 @@ struct Ready {
 impl Control {
     fn shutdown(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
-        #[cfg(feature = "acme")]
-        if let Some(acme) = self
-            .shared
-            .acme
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            acme.stop();
-        }
+        stop_acme(&self.shared);
         // The workers hold the listeners from here on; each lets go as it
         // stops accepting.
         drop(std::mem::take(

@@ -28,7 +28,9 @@ pub(crate) enum Input {
     Data,
     /// Nothing more until epoll reports the socket readable.
     Blocked,
-    /// The peer closed, or the socket failed: nothing more will come.
+    /// The peer closed, or the socket failed: nothing more will come. (Or
+    /// a CA's TLS-ALPN-01 probe was refused, its alert sent: nothing to
+    /// count or log.)
     Closed,
     /// A TLS client on a plain listener: it would not understand an HTTP
     /// answer, so the connection closes without one.
@@ -36,14 +38,14 @@ pub(crate) enum Input {
     /// A plain HTTP request on the TLS listener. The transport is plain
     /// from here on, so the refusal can be written.
     PlainOnTls,
-    /// The TLS session failed; its alert is queued (and pushed if the
-    /// socket takes it). `handshake`: before the handshake finished.
+    /// The TLS session failed; its alert was sent (if the socket took
+    /// it). `handshake`: before the handshake finished.
     Failed {
         error: rustls::Error,
         handshake: bool,
     },
     /// The TLS hello asked for a name no certificate covers;
-    /// `unrecognized_name` is queued.
+    /// `unrecognized_name` was sent.
     Unrecognized { name: String },
 }
 
@@ -120,15 +122,10 @@ impl Transport {
             return match input {
                 TlsInput::Data => Input::Data,
                 TlsInput::Blocked => Input::Blocked,
-                TlsInput::Eof | TlsInput::Broken => Input::Closed,
-                TlsInput::Failed { error, handshake } => {
-                    let _ = session.push(self.fd.as_fd());
-                    Input::Failed { error, handshake }
-                }
-                TlsInput::Unrecognized { name } => {
-                    let _ = session.push(self.fd.as_fd());
-                    Input::Unrecognized { name }
-                }
+                // A refusal's alert went with it (`Session::read`).
+                TlsInput::Eof | TlsInput::Broken | TlsInput::Refused => Input::Closed,
+                TlsInput::Failed { error, handshake } => Input::Failed { error, handshake },
+                TlsInput::Unrecognized { name } => Input::Unrecognized { name },
                 TlsInput::PlainHttp => {
                     self.tls = None;
                     Input::PlainOnTls

@@ -469,8 +469,7 @@ impl Worker {
                     if let Some(unlogged) = stats.send_timeouts_logged.pass() {
                         self.shared.logs.error(format_args!(
                             "{}: {n} HTTP/2 stream(s) reset: no progress for send-timeout ({:?}); \
-                             the connection's other streams go on \
-                             ({unlogged} more not logged since the last line)",
+                             the connection's other streams go on{unlogged}",
                             peer, self.rt.send_timeout,
                         ));
                     }
@@ -491,8 +490,7 @@ impl Worker {
                 if let Some(unlogged) = stats.send_timeouts_logged.pass() {
                     self.shared.logs.error(format_args!(
                         "{}: closed: the answer made no progress for send-timeout ({:?}); \
-                         the client stopped reading or reads slower than that \
-                         ({unlogged} more not logged since the last line)",
+                         the client stopped reading or reads slower than that{unlogged}",
                         peer, self.rt.send_timeout,
                     ));
                 }

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use acme::{
-    default_storage, Acme, ChallengeKind, Eab, KeyType, LETS_ENCRYPT, LETS_ENCRYPT_STAGING,
+    default_storage, Acme, AcmeNames, ChallengeKind, Eab, KeyType, LETS_ENCRYPT,
+    LETS_ENCRYPT_STAGING,
 };
 pub use certificate::{format_utc, CertFiles, CertSummary};
 pub use glob::Glob;
@@ -412,6 +413,11 @@ impl Runtime {
     /// Reads and validates a runtime file. Every problem found is returned, in
     /// file order.
     pub fn load(path: &Path) -> Result<Runtime, Vec<ConfigError>> {
+        Runtime::load_with(path, AcmeNames::File)
+    }
+
+    /// [`Runtime::load`], `[acme]`'s names coming from where `names` says.
+    pub fn load_with(path: &Path, names: AcmeNames) -> Result<Runtime, Vec<ConfigError>> {
         let unreadable = |message: String| {
             vec![ConfigError {
                 file: path.to_path_buf(),
@@ -425,13 +431,13 @@ impl Runtime {
             .map_err(|e| unreadable(format!("cannot read the runtime file: {e}")))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| unreadable("the runtime file is not valid UTF-8".to_string()))?;
-        Runtime::parse(&text, path)
+        parse::parse(&text, path, names)
     }
 
     /// Validates the text of a runtime file; `file` names it in errors, and
     /// relative paths in it are resolved against `file`'s directory.
     pub fn parse(text: &str, file: &Path) -> Result<Runtime, Vec<ConfigError>> {
-        parse::parse(text, file)
+        parse::parse(text, file, AcmeNames::File)
     }
 
     /// The runtime for a process: `explicit` (from `--runtime`), else the file

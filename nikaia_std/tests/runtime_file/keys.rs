@@ -152,6 +152,82 @@ agree-to-terms = false
 }
 
 #[test]
+fn an_acme_table_leaves_its_names_and_terms_to_the_command_line_only_when_told() {
+    use nikaia_std::rt::{Acme, AcmeNames};
+    let dir = tempfile::tempdir().unwrap();
+    let read = |text: &str, names: AcmeNames| {
+        let file = dir.path().join(FILE);
+        std::fs::write(&file, text).unwrap();
+        Runtime::load_with(&file, names)
+            .map_err(|e| render(&e).replace(&format!("{}", file.display()), FILE))
+    };
+    // The systemd unit's file: only the storage.
+    let bare = "[acme]\nstorage = \"/var/lib/nikaia/acme\"\n";
+    assert_eq!(
+        read(bare, AcmeNames::File).unwrap_err(),
+        "runtime.toml:1:1: error: key `acme`: `[acme]` needs `domains`, the names to obtain \
+         certificates for (or `nikaia serve --domain NAME`, once per name)\n"
+    );
+    for names in [AcmeNames::CommandLine, AcmeNames::FileOrCommandLine] {
+        let acme = read(bare, names).unwrap().acme.unwrap();
+        assert!(acme.domains.is_empty() && !acme.agree_to_terms, "{names:?}");
+        assert!(acme.incomplete().unwrap().contains("names no domain"));
+    }
+    // Names without the terms: the command line agrees; the file alone,
+    // or perhaps alone, must.
+    let named = "[acme]\ndomains = [\"example.org\"]\n";
+    let acme = read(named, AcmeNames::CommandLine).unwrap().acme.unwrap();
+    assert_eq!(acme.domains, ["example.org"]);
+    assert!(acme.incomplete().unwrap().contains("agree-to-terms = true"));
+    for names in [AcmeNames::File, AcmeNames::FileOrCommandLine] {
+        let e = read(named, names).unwrap_err();
+        assert!(e.contains("agree-to-terms = true"), "{names:?}: {e}");
+    }
+    // Every other field is checked as ever.
+    let e = read(
+        "[acme]\ndirectory = \"http://ca\"\n",
+        AcmeNames::CommandLine,
+    )
+    .unwrap_err();
+    assert!(e.contains("is not an https:// URL"), "{e}");
+    // The effective configuration leaves the names out, and reads back.
+    let rt = read(bare, AcmeNames::FileOrCommandLine).unwrap();
+    assert!(!rt.to_toml().contains("domains"), "{}", rt.to_toml());
+    let again = read(&rt.to_toml(), AcmeNames::FileOrCommandLine).unwrap();
+    assert_eq!(again.acme, rt.acme);
+    let mut full = Acme::new(vec!["example.org".into()]);
+    full.agree_to_terms = true;
+    assert_eq!(full.incomplete(), None);
+}
+
+#[test]
+fn a_server_given_an_acme_table_without_names_or_terms_refuses_to_start() {
+    use nikaia_std::rt::Acme;
+    for (domains, agree, why) in [
+        (vec![], true, "names no domain"),
+        (
+            vec!["example.org".to_owned()],
+            false,
+            "agree-to-terms = true",
+        ),
+    ] {
+        let mut acme = Acme::new(domains);
+        acme.agree_to_terms = agree;
+        let mut rt = Runtime::default();
+        rt.listen = vec![SocketAddr::from(([127, 0, 0, 1], 0)).into()];
+        rt.workers = 1;
+        rt.access_log = LogTarget::Off;
+        rt.acme = Some(acme);
+        let refused = nikaia_std::http::Server::with_runtime(rt)
+            .route("/", |_| "x")
+            .start()
+            .err()
+            .expect("the start is refused");
+        assert!(refused.to_string().contains(why), "{refused}");
+    }
+}
+
+#[test]
 fn certificate_tables_name_pairs_and_at_most_one_default() {
     let rt = ok(r#"
 tls-cert = "short.pem"

@@ -44,7 +44,9 @@ const ELSEWHERE: Duration = Duration::from_secs(2);
 /// The ACME side of a running server.
 pub(crate) struct Manager {
     state: Mutex<State>,
-    /// This process's mark in the storage, for another process on it.
+    /// This process's mark in the storage, for another process on it:
+    /// made at start, moved by a reload that moves the storage, removed
+    /// when the manager stops (a clean exit, `[acme]` removed).
     presence: Mutex<Option<store::Presence>>,
     /// Set when the server stops or `[acme]` is removed: the thread ends.
     stop: AtomicBool,
@@ -119,7 +121,15 @@ impl Manager {
     /// storage reads the pairs stored there.
     pub(crate) fn configure(&self, shared: &Arc<Shared>, acme: &Acme) -> io::Result<()> {
         let store = Store::open(&acme.storage, &acme.directory)?;
-        *lock(&self.presence) = store.present().ok();
+        let mut presence = lock(&self.presence);
+        // The same storage keeps its mark: a second one of this process
+        // is refused by the first's lock, and dropping the first would
+        // remove it.
+        if !presence.as_ref().is_some_and(|p| p.is_in(&store)) {
+            *presence = None;
+            *presence = store.present().ok();
+        }
+        drop(presence);
         let removed: Vec<String> = {
             let mut state = lock(&self.state);
             let moved =
@@ -153,8 +163,11 @@ impl Manager {
 
     /// Stops the thread (the server stops, or `[acme]` was removed); the
     /// pairs it obtained stay served until the set is rebuilt without them.
+    /// The presence mark goes at once: nothing here answers from the
+    /// storage any more (an upgrade's old process, draining, included).
     pub(crate) fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
+        *lock(&self.presence) = None;
     }
 
     /// Adds the names of `acme` not known yet, serving their stored pairs.

@@ -45,10 +45,33 @@ pub(super) struct Version {
 /// kernel only as long as this process lives.
 pub(super) struct Lock(#[allow(dead_code)] OwnedFd);
 
-/// This process's mark in a CA's directory: `present.<pid>`, locked while
-/// it lives, so another process sees it shares the storage.
+/// This process's mark in a CA's directory: `present.<pid>.lock`, locked
+/// while it lives, so another process sees it shares the storage. Removed
+/// when dropped (a clean exit, a reload that leaves the storage); a
+/// crashed process's is swept by the next that looks
+/// ([`Store::others_present`]).
 pub(super) struct Presence {
+    /// The CA's directory it is in, and its path (a reload that keeps the
+    /// storage keeps the mark).
+    dir: OwnedFd,
+    path: PathBuf,
+    name: String,
     _lock: Lock,
+}
+
+impl Presence {
+    /// Whether it is the mark in `store`.
+    pub(super) fn is_in(&self, store: &Store) -> bool {
+        self.path == store.path
+    }
+}
+
+impl Drop for Presence {
+    fn drop(&mut self) {
+        // Unlinked while still locked (the lock goes after this body): a
+        // process that looks now finds the mark held, or no mark.
+        let _ = rfs::unlinkat(&self.dir, self.name.as_str(), rfs::AtFlags::empty());
+    }
 }
 
 const DIR_MODE: u32 = 0o700;
@@ -194,13 +217,20 @@ impl Store {
         }
     }
 
-    /// Marks this process present (for as long as the mark lives).
+    /// Marks this process present (for as long as the mark lives). Once
+    /// per storage: a second mark of this process's in the same directory
+    /// is refused by its own lock (`flock` locks each open file apart).
     pub(super) fn present(&self) -> io::Result<Presence> {
         let me = format!("present.{}", rustix::process::getpid().as_raw_nonzero());
         let lock = self
             .try_lock(&me)?
             .ok_or_else(|| io::Error::other("the presence mark is taken"))?;
-        Ok(Presence { _lock: lock })
+        Ok(Presence {
+            dir: self.dir.try_clone()?,
+            path: self.path.clone(),
+            name: format!("{me}.lock"),
+            _lock: lock,
+        })
     }
 
     /// Whether another live process marked itself present; the marks of

@@ -246,8 +246,7 @@ impl H2 {
             let peer = &link.peer;
             if let Some(unlogged) = turn.shared.stats.h2.logged.pass() {
                 turn.shared.logs.error(format_args!(
-                    "{peer}: HTTP/2 connection closed: {why} \
-                     ({unlogged} more not logged since the last line)"
+                    "{peer}: HTTP/2 connection closed: {why}{unlogged}"
                 ));
             }
             self.rbuf.clear();

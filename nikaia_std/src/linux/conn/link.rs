@@ -137,8 +137,9 @@ impl Link {
         if let Some(tls) = &turn.shared.tls {
             if let Some(unlogged) = tls.failure_to_log() {
                 turn.shared.logs.error(format_args!(
-                    "{}: {what} ({unlogged} more failures not logged since the last line)",
-                    self.peer
+                    "{}: {what}{}",
+                    self.peer,
+                    unlogged.of("failures")
                 ));
             }
         }

@@ -9,7 +9,7 @@ use super::choose::{Certs, Served};
 use super::session::FdRead;
 use super::ACME_TLS_ALPN;
 use crate::linux::challenges::Challenges;
-use rustls::server::Acceptor;
+use rustls::server::{AcceptedAlert, Acceptor};
 use rustls::ServerConnection;
 use std::io;
 use std::net::IpAddr;
@@ -36,8 +36,10 @@ pub(super) enum Step {
     /// certificate; the connection closes once the handshake is done.
     Challenge(Box<ServerConnection>),
     /// A TLS-ALPN-01 validation of a name with none in flight: refused
-    /// with `unrecognized_name`, neither logged nor counted.
-    NoChallenge,
+    /// with `unrecognized_name` (or the alert rustls chose, for a hello
+    /// the validation's configuration cannot take), neither logged nor
+    /// counted.
+    NoChallenge { alert: Vec<u8> },
     /// No pair covers the name: `name` is what the client asked for (or
     /// the address it reached, without a name).
     Unrecognized { name: String },
@@ -50,7 +52,7 @@ pub(super) enum Step {
 
 /// A fatal `unrecognized_name` (112) alert, in a plaintext record as it is
 /// sent before a handshake has keys.
-pub(super) const UNRECOGNIZED_NAME: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
+pub(super) const UNRECOGNIZED_NAME: [u8; 7] = fatal_alert(112);
 
 impl Hello {
     pub(super) fn new(certs: Arc<Certs>, challenges: Arc<Challenges>) -> Hello {
@@ -73,13 +75,9 @@ impl Hello {
             match self.acceptor.accept() {
                 Ok(None) => {}
                 Ok(Some(accepted)) => return self.choose(fd, accepted),
-                Err((error, mut alert)) => {
-                    let mut bytes = Vec::new();
-                    let _ = alert.write_all(&mut bytes);
-                    return Step::Failed {
-                        error,
-                        alert: bytes,
-                    };
+                Err((error, alert)) => {
+                    let alert = alert_for(&error, alert);
+                    return Step::Failed { error, alert };
                 }
             }
             if *drained {
@@ -109,7 +107,12 @@ impl Hello {
             let config = sni.and_then(|name| self.challenges.alpn(name));
             return match config.map(|config| accepted.into_connection(config)) {
                 Some(Ok(conn)) => Step::Challenge(Box::new(conn)),
-                Some(Err(_)) | None => Step::NoChallenge,
+                Some(Err((error, alert))) => Step::NoChallenge {
+                    alert: alert_for(&error, alert),
+                },
+                None => Step::NoChallenge {
+                    alert: UNRECOGNIZED_NAME.to_vec(),
+                },
             };
         }
         let Some(served) = self.certs.choose(sni, || local_ip(fd)) else {
@@ -122,17 +125,40 @@ impl Hello {
         let served = served.clone();
         match accepted.into_connection(served.config.clone()) {
             Ok(conn) => Step::Chosen(Box::new(conn), served),
-            Err((error, mut alert)) => {
-                let mut bytes = Vec::new();
-                let _ = alert.write_all(&mut bytes);
-                Step::Failed {
-                    error,
-                    alert: bytes,
-                }
+            Err((error, alert)) => {
+                let alert = alert_for(&error, alert);
+                Step::Failed { error, alert }
             }
         }
     }
 }
+
+/// The records of the alert rustls chose for a hello it refused; where it
+/// chose none (a handshake message past its size bound, records it will
+/// not join), a fatal alert made here: `decode_error` for a message that
+/// does not parse, else `handshake_failure`. A hello refused always reads
+/// an alert.
+fn alert_for(error: &rustls::Error, mut alert: AcceptedAlert) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let _ = alert.write_all(&mut bytes);
+    if bytes.is_empty() {
+        let description = match error {
+            rustls::Error::InvalidMessage(_) => DECODE_ERROR,
+            _ => HANDSHAKE_FAILURE,
+        };
+        bytes = fatal_alert(description).to_vec();
+    }
+    bytes
+}
+
+/// A fatal alert in a plaintext record, as it is sent before a handshake
+/// has keys.
+const fn fatal_alert(description: u8) -> [u8; 7] {
+    [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, description]
+}
+
+const HANDSHAKE_FAILURE: u8 = 40;
+const DECODE_ERROR: u8 = 50;
 
 /// The address the connection reached (what a client without SNI asked
 /// for), when it is an IP socket.

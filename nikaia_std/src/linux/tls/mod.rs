@@ -298,7 +298,7 @@ impl Tls {
     /// line per 10 s, with the number left out: [`Throttle`]).
     ///
     /// [`Throttle`]: crate::linux::log::Throttle
-    pub(crate) fn failure_to_log(&self) -> Option<u64> {
+    pub(crate) fn failure_to_log(&self) -> Option<crate::linux::log::Unlogged> {
         self.counters.failed.fetch_add(1, Ordering::Relaxed);
         self.counters.logged.pass()
     }

@@ -75,9 +75,12 @@ pub(crate) enum Input {
     /// The first bytes are a plain HTTP request, not a TLS handshake.
     PlainHttp,
     /// No certificate covers the name the hello asked for (or, without a
-    /// name, the address it reached); `unrecognized_name` is queued.
+    /// name, the address it reached); `unrecognized_name` was sent.
     Unrecognized { name: String },
-    /// A protocol error; an alert is queued. `handshake`: it happened
+    /// A CA's TLS-ALPN-01 hello for a name with no validation in flight:
+    /// its alert was sent; neither counted nor logged.
+    Refused,
+    /// A protocol error; its alert was sent. `handshake`: it happened
     /// before the handshake finished.
     Failed {
         error: rustls::Error,
@@ -151,10 +154,10 @@ impl Session {
                 self.stage = Stage::Serving { conn, pair: None };
                 None
             }
-            Step::NoChallenge => {
+            Step::NoChallenge { alert } => {
                 self.stage = Stage::Refused;
-                self.alert = UNRECOGNIZED_NAME.to_vec();
-                Some(Input::Eof)
+                self.alert = alert;
+                Some(Input::Refused)
             }
             Step::Unrecognized { name } => {
                 self.stage = Stage::Refused;
@@ -175,7 +178,27 @@ impl Session {
     /// Moves what the socket has through the session into `rbuf`. `drained`
     /// is the connection's "the socket is empty until the next EPOLLIN";
     /// `peer_closed`: the peer's FIN was reported, so reads go on to EOF.
+    ///
+    /// A refusal or a failure has its alert written before it is returned,
+    /// whichever way it came: the connection closes right after.
     pub(crate) fn read(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        rbuf: &mut BytesMut,
+        drained: &mut bool,
+        peer_closed: bool,
+    ) -> Input {
+        let input = self.take(fd, rbuf, drained, peer_closed);
+        if let Input::Refused | Input::Unrecognized { .. } | Input::Failed { .. } = input {
+            // The socket is fresh and the alert a few bytes: it goes now,
+            // or (the peer gone) not at all.
+            let _ = self.push(fd);
+        }
+        input
+    }
+
+    /// [`Session::read`] but for the alert.
+    fn take(
         &mut self,
         fd: BorrowedFd<'_>,
         rbuf: &mut BytesMut,

@@ -40,6 +40,23 @@ pub struct Acme {
     pub challenges: Vec<ChallengeKind>,
 }
 
+/// Where `[acme]`'s names come from as a runtime file is read, and so
+/// what the table must say (`spec/tls.md`, "From the command line").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AcmeNames {
+    /// The file: `[acme]` needs `domains` and `agree-to-terms = true`.
+    #[default]
+    File,
+    /// The command line (`nikaia serve --domain`), which also agrees to
+    /// the CA's terms: `domains` and `agree-to-terms` may be left out (the
+    /// table is read with the names the file gives, if any, and the terms
+    /// as it says), for the caller to fill in.
+    CommandLine,
+    /// Either (`nikaia check` without `--domain`): `domains` may be left
+    /// out; a table that names them needs `agree-to-terms = true`.
+    FileOrCommandLine,
+}
+
 /// An external account binding (RFC 8555 §7.3.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -124,6 +141,22 @@ impl Acme {
         dns_name_problem(name)
     }
 
+    /// Why a server cannot start with this table, if it cannot: no names
+    /// (a file read with [`AcmeNames::CommandLine`] and none given), or
+    /// the CA's terms not agreed to.
+    pub fn incomplete(&self) -> Option<&'static str> {
+        if self.domains.is_empty() {
+            return Some(
+                "`[acme]` names no domain: name them in `domains`, or with \
+                 `nikaia serve --domain NAME`",
+            );
+        }
+        if !self.agree_to_terms {
+            return Some(TERMS_NOT_AGREED);
+        }
+        None
+    }
+
     /// The table as one inline table of the runtime file (the EAB key's
     /// file is named; what it holds never is).
     pub(crate) fn to_toml(&self) -> String {
@@ -132,18 +165,22 @@ impl Acme {
             format!("[{}]", v.map(string).collect::<Vec<_>>().join(", "))
         };
         let path = |p: &std::path::Path| string(&p.display().to_string());
-        let mut fields = vec![
-            format!(
+        let mut fields = Vec::new();
+        // None: they come from the command line.
+        if !self.domains.is_empty() {
+            fields.push(format!(
                 "domains = {}",
                 strings(&mut self.domains.iter().map(|s| s.as_str()))
-            ),
+            ));
+        }
+        fields.extend([
             format!(
                 "contact = {}",
                 strings(&mut self.contact.iter().map(|s| s.as_str()))
             ),
             format!("directory = {}", string(&self.directory)),
             format!("agree-to-terms = {}", self.agree_to_terms),
-        ];
+        ]);
         if let Some(roots) = &self.ca_roots {
             fields.push(format!("ca-roots = {}", path(roots)));
         }
@@ -163,6 +200,11 @@ impl Acme {
         format!("{{ {} }}", fields.join(", "))
     }
 }
+
+/// Why an `[acme]` without `agree-to-terms = true` is refused.
+pub(crate) const TERMS_NOT_AGREED: &str =
+    "no account is made until `agree-to-terms = true` says the operator \
+     agreed to the CA's terms of service (the directory's `meta.termsOfService`)";
 
 /// Where ACME state is kept when the runtime file does not say: the state
 /// directory of the user (`$XDG_STATE_HOME/nikaia/acme`, else

@@ -18,15 +18,22 @@ mod values;
 mod write;
 
 use super::{
-    available_cores, AccessLogFormat, Coding, ConfigError, LogTarget, Runtime, SendFile, KEYS,
+    available_cores, AccessLogFormat, AcmeNames, Coding, ConfigError, LogTarget, Runtime, SendFile,
+    KEYS,
 };
 
-/// Parses and validates `text`, the contents of the runtime file `file`.
-pub(super) fn parse(text: &str, file: &Path) -> Result<Runtime, Vec<ConfigError>> {
+/// Parses and validates `text`, the contents of the runtime file `file`,
+/// `[acme]`'s names coming from where `names` says.
+pub(super) fn parse(
+    text: &str,
+    file: &Path,
+    names: AcmeNames,
+) -> Result<Runtime, Vec<ConfigError>> {
     let mut checker = Checker {
         text,
         file,
         base: base_dir(file),
+        names,
         errors: Vec::new(),
     };
     let (table, syntax_errors) = DeTable::parse_recoverable(text);
@@ -93,6 +100,8 @@ struct Checker<'a> {
     text: &'a str,
     file: &'a Path,
     base: PathBuf,
+    /// Where `[acme]`'s names come from: what the table must say.
+    names: AcmeNames,
     errors: Vec<ConfigError>,
 }
 

@@ -3,14 +3,15 @@
 
 use super::tables::fields;
 use super::{Checker, Value};
-use crate::rt::config::acme::{dns_name_problem, Acme, ChallengeKind, Eab, KeyType};
+use crate::rt::config::acme::{dns_name_problem, Acme, AcmeNames, ChallengeKind, Eab, KeyType};
 use toml::de::DeValue;
 
 const KNOWN: &str = "`domains`, `contact`, `directory`, `agree-to-terms`, `ca-roots`, \
                      `eab-kid`, `eab-hmac-key`, `storage`, `profile`, `key-type` and `challenges`";
 
 impl Checker<'_> {
-    /// `[acme]`.
+    /// `[acme]`. `domains` and `agree-to-terms = true` are required
+    /// unless the names come from the command line ([`AcmeNames`]).
     pub(super) fn acme(&mut self, key: &str, value: &Value<'_>) -> Option<Acme> {
         let table = self.table(key, value, KNOWN)?;
         let mut acme = Acme::new(Vec::new());
@@ -93,18 +94,25 @@ impl Checker<'_> {
             }
             (None, None) => {}
         }
-        if ok && domains_at.is_none() {
+        if ok && domains_at.is_none() && self.names == AcmeNames::File {
             ok = false;
             self.bad::<()>(
                 key,
                 value,
-                "`[acme]` needs `domains`, the names to obtain certificates for".into(),
+                "`[acme]` needs `domains`, the names to obtain certificates for \
+                 (or `nikaia serve --domain NAME`, once per name)"
+                    .into(),
             );
         }
-        if ok && !acme.agree_to_terms {
+        // Typing `--domain` is agreeing to the terms.
+        let terms_needed = match self.names {
+            AcmeNames::File => true,
+            AcmeNames::CommandLine => false,
+            AcmeNames::FileOrCommandLine => domains_at.is_some(),
+        };
+        if ok && terms_needed && !acme.agree_to_terms {
             ok = false;
-            let what = "no account is made until `agree-to-terms = true` says the operator \
-                        agreed to the CA's terms of service (the directory's `meta.termsOfService`)";
+            let what = crate::rt::config::acme::TERMS_NOT_AGREED;
             self.bad::<()>(key, value, what.into());
         }
         ok.then_some(acme)
