@@ -427,10 +427,7 @@ fn a_full_file_system_is_507_and_leaves_each_name_as_it_was() {
     assert_eq!(c.reply().unwrap().status, 507);
     assert_eq!(names(&mnt), ["keep"]);
     assert_eq!(std::fs::read(mnt.join("keep")).unwrap(), b"old");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while nikaia_tests::tmpfs::free_bytes(&mnt) < before && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    // The unnamed file closed before the answer went.
     assert_eq!(
         nikaia_tests::tmpfs::free_bytes(&mnt),
         before,
