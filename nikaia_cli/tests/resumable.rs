@@ -481,3 +481,108 @@ fn tuspy_resumes_256_mib_after_twenty_blows_to_a_byte_identical_file() {
     assert_eq!(sample, 1.0);
     eprintln!("{runs} client runs, {} blows", plan.len());
 }
+
+/// One request over a connection of its own: its status and head.
+fn ask(port: u16, method: &str, target: &str, extra: &str, body: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n\
+         Authorization: Basic {ALICE}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let head = String::from_utf8_lossy(&all).into_owned();
+    let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, head)
+}
+
+/// The value of header `name` in `head`.
+fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Waits until process `pid` holds no listening socket on `port` (once an
+/// upgrade's old process closed its listeners, every new connection is
+/// the new process's).
+fn stopped_listening(pid: i32, port: u16) {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+        let listening: Vec<String> = tcp
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.len() > 9 && f[3] == "0A")
+            .filter(|f| f[1].ends_with(&format!(":{port:04X}")))
+            .map(|f| format!("socket:[{}]", f[9]))
+            .collect();
+        let held = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|l| listening.iter().any(|s| l.as_os_str() == s.as_str()));
+        if !held {
+            return;
+        }
+        assert!(Instant::now() < end, "pid {pid} still listens on {port}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// An upgrade while a `PATCH` waits for bytes a link that died without a
+/// FIN will never bring: the new process hands the upload over to the
+/// client's next requests at once — its `HEAD` says what was counted and
+/// its `PATCH` from there finishes the file — rather than answering 423
+/// until the old process's `PATCH` times out (`body-idle-timeout`, longer
+/// than a tus client retries). Statuses and bytes, not times.
+#[test]
+fn an_upgrade_under_a_quiet_patch_hands_the_upload_over_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("site/in")).unwrap();
+    std::fs::write(dir.join("users.htpasswd"), USERS).unwrap();
+    let mut server = Server::start(dir);
+    let port = server.port.load(Relaxed);
+    let len = 2 << 20;
+    let body: Vec<u8> = (0..len).map(|i| (i * 7 + i / 4099) as u8).collect();
+    let meta = format!("Upload-Length: {len}\r\nUpload-Metadata: filename aW4vcXVpZXQuYmlu\r\n");
+    let (status, head) = ask(port, "POST", "/.tus/", &meta, b"");
+    assert_eq!(status, 201, "{head}");
+    let at = header(&head, "location").unwrap().to_owned();
+    // Half the body, then nothing; the connection stays open.
+    let mut quiet = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        quiet,
+        "PATCH {at} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\nAuthorization: Basic {ALICE}\r\n\
+         Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: {len}\r\n\r\n"
+    )
+    .unwrap();
+    quiet.write_all(&body[..len / 2]).unwrap();
+    let part = dir.join("partial").join(format!("{}.part", &at[6..]));
+    let end = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&part).map_or(0, |m| m.len()) < (len / 2) as u64 {
+        assert!(Instant::now() < end, "the first half was not written");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    server.upgrade();
+    stopped_listening(*server.draining.last().unwrap(), port);
+    // The client's next requests reach the new process: neither is 423.
+    let (status, head) = ask(port, "HEAD", &at, "", b"");
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(header(&head, "upload-offset"), Some("1048576"), "{head}");
+    let patch = "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 1048576\r\n";
+    let (status, head) = ask(port, "PATCH", &at, patch, &body[len / 2..]);
+    assert_eq!(status, 204, "{head}");
+    assert_eq!(header(&head, "upload-offset"), Some("2097152"), "{head}");
+    assert!(std::fs::read(dir.join("site/in/quiet.bin")).unwrap() == body);
+    drop(quiet);
+}

@@ -8,6 +8,7 @@ pub mod load;
 pub mod serve;
 pub mod site;
 pub mod tmpfs;
+pub mod tus;
 pub mod uploads;
 
 use nikaia_std::http::{Running, Server};

@@ -361,17 +361,95 @@ fn a_full_file_system_mid_body_is_507_and_gives_the_space_back() {
     let r = c.reply().unwrap();
     assert_eq!(r.status, 507);
     // The name still holds its old bytes; nothing else is there; the
-    // space came back when the unnamed file closed.
+    // space came back when the unnamed file closed, before the answer.
     assert_eq!(names(&mnt), vec!["keep"]);
     assert_eq!(std::fs::read(mnt.join("keep")).unwrap(), b"old");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while free_bytes(&mnt) < before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
     assert_eq!(free_bytes(&mnt), before);
     assert_eq!(server.report().bodies.files_failed, 1);
     // With the floor, a length that would cross it is 507 from the head.
     drop(c);
+}
+
+/// The 507 of a full disk goes only once the unnamed file is closed, so
+/// the space is back when the client reads the answer: strace sees the
+/// writer thread that found no room (`fstatfs`) close the file and its
+/// directory before it hands the answer to the worker (a write to its
+/// eventfd), never after. The order of one thread's calls, not a time.
+#[test]
+fn a_full_disk_is_answered_after_the_unnamed_file_closed() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        panic!("strace is missing: test.sh installs it");
+    }
+    let dir = scratch("closed");
+    let mnt: PathBuf = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // Smaller than `write-free-floor` (64 MiB): the first run is refused.
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "8m") else {
+        eprintln!("SKIPPED: cannot mount a tmpfs here");
+        return;
+    };
+    let before = free_bytes(&mnt);
+    let trace = dir.path().join("trace");
+    let trace_arg = trace.to_str().unwrap().to_owned();
+    let args = [
+        "-f",
+        "-qq",
+        "-e",
+        "trace=fstatfs,close,write",
+        "-o",
+        &trace_arg,
+    ];
+    let server = PutServer::start(&mnt, false, Some(("strace", &args)));
+    // The program's `to_file` route, then the directory writer's PUT.
+    for path in ["/replace/a.bin", "/b.bin"] {
+        let mut c = Client::connect(([127, 0, 0, 1], server.port).into());
+        c.send(format!(
+            "PUT {path} HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ));
+        let chunk = body(3, 256 << 10);
+        for _ in 0..16 {
+            let mut framed = format!("{:x}\r\n", chunk.len()).into_bytes();
+            framed.extend_from_slice(&chunk);
+            framed.extend_from_slice(b"\r\n");
+            if c.stream().write_all(&framed).is_err() {
+                break;
+            }
+        }
+        assert_eq!(c.reply().unwrap().status, 507, "{path}");
+        assert_eq!(free_bytes(&mnt), before, "{path}: the space is back");
+    }
+    server.kill();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    // Each thread's calls in its own order (a call strace saw begin; its
+    // "resumed" half adds nothing).
+    let mut threads: std::collections::HashMap<&str, Vec<&str>> = Default::default();
+    for line in text.lines() {
+        let Some((tid, call)) = line.split_once(' ') else {
+            continue;
+        };
+        let call = call.trim_start();
+        if !call.starts_with("<...") {
+            threads.entry(tid).or_default().push(call);
+        }
+    }
+    let wake = |c: &str| c.starts_with("write(") && c.contains("\"\\1\\0\\0\\0\\0\\0\\0\\0\", 8");
+    let mut refusals = 0;
+    for calls in threads.values() {
+        for (i, call) in calls.iter().enumerate() {
+            if !call.starts_with("fstatfs(") {
+                continue;
+            }
+            refusals += 1;
+            let next: Vec<&str> = calls[i + 1..].iter().take(3).copied().collect();
+            assert!(
+                next.len() == 3
+                    && next[..2].iter().all(|c| c.starts_with("close("))
+                    && wake(next[2]),
+                "after the look that found no room: {next:?}\n{text}"
+            );
+        }
+    }
+    assert_eq!(refusals, 2, "{text}");
 }
 
 #[test]

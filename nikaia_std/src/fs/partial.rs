@@ -1,9 +1,15 @@
 //! The directory of partial uploads (`spec/site.md`, "Resumable
 //! uploads"): for each upload, `ID.part` (the bytes that arrived, its
 //! length the offset), `ID.info` (what the upload is: written whole by a
-//! rename, never in place) and, while a chunk with a checksum is being
+//! rename, never in place), while a chunk with a checksum is being
 //! written, `ID.pending` (the offset it began at: a process killed before
-//! the sum was checked leaves bytes past it, which the next one cuts off).
+//! the sum was checked leaves bytes past it, which the next one cuts off),
+//! and while a `PATCH` writes it, `ID.writer` (which request of which
+//! process may: one that finds another named there was taken over).
+//! Whoever is at an upload's bytes — a run written, a take-over, the name
+//! given — holds the `.part`'s `flock`, and only while it is at them: a
+//! `PATCH` that waits for its client holds nothing another process waits
+//! on.
 //! Every name here is made by the server from an identifier's digits;
 //! nothing else in the directory is read, changed or removed.
 //!
@@ -126,25 +132,79 @@ impl PartialDir {
         Some(out)
     }
 
-    /// Opens `ID.part` to write, locked against every other descriptor of
-    /// it (`flock`, so another process — the one an upgrade replaces —
-    /// cannot write it at once): `Ok(None)` while another holds it.
-    pub(crate) fn open_locked(&self, id: &str) -> Result<Option<File>, Error> {
+    /// Opens `ID.part` to write; nothing is locked or changed.
+    pub(crate) fn open_part(&self, id: &str) -> Result<File, Error> {
         let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
         let fd = rustix::fs::openat(&self.fd, part(id), flags, Perm::empty())
             .map_err(|e| self.err(e))?;
-        match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {}
-            Err(Errno::WOULDBLOCK) => return Ok(None),
-            Err(e) => return Err(self.err(e)),
+        Ok(File::from(fd))
+    }
+
+    /// The lock of the `.part` `file` is (`flock`, exclusive, shared with
+    /// every process): `Ok(None)` while another descriptor of it holds the
+    /// lock and `wait` is false. Let go when the [`PartLock`] is dropped.
+    pub(crate) fn lock(&self, file: &File, wait: bool) -> Result<Option<PartLock>, Error> {
+        // A second descriptor of the same open file: its lock is the
+        // file's, and letting it go needs no borrow of `file`.
+        let fd = rustix::io::fcntl_dupfd_cloexec(file, 0).map_err(|e| self.err(e))?;
+        let how = match wait {
+            true => FlockOperation::LockExclusive,
+            false => FlockOperation::NonBlockingLockExclusive,
+        };
+        loop {
+            match rustix::fs::flock(&fd, how) {
+                Ok(()) => return Ok(Some(PartLock(fd))),
+                Err(Errno::INTR) => continue,
+                Err(Errno::WOULDBLOCK) => return Ok(None),
+                Err(e) => return Err(self.err(e)),
+            }
         }
-        let file = File::from(fd);
-        // A chunk whose sum was never checked: its bytes go.
+    }
+
+    /// The bytes the upload counts (its `.part` being `file`, locked): its
+    /// length, or where a chunk whose sum was never checked began.
+    pub(crate) fn counted(&self, id: &str, file: &File) -> Result<u64, Error> {
+        let len = file.metadata().map_err(Error::Io)?.len();
+        Ok(self.pending(id).map_or(len, |at| at.min(len)))
+    }
+
+    /// Cuts off a chunk whose sum was never checked (`file` locked).
+    pub(crate) fn cut_pending(&self, id: &str, file: &File) -> Result<(), Error> {
         if let Some(at) = self.pending(id) {
-            file.set_len(at).map_err(Error::Io)?;
+            let len = file.metadata().map_err(Error::Io)?.len();
+            file.set_len(at.min(len)).map_err(Error::Io)?;
             self.clear_pending(id);
         }
-        Ok(Some(file))
+        Ok(())
+    }
+
+    /// Who may write the upload now, as [`PartialDir::set_writer`] said
+    /// (read under the lock).
+    pub(crate) fn writer(&self, id: &str) -> Option<String> {
+        let fd = rustix::fs::openat(
+            &self.fd,
+            writer(id),
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Perm::empty(),
+        )
+        .ok()?;
+        let mut text = String::new();
+        File::from(fd).take(128).read_to_string(&mut text).ok()?;
+        Some(text)
+    }
+
+    /// Says that `who` writes the upload now (under the lock). Never
+    /// synced: it only matters to processes alive together.
+    pub(crate) fn set_writer(&self, id: &str, who: &str) -> Result<(), Error> {
+        let flags = OFlags::CREATE | OFlags::TRUNC | OFlags::WRONLY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, writer(id), flags, Perm::from_raw_mode(0o600))
+            .map_err(|e| self.err(e))?;
+        File::from(fd).write_all(who.as_bytes()).map_err(Error::Io)
+    }
+
+    /// No `PATCH` writes the upload now (under the lock).
+    pub(crate) fn clear_writer(&self, id: &str) {
+        let _ = rustix::fs::unlinkat(&self.fd, writer(id), AtFlags::empty());
     }
 
     /// `ID.part`'s length, last change (milliseconds since the epoch) and
@@ -201,6 +261,7 @@ impl PartialDir {
             info_name(id),
             part(id),
             pending(id),
+            writer(id),
             format!("{id}.info.new"),
         ];
         for name in names {
@@ -225,7 +286,10 @@ impl PartialDir {
     pub(crate) fn orphans(&self, older_than: u64, now: u64) -> Vec<String> {
         let mut out = Vec::new();
         for (id, suffix) in self.entries() {
-            if !matches!(suffix.as_str(), ".part" | ".pending" | ".info.new") {
+            if !matches!(
+                suffix.as_str(),
+                ".part" | ".pending" | ".writer" | ".info.new"
+            ) {
                 continue;
             }
             let recorded = rustix::fs::statat(&self.fd, info_name(&id), AtFlags::SYMLINK_NOFOLLOW);
@@ -263,7 +327,14 @@ impl PartialDir {
             let Some((id, suffix)) = name.split_at_checked(32) else {
                 continue;
             };
-            let ours = [&b".part"[..], b".info", b".pending", b".info.new"].contains(&suffix);
+            let ours = [
+                &b".part"[..],
+                b".info",
+                b".pending",
+                b".writer",
+                b".info.new",
+            ];
+            let ours = ours.contains(&suffix);
             if ours && super::super::http::site::resume::Id::parse(id).is_some() {
                 let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 out.push((text(id), text(suffix)));
@@ -293,4 +364,17 @@ fn info_name(id: &str) -> String {
 
 fn pending(id: &str) -> String {
     format!("{id}.pending")
+}
+
+fn writer(id: &str) -> String {
+    format!("{id}.writer")
+}
+
+/// A `.part`'s lock, held until dropped.
+pub(crate) struct PartLock(OwnedFd);
+
+impl Drop for PartLock {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.0, FlockOperation::Unlock);
+    }
 }

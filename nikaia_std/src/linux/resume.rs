@@ -129,13 +129,15 @@ impl Record {
 /// This process's hold on one upload.
 #[derive(Default)]
 pub(crate) struct Hold {
-    /// Bumped by each request that takes the upload: a `PATCH` that finds
-    /// it no longer its own stops (the client that sent it left, and came
-    /// back with another request).
+    /// Bumped by each request that takes the upload (a `PATCH` at the
+    /// offset counted, a termination): a `PATCH` that finds it no longer
+    /// its own stops (its client left, and came back with another
+    /// request). Across processes the `.part`'s writer note says the same.
     pub generation: u64,
     /// The generation of the `PATCH` writing it now.
     pub writer: Option<u64>,
-    /// The `.part`, open and locked while a `PATCH` writes it.
+    /// The `.part`, open while a `PATCH` writes it (locked only while a
+    /// run is written).
     pub file: Option<File>,
     /// The bytes counted while a `PATCH` writes: those before it, and the
     /// ones it wrote (a chunk with a checksum counts only once it held).
@@ -154,6 +156,9 @@ pub(crate) struct Uploads {
     /// Held by a creation from its caps check to its record: creations
     /// racing stay within the caps.
     pub(crate) creating: Mutex<()>,
+    /// This process's name in an upload's writer note: 64 bits from the
+    /// kernel's generator, drawn at start.
+    token: String,
 }
 
 #[derive(Clone)]
@@ -219,6 +224,7 @@ impl Uploads {
             stats: ResumeStats::default(),
             expire: AtomicU64::new(r.expire.as_secs()),
             creating: Mutex::new(()),
+            token: token()?,
         });
         for hex in uploads.dir.list() {
             if let Some(id) = Id::parse(hex.as_bytes()) {
@@ -230,6 +236,18 @@ impl Uploads {
             .name("nikaia-tus-sweep".into())
             .spawn(move || sweep_loop(weak))?;
         Ok(uploads)
+    }
+
+    /// What the writer note of a `PATCH` of this process says: the
+    /// process, and the hold's generation that request took.
+    pub(crate) fn writer_note(&self, generation: u64) -> String {
+        format!("{} {generation}", self.token)
+    }
+
+    /// Whether the `PATCH` of `generation` here still writes the upload
+    /// `id` (its `.part` locked): no request of another process took it.
+    pub(crate) fn still_writes(&self, id: Id, generation: u64) -> bool {
+        self.dir.writer(&id.hex()) == Some(self.writer_note(generation))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Known>> {
@@ -338,9 +356,11 @@ impl Uploads {
         removed
     }
 
-    /// Removes one expired upload unless a request is at it, here or (by
-    /// its lock on the bytes, held until they are gone) in another
-    /// process; its record read again just before.
+    /// Removes one expired upload unless a `PATCH` of this process writes
+    /// it or another process is at its bytes now (their lock, held here
+    /// until they are gone); its record read again just before. A `PATCH`
+    /// of another process that waited on its client all that time finds
+    /// its writer note gone, and stops.
     pub(crate) fn remove_expired(&self, id: Id, known: &Known) -> bool {
         let Some(hold) = known.try_hold() else {
             return false;
@@ -357,13 +377,14 @@ impl Uploads {
         if !Uploads::expired(&fresh, expire, now_ms()) {
             return false;
         }
-        let _bytes = match fresh.record.done {
+        let bytes = match fresh.record.done {
             Some(_) => None,
-            None => match self.dir.open_locked(&hex) {
-                Ok(None) => return false,
-                Ok(Some(file)) => Some(file),
-                Err(_) => None,
-            },
+            None => self.dir.open_part(&hex).ok(),
+        };
+        let _locked = match bytes.as_ref().map(|f| self.dir.lock(f, false)) {
+            Some(Ok(None)) => return false,
+            Some(Ok(Some(held))) => Some(held),
+            _ => None,
         };
         self.dir.remove(&hex);
         drop(hold);
@@ -397,6 +418,20 @@ impl Uploads {
             pending_bytes,
         }
     }
+}
+
+/// A process's name in writer notes: 64 bits from the kernel's generator.
+fn token() -> std::io::Result<String> {
+    let mut bits = [0u8; 8];
+    let mut got = 0;
+    while got < bits.len() {
+        match rustix::rand::getrandom(&mut bits[got..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(bits.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Wakes often enough to remove an expired upload within a quarter of

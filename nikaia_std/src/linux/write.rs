@@ -327,8 +327,10 @@ impl Job {
             drop(st);
             let opened = open(&to, guard.as_ref(), length, floor);
             st = self.lock();
-            if let (Ok(_), Some(status)) = (&opened, owed) {
-                // The preconditions held: now the head's own fault.
+            if let (true, Some(status)) = (opened.is_ok(), owed) {
+                // The preconditions held: now the head's own fault (the
+                // file closed before the answer).
+                drop(opened);
                 return self.refuse(st, status);
             }
             match opened {
@@ -362,10 +364,14 @@ impl Job {
                 Some(w) => write_run(w, &run, &mut space),
                 None => Ok(()),
             };
-            st = self.lock();
             if let Err(e) = wrote {
+                // The file closes before the answer goes: its space is
+                // back when the client reads the 507.
+                drop(writing);
+                let st = self.lock();
                 return self.fail(st, e, &self.shared.stats.bodies.files_failed);
             }
+            st = self.lock();
             st.space = space;
             if st.spare.len() < QUEUED_MAX {
                 let mut run = run;
@@ -416,8 +422,10 @@ impl Job {
         }
     }
 
-    /// The write will not happen: the answer goes now (before the rest of
-    /// the body, if it is still coming), and the file with its descriptor.
+    /// The write will not happen: the file goes with its descriptor first
+    /// (the caller holds none of it: its space is back before the answer),
+    /// then the answer goes now (before the rest of the body, if it is
+    /// still coming).
     fn fail(&self, mut st: Guard<'_>, e: fs::Error, counter: &std::sync::atomic::AtomicU64) {
         st.running = false;
         if !st.close() {

@@ -109,7 +109,7 @@ fn to_file(
     let made = catch_unwind(AssertUnwindSafe(|| make(req)));
     let to = match made {
         Ok(Ok(to)) if to.site.is_some_and(|s| s.op == Op::Resume) => {
-            return resume(files, req, to);
+            return resume(files, req, to, declared);
         }
         Ok(Ok(to)) if to.site.is_some() => return site_write(files, req, to, declared),
         Ok(Ok(to)) => to,
@@ -145,6 +145,18 @@ fn site_write(files: &impl Files, req: &Request, mut to: ToFile, declared: Decla
         false => Some(0),
     };
     let tls = files.tls();
+    // A name no write may make (too long, a control character): 400 from
+    // the head, before any rule (`spec/site.md`, "The order of checks").
+    let unmakeable = match (asked.op, asked.refused) {
+        (Op::Put, false) => write::unmakeable(to.name.as_os_str().as_encoded_bytes()),
+        _ => None,
+    };
+    if let Some(why) = unmakeable {
+        let mut refusal = write::unmakeable_answer(why);
+        files.count_write(400);
+        write::dress_refusal(rt, req, &name, &Grant::default(), tls, &mut refusal);
+        return Before::Refuse(refusal);
+    }
     match write::gate(rt, req, &name, asked, tls, length, None, |c| {
         files.verified(c)
     }) {
@@ -167,14 +179,18 @@ fn site_write(files: &impl Files, req: &Request, mut to: ToFile, declared: Decla
 /// A request of the tus endpoint: what it asks is decided from its head
 /// (`OPTIONS`, and what no upload can take, answered now); the backend's
 /// sink finds the upload and does it, once the write rules let it.
-fn resume(files: &impl Files, req: &Request, to: ToFile) -> Before {
+fn resume(files: &impl Files, req: &Request, to: ToFile, declared: Declared) -> Before {
     use super::super::site::{resume, Grant};
     static DEFAULTS: std::sync::LazyLock<crate::rt::Runtime> =
         std::sync::LazyLock::new(crate::rt::Runtime::default);
     let rt = files.runtime().unwrap_or(&DEFAULTS);
     let hidden = to.site.is_some_and(|s| s.hidden);
     let tail = req.param_bytes().unwrap_or(b"");
-    match resume::ask(rt, req, tail, hidden) {
+    let body = match declared.present {
+        true => declared.length,
+        false => Some(0),
+    };
+    match resume::ask(rt, req, tail, hidden, body) {
         Err(mut answer) => {
             resume::dress(rt, req, "", &Grant::default(), files.tls(), &mut answer);
             Before::Refuse(answer)

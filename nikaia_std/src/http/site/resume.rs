@@ -98,10 +98,13 @@ pub(crate) enum Ask {
     },
     /// `HEAD` of an upload: how much arrived.
     Offset(Id),
-    /// `PATCH` of an upload: bytes from `offset` on.
+    /// `PATCH` of an upload: bytes from `offset` on; `body`, their number
+    /// as the head says it (`Some(0)`: none), `None` where it does not
+    /// (chunked, or HTTP/2 without `Content-Length`).
     Append {
         id: Id,
         offset: u64,
+        body: Option<u64>,
         checksum: Option<Checksum>,
     },
     /// `DELETE` of an upload (termination).
@@ -123,7 +126,15 @@ impl Ask {
 /// where `[cors]` allows), 412 for another protocol version, 404 for a
 /// tail that is no identifier, 400 for a header that does not parse, 415
 /// for a `PATCH` of another type, 405 for a method the path does not take.
-pub(crate) fn ask(rt: &Runtime, req: &Request, tail: &[u8], hidden: bool) -> Result<Ask, Response> {
+/// `body`: the request body's length as its head says it (`Some(0)`:
+/// none), `None` where it does not say.
+pub(crate) fn ask(
+    rt: &Runtime,
+    req: &Request,
+    tail: &[u8],
+    hidden: bool,
+    body: Option<u64>,
+) -> Result<Ask, Response> {
     let collection = tail.is_empty();
     if req.method() == "OPTIONS" {
         return Err(options(rt, req, collection));
@@ -142,7 +153,7 @@ pub(crate) fn ask(rt: &Runtime, req: &Request, tail: &[u8], hidden: bool) -> Res
             match method {
                 "HEAD" => Ok(Ask::Offset(id)),
                 "DELETE" => Ok(Ask::Terminate(id)),
-                "PATCH" => append(req, id),
+                "PATCH" => append(req, id, body),
                 _ => Err(not_allowed(false)),
             }
         }
@@ -190,7 +201,7 @@ fn create(req: &Request, hidden: bool) -> Result<Ask, Response> {
 
 /// An append: `Content-Type: application/offset+octet-stream` (else 415),
 /// `Upload-Offset`, and an optional `Upload-Checksum`.
-fn append(req: &Request, id: Id) -> Result<Ask, Response> {
+fn append(req: &Request, id: Id, body: Option<u64>) -> Result<Ask, Response> {
     let kind = req.header("content-type").unwrap_or("");
     let kind = kind.split(';').next().unwrap_or("").trim();
     if !kind.eq_ignore_ascii_case(OFFSET_STREAM) {
@@ -208,6 +219,7 @@ fn append(req: &Request, id: Id) -> Result<Ask, Response> {
     Ok(Ask::Append {
         id,
         offset,
+        body,
         checksum,
     })
 }
@@ -251,7 +263,8 @@ fn metadata_value(metadata: &str, key: &str) -> Option<String> {
 /// it from a request's path: a leading `/` and empty segments merged, and
 /// refused (`true`) where the path would be — a `.` or `..` segment, a
 /// hidden name. A name that can never be a file's (empty, ending in `/`,
-/// with a NUL or a backslash) is 400.
+/// with a NUL or a backslash) is 400, and so is one no write may make, as
+/// for a `PUT` of it (`write::unmakeable`: too long, a control character).
 pub(crate) fn final_name(filename: &str, hidden: bool) -> Result<(String, bool), Response> {
     let bytes = filename.as_bytes();
     if filename.is_empty() || filename.ends_with('/') || bytes.iter().any(|&b| b == 0 || b == b'\\')
@@ -261,9 +274,49 @@ pub(crate) fn final_name(filename: &str, hidden: bool) -> Result<(String, bool),
     let Some(normal) = normalise(bytes) else {
         return Ok((filename.to_owned(), true));
     };
+    if let Some(why) = super::write::unmakeable(&normal) {
+        return Err(tus(super::write::unmakeable_answer(why)));
+    }
     let name = String::from_utf8_lossy(&normal).into_owned();
     let refused = name.is_empty() || (!hidden && !crate::http::serve::visible(&name));
     Ok((name, refused))
+}
+
+/// The `[[auth]]` rules (their places in the runtime's list, in file
+/// order, each once) that protect names a write rule naming its writers
+/// covers: what a request about an identifier that names no upload is
+/// checked against, so that without valid credentials it is 401 as one
+/// about a live upload is, and the identifier tells nothing. Found by
+/// trying a name made from each pattern on the other rules, both ways.
+/// Empty where no write needs credentials.
+pub(crate) fn writers_auth(rt: &Runtime) -> Vec<usize> {
+    use super::path::Candidates;
+    use super::write::sample;
+    use crate::rt::any_matches;
+    let covers = |patterns: &[crate::rt::Glob], name: &str| {
+        Candidates::of(name, &[])
+            .iter()
+            .any(|n| any_matches(patterns, n))
+    };
+    let writers = rt.site.write.iter().filter(|w| !w.anyone);
+    let mut out = Vec::new();
+    for (i, auth) in rt.site.auth.iter().enumerate() {
+        let protects = writers.clone().any(|w| {
+            let written = w.patterns.iter().filter_map(sample);
+            let guarded = auth.patterns.iter().filter_map(sample);
+            // The first auth rule that matches a name decides for it.
+            let first = |name: &str| rt.site.auth.iter().position(|a| covers(&a.patterns, name));
+            written.chain(guarded).any(|name| {
+                covers(&w.patterns, &name)
+                    && covers(&auth.patterns, &name)
+                    && first(&name) == Some(i)
+            })
+        });
+        if protects {
+            out.push(i);
+        }
+    }
+    out
 }
 
 /// Every answer of the endpoint says which version it speaks (once).
@@ -436,9 +489,16 @@ mod tests {
         assert!(final_name("../a.txt", false).unwrap().1);
         assert!(final_name("in/.env", false).unwrap().1);
         assert!(!final_name("in/.env", true).unwrap().1);
-        for bad in ["", "in/", "a\0b", "a\\b"] {
+        for bad in ["", "in/", "a\0b", "a\\b", "in/a\nb", "a\u{85}", "a\u{7f}"] {
             assert!(final_name(bad, false).is_err(), "{bad:?}");
         }
+        let long = format!("in/{}", "x".repeat(256));
+        assert_eq!(final_name(&long, false).unwrap_err().status(), 400);
+        let longest = format!("in/{}", "x".repeat(255));
+        assert_eq!(
+            final_name(&longest, false).unwrap(),
+            (longest.clone(), false)
+        );
     }
 
     #[test]

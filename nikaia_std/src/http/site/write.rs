@@ -215,6 +215,40 @@ pub(crate) fn allowed(rt: &Runtime, name: &str) -> &'static [&'static str] {
     methods(rule_for(rt, bare))
 }
 
+/// The longest name component a file system here holds (`NAME_MAX`).
+const COMPONENT_MAX: usize = 255;
+/// The longest name a read opens (`PATH_MAX` less its NUL).
+const NAME_MAX: usize = 4095;
+
+/// Why no write may make `name` (its exact bytes, normalised), or `None`
+/// when one may: a component longer than any file system takes, a name
+/// longer than any open takes, or a control character (U+0000–U+001F,
+/// U+007F, and U+0080–U+009F where the name is UTF-8) — a name that would
+/// break the listings, logs and terminals that show it. Every write that
+/// makes a name asks it from the head: a `PUT`'s target, a resumable
+/// upload's final name, and any later one (a WebDAV `Destination`). Reads
+/// and removals of names that exist never ask it.
+pub(crate) fn unmakeable(name: &[u8]) -> Option<&'static str> {
+    if name.len() > NAME_MAX {
+        return Some("the name is longer than a file's name can be");
+    }
+    if name.split(|&b| b == b'/').any(|c| c.len() > COMPONENT_MAX) {
+        return Some("a part of the name is longer than 255 bytes");
+    }
+    let control = name
+        .utf8_chunks()
+        .any(|chunk| chunk.valid().chars().any(char::is_control));
+    control.then_some("the name holds a control character")
+}
+
+/// The 400 of a name no write may make, saying why.
+pub(crate) fn unmakeable_answer(why: &str) -> Response {
+    let mut resp = Response::new(400).header("Content-Type", "text/plain; charset=utf-8");
+    resp.body =
+        crate::http::response::Body::Bytes(bytes::Bytes::from(format!("400 Bad Request: {why}\n")));
+    resp
+}
+
 /// The writes a rule allows.
 fn methods(rule: Option<&WriteRule>) -> &'static [&'static str] {
     match rule {
@@ -426,7 +460,7 @@ pub(crate) fn findings(rt: &Runtime) -> Vec<crate::rt::Finding> {
 /// A name `pattern` matches, made by putting `x` for each wildcard and
 /// the first character of each class; `None` when that name does not
 /// match it after all.
-fn sample(pattern: &crate::rt::Glob) -> Option<String> {
+pub(crate) fn sample(pattern: &crate::rt::Glob) -> Option<String> {
     let text = pattern.as_str();
     let mut out = String::new();
     let mut chars = text.chars().peekable();
@@ -450,4 +484,39 @@ fn sample(pattern: &crate::rt::Glob) -> Option<String> {
         }
     }
     pattern.matches(&out).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unmakeable;
+
+    #[test]
+    fn names_no_write_may_make() {
+        let longest = "y".repeat(255);
+        for ok in [
+            &b"a.txt"[..],
+            b"drop/caf\xe9.txt",
+            b"d\xff\x85/x",
+            "ünï/日本.txt".as_bytes(),
+            longest.as_bytes(),
+        ] {
+            assert_eq!(unmakeable(ok), None, "{ok:?}");
+        }
+        let long = format!("d/{}/x", "x".repeat(256));
+        let deep = "d/".repeat(2048);
+        for bad in [
+            long.as_bytes(),
+            deep.as_bytes(),
+            b"a\nb",
+            b"a\rb",
+            b"tab\t",
+            b"\x1b[31m",
+            b"del\x7f",
+            b"nul\0",
+            "next\u{85}line".as_bytes(),
+            b"caf\xe9\x01",
+        ] {
+            assert!(unmakeable(bad).is_some(), "{bad:?}");
+        }
+    }
 }

@@ -203,12 +203,14 @@ impl Inner {
             ask => {
                 let id = ask.id().unwrap_or(Id([0; 16]));
                 let Some(known) = self.uploads.load(id) else {
-                    return self.finish(resume::tus(Response::status_page(404)));
+                    let rules = resume::writers_auth(&rt);
+                    return self.unknown(rt, rules, 0);
                 };
                 if Uploads::expired(&known, r.expire, now_ms())
                     && self.uploads.remove_expired(id, &known)
                 {
-                    return self.finish(resume::tus(Response::status_page(404)));
+                    let rules = resume::writers_auth(&rt);
+                    return self.unknown(rt, rules, 0);
                 }
                 let (name, owner) = (known.record.name.clone(), known.record.user.clone());
                 lock(&self.st).known = Some(known);
@@ -239,6 +241,46 @@ impl Inner {
                     }
                 }
             },
+        }
+    }
+
+    /// An identifier that names no upload (or one gone): 404, but where a
+    /// write rule names its writers, only to credentials that the users
+    /// file of an auth rule protecting its names (`rules`, tried from
+    /// `at`) verifies; without valid ones 401 (403 on a plain listener
+    /// the rule refuses), as for a live upload: holding an identifier tells
+    /// no one whether it is live.
+    fn unknown(self: Arc<Self>, rt: Arc<Runtime>, rules: Vec<usize>, at: usize) {
+        let Some(auth) = rules.get(at).and_then(|&i| rt.site.auth.get(i)) else {
+            return self.finish(resume::tus(Response::status_page(404)));
+        };
+        if !self.tls && !auth.plain_http {
+            return self.finish(Response::status_page(403));
+        }
+        let check = match Check::of(auth, &self.req) {
+            Ok(check) => Box::new(check),
+            Err(refusal) => return self.finish(refusal),
+        };
+        if self.shared.auth.known(&check) {
+            return self.finish(resume::tus(Response::status_page(404)));
+        }
+        let me = self.clone();
+        let submitted = self
+            .shared
+            .auth
+            .submit(check, move |check, verdict| match verdict {
+                Verdict::Valid => me.finish(resume::tus(Response::status_page(404))),
+                Verdict::Invalid if at + 1 < rules.len() => me.unknown(rt, rules, at + 1),
+                verdict => me.finish(
+                    check
+                        .decide(verdict)
+                        .err()
+                        .unwrap_or_else(|| resume::tus(Response::status_page(404))),
+                ),
+            });
+        if let Err(check) = submitted {
+            let busy = check.decide(Verdict::Busy).err();
+            self.finish(busy.unwrap_or_else(|| Response::status_page(503)));
         }
     }
 
@@ -274,9 +316,10 @@ impl Inner {
             Ask::Append {
                 id,
                 offset,
+                body,
                 checksum,
             } => {
-                return self.clone().append(permit, id, offset, checksum);
+                return self.clone().append(permit, id, offset, body, checksum);
             }
         };
         lock(&self.st).permit = Some(permit);

@@ -1,7 +1,6 @@
 //! What the endpoint does for a request whose rules passed, but for a
-//! `PATCH`'s body (`patch.rs`): create an upload, report its offset, end
-//! it, take it over from a request whose client left, and give a complete
-//! upload its final name.
+//! `PATCH` (`patch.rs`): create an upload, report its offset, end it, and
+//! give a complete upload its final name.
 
 use super::{lock, Inner};
 use crate::fs::{self, PartialDir};
@@ -109,16 +108,15 @@ impl Inner {
         }
     }
 
-    /// `HEAD`: how much arrived. It takes the upload over from a `PATCH`
-    /// still writing here (its client is gone: it came back with this).
+    /// `HEAD`: the offset counted. It takes nothing over: a `PATCH` still
+    /// writing the upload, here or in another process, goes on.
     pub(super) fn offset(&self, r: &Resumable, permit: &Permit, id: Id) -> Response {
         let Some(known) = lock(&self.st).known.clone() else {
             return Response::status_page(404);
         };
-        let Some(mut hold) = known.try_hold() else {
+        let Some(hold) = known.try_hold() else {
             return locked();
         };
-        drop(self.take_over(&mut hold, id)); // its bytes reopened below
         let record = &known.record;
         let seen = |offset, expires| Seen {
             offset,
@@ -134,8 +132,17 @@ impl Inner {
             Opened::Done => return resume::offset(&seen(record.length, None)),
             Opened::Answer(resp) => return resp,
         };
-        let offset = file.metadata().map_or(0, |m| m.len());
-        if offset >= record.length {
+        let dir = &self.uploads.dir;
+        let held = match dir.lock(&file, false) {
+            Ok(Some(held)) => held,
+            Ok(None) => return locked(),
+            Err(e) => return Response::internal_error(format!("upload {}: {e}", id.hex())),
+        };
+        let offset = match dir.counted(&id.hex(), &file) {
+            Ok(offset) => offset,
+            Err(e) => return Response::internal_error(format!("upload {}: {e}", id.hex())),
+        };
+        if offset >= record.length && hold.writer.is_none() {
             // Complete, never named (the process that wrote the last byte
             // was killed before it could): named now.
             return match self.commit(id, &known, file, permit) {
@@ -143,12 +150,14 @@ impl Inner {
                 Err(refusal) => refusal,
             };
         }
+        drop(held);
         let expires = known.last.load(Relaxed) / 1000 + r.expire.as_secs();
         resume::offset(&seen(offset, Some(expires)))
     }
 
     /// `DELETE`: the upload's files go (the file a complete one became
-    /// stays: only its record goes).
+    /// stays: only its record goes). A `PATCH` writing it, here or in
+    /// another process, finds it gone and stops.
     pub(super) fn terminate(&self, id: Id) -> Response {
         let Some(known) = lock(&self.st).known.clone() else {
             return Response::status_page(404);
@@ -156,44 +165,34 @@ impl Inner {
         let Some(mut hold) = known.try_hold() else {
             return locked();
         };
-        drop(self.take_over(&mut hold, id)); // the lock of another process is looked at below
         let hex = id.hex();
-        if known.record.done.is_none() {
-            // Another process writing it holds its lock: not now.
-            if let Ok(None) = self.uploads.dir.open_locked(&hex) {
-                return locked();
-            }
-        }
+        let bytes = match known.record.done {
+            Some(_) => None,
+            None => self.uploads.dir.open_part(&hex).ok(),
+        };
+        // Another process at its bytes now (a run, the name): not now.
+        let _held = match bytes.as_ref().map(|f| self.uploads.dir.lock(f, false)) {
+            Some(Ok(None)) => return locked(),
+            Some(Ok(Some(held))) => Some(held),
+            _ => None,
+        };
         self.uploads.dir.remove(&hex);
+        hold.generation += 1;
+        hold.writer = None;
+        hold.file = None;
         drop(hold);
         self.uploads.forget(id);
         self.uploads.stats.terminated.fetch_add(1, Relaxed);
         resume::tus(Response::new(204))
     }
 
-    /// Ends a `PATCH` of this process still writing the upload: its bytes
-    /// counted so far stay (those of a chunk whose sum was owed go). The
-    /// `.part` it held, still locked and cut to those bytes, if it held
-    /// one: the request that took it over may write on.
-    pub(super) fn take_over(&self, hold: &mut crate::linux::resume::Hold, id: Id) -> Option<File> {
-        hold.generation += 1;
-        if hold.writer.take().is_some() {
-            self.uploads.stats.taken_over.fetch_add(1, Relaxed);
-        }
-        let file = hold.file.take()?;
-        let _ = file.set_len(hold.offset);
-        self.uploads.dir.clear_pending(&id.hex());
-        Some(file)
-    }
-
-    /// Opens the upload's `.part` to write, locked: or it is complete (its
+    /// Opens the upload's `.part` (not locked): or it is complete (its
     /// file was named by a process killed before it said so), or the
-    /// answer (423 while another process writes it, 404 when it is gone).
+    /// answer (404 when it is gone).
     pub(super) fn open(&self, id: Id, known: &Known) -> Opened {
         let hex = id.hex();
-        match self.uploads.dir.open_locked(&hex) {
-            Ok(Some(file)) => Opened::File(file),
-            Ok(None) => Opened::Answer(locked()),
+        match self.uploads.dir.open_part(&hex) {
+            Ok(file) => Opened::File(file),
             Err(fs::Error::NotFound) => {
                 let record = &known.record;
                 let at = self.root.identity_guarded(&record.name);
@@ -297,8 +296,9 @@ pub(super) enum Opened {
     Answer(Response),
 }
 
-/// 423: another request (or the process an upgrade replaces) is at the
-/// upload's bytes now; tus clients try again.
+/// 423: a writer thread of this process, or another process (the one an
+/// upgrade replaces), is at the upload's bytes this moment (a run being
+/// written, a sync, the name being given); tus clients try again.
 pub(super) fn locked() -> Response {
     resume::tus(Response::status_page(423)).header("Retry-After", 1)
 }

@@ -1,11 +1,15 @@
-//! A `PATCH`'s body: its offset checked, its runs written at their offset
-//! by the writer threads under the upload's hold, its sum checked at the
-//! end, its bytes synced, and the file named once the upload is whole.
+//! A `PATCH`: its offset compared with the one counted before it takes
+//! anything, its runs written at their offset by the writer threads under
+//! the upload's hold and its `.part`'s lock, its sum checked at the end,
+//! its bytes synced, and the file named once the upload is whole. Who may
+//! write an upload is said twice: by the hold's generation in the process,
+//! and by the `.part`'s writer note across processes (the one an upgrade
+//! replaced, or started).
 
 use super::acts::Opened;
 use super::{lock, Inner, Patch, St};
 use crate::fs;
-use crate::http::site::resume::{self, Algorithm, Ask, Checksum, Id};
+use crate::http::site::resume::{self, Algorithm, Checksum, Id};
 use crate::http::site::write::{self, Op, Permit};
 use crate::http::Response;
 use crate::linux::resume::{now_ms, Known};
@@ -20,9 +24,10 @@ impl Inner {
         permit: Box<Permit>,
         id: Id,
         offset: u64,
+        body: Option<u64>,
         checksum: Option<Checksum>,
     ) {
-        let answer = self.begin_append(&permit, id, offset, checksum);
+        let answer = self.begin_append(&permit, id, offset, body, checksum);
         lock(&self.st).permit = Some(permit);
         match answer {
             Some(resp) => self.finish(resp),
@@ -35,12 +40,18 @@ impl Inner {
         }
     }
 
-    /// What a `PATCH` finds before its body: `None` when the body may come.
+    /// What a `PATCH` finds before its body: `None` when the body may
+    /// come. Its `Upload-Offset` is compared with the offset counted, under
+    /// the `.part`'s lock, before anything is taken: a mismatch changes
+    /// nothing. A match takes the upload over, from a `PATCH` of this
+    /// process or another that still writes it (its client went quiet and
+    /// came back with this one), which is 409 if it ever sends more.
     pub(super) fn begin_append(
         &self,
         permit: &Permit,
         id: Id,
         asked: u64,
+        body: Option<u64>,
         checksum: Option<Checksum>,
     ) -> Option<Response> {
         let Some(known) = lock(&self.st).known.clone() else {
@@ -50,63 +61,84 @@ impl Inner {
         let Some(mut hold) = known.try_hold() else {
             return Some(super::acts::locked());
         };
-        let ghost = self.take_over(&mut hold, id);
-        let generation = hold.generation;
-        let (file, offset) = match ghost {
-            _ if known.record.done.is_some() => return Some(self.already_done(asked, length)),
-            // Taken from a PATCH of this process: its counted bytes.
-            Some(file) => (file, hold.offset),
-            None => match self.open(id, &known) {
-                Opened::File(file) => {
-                    let len = file.metadata().map_or(0, |m| m.len());
-                    (file, len)
-                }
-                Opened::Done => return Some(self.already_done(asked, length)),
-                Opened::Answer(resp) => return Some(resp),
-            },
+        if known.record.done.is_some() {
+            return Some(self.already_done(asked, length, body));
+        }
+        let file = match self.open(id, &known) {
+            Opened::File(file) => file,
+            Opened::Done => return Some(self.already_done(asked, length, body)),
+            Opened::Answer(resp) => return Some(resp),
+        };
+        let (dir, hex) = (&self.uploads.dir, id.hex());
+        let fault = |e: fs::Error| Some(Response::internal_error(format!("upload {hex}: {e}")));
+        // Another process at the bytes this moment (a run, the name): 423.
+        let held = match dir.lock(&file, false) {
+            Ok(Some(held)) => held,
+            Ok(None) => return Some(super::acts::locked()),
+            Err(e) => return fault(e),
+        };
+        let offset = match dir.counted(&hex, &file) {
+            Ok(offset) => offset,
+            Err(e) => return fault(e),
         };
         if asked != offset {
             self.uploads.stats.conflicts.fetch_add(1, Relaxed);
             return Some(resume::tus(Response::status_page(409)).header("Upload-Offset", offset));
         }
-        if offset >= length {
+        let left = length.saturating_sub(offset);
+        if left == 0 {
+            // Whole, never named (its writer was killed before it named
+            // it, or is naming it now): named, unless bytes came with this.
+            if body != Some(0) {
+                return Some(Response::status_page(413));
+            }
             return Some(match self.commit(id, &known, file, permit) {
                 Ok(()) => resume::appended(length, None),
                 Err(refusal) => refusal,
             });
         }
-        let declared = self
-            .req
-            .header("content-length")
-            .and_then(|n| n.trim().parse::<u64>().ok());
-        if declared.is_some_and(|n| n > length - offset) {
+        if body.is_some_and(|n| n > left) {
             return Some(Response::status_page(413));
         }
         let floor = self.runtime().write_free_floor;
-        if self.uploads.dir.free_space() < (length - offset).saturating_add(floor) {
+        if dir.free_space() < left.saturating_add(floor) {
             return Some(Response::status_page(507));
         }
+        // Taken over: from here the upload is this request's.
+        let writing_elsewhere = dir.writer(&hex).is_some();
+        if hold.writer.take().is_some() || writing_elsewhere {
+            self.uploads.stats.taken_over.fetch_add(1, Relaxed);
+        }
+        hold.generation += 1;
+        hold.file = None;
+        let generation = hold.generation;
         let durable = permit.durability != fs::Durability::None;
-        let sum = match checksum {
-            None => None,
-            Some(c) => {
-                if let Err(e) = self.uploads.dir.set_pending(&id.hex(), offset, durable) {
-                    return Some(write::answer(&self.runtime(), &self.req, permit, Err(e)));
-                }
-                let algorithm = match c.algorithm {
-                    Algorithm::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
-                    Algorithm::Sha256 => &digest::SHA256,
-                    Algorithm::Sha512 => &digest::SHA512,
-                };
-                Some((c, digest::Context::new(algorithm)))
+        let taken = dir.cut_pending(&hex, &file).and_then(|()| {
+            dir.set_writer(&hex, &self.uploads.writer_note(generation))?;
+            match &checksum {
+                Some(_) => dir.set_pending(&hex, offset, durable),
+                None => Ok(()),
             }
-        };
+        });
+        if let Err(e) = taken {
+            dir.clear_writer(&hex);
+            return Some(write::answer(&self.runtime(), &self.req, permit, Err(e)));
+        }
+        let sum = checksum.map(|c| {
+            let algorithm = match c.algorithm {
+                Algorithm::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
+                Algorithm::Sha256 => &digest::SHA256,
+                Algorithm::Sha512 => &digest::SHA512,
+            };
+            (c, digest::Context::new(algorithm))
+        });
         if offset > 0 {
             self.uploads.stats.resumed.fetch_add(1, Relaxed);
         }
         hold.writer = Some(generation);
         hold.file = Some(file);
         hold.offset = offset;
+        drop(held);
         drop(hold);
         *lock(&self.patch) = Some(Patch {
             generation,
@@ -118,12 +150,14 @@ impl Inner {
         None
     }
 
-    /// A `PATCH` of an upload that is its file already: 204 at its end (a
-    /// client whose answer was lost asks again), 409 elsewhere.
-    pub(super) fn already_done(&self, asked: u64, length: u64) -> Response {
-        match asked == length {
-            true => resume::appended(length, None),
-            false => {
+    /// A `PATCH` of an upload that is its file already: 204 at its end
+    /// without bytes (a client whose answer was lost asks again), 413 with
+    /// bytes (or a body of no said length) there, 409 elsewhere.
+    pub(super) fn already_done(&self, asked: u64, length: u64, body: Option<u64>) -> Response {
+        match (asked == length, body) {
+            (true, Some(0)) => resume::appended(length, None),
+            (true, _) => Response::status_page(413),
+            (false, _) => {
                 self.uploads.stats.conflicts.fetch_add(1, Relaxed);
                 resume::tus(Response::status_page(409)).header("Upload-Offset", length)
             }
@@ -172,8 +206,9 @@ impl Inner {
         }
     }
 
-    /// Writes one run under the hold, if the upload is still this
-    /// request's.
+    /// Writes one run under the hold and the `.part`'s lock, if the upload
+    /// is still this request's: no request of this process or another took
+    /// it over.
     pub(super) fn write_run(&self, known: &Known, run: &[u8]) -> Result<(), Response> {
         let mut patch = lock(&self.patch);
         let Some(patch) = patch.as_mut() else {
@@ -191,11 +226,29 @@ impl Inner {
         let Some(file) = hold.file.as_ref() else {
             return Err(Response::status_page(500));
         };
+        let id = self.ask.id().unwrap_or(Id([0; 16]));
+        let held = match self.uploads.dir.lock(file, true) {
+            Ok(held) => held,
+            Err(e) => {
+                return Err(Response::internal_error(format!(
+                    "upload {}: {e}",
+                    id.hex()
+                )))
+            }
+        };
+        if !self.uploads.still_writes(id, patch.generation) {
+            drop(held);
+            hold.writer = None;
+            hold.file = None;
+            self.uploads.stats.conflicts.fetch_add(1, Relaxed);
+            return Err(resume::tus(Response::status_page(409)));
+        }
         let name = std::path::Path::new(known.record.name.as_str());
         if let Err(e) = fs::write_at(file, run, at, name) {
             let status = write::status(Op::Put, &e);
             return Err(Response::status_page(status));
         }
+        drop(held);
         patch.written += run.len() as u64;
         match patch.sum.as_mut() {
             Some((_, ctx)) => ctx.update(run),
@@ -210,22 +263,39 @@ impl Inner {
     }
 
     /// The body ended (or its client left): the sum checked, the bytes
-    /// synced, the file named once whole, and the answer.
+    /// synced, the file named once whole, and the answer — all under the
+    /// `.part`'s lock, if the upload is still this request's.
     pub(super) fn end_patch(&self, known: &Known, aborted: bool) {
         let Some(patch) = lock(&self.patch).take() else {
             return;
         };
         lock(&self.st).writing = false;
+        let id = self.ask.id().unwrap_or(Id([0; 16]));
+        let hex = id.hex();
         let mut hold = lock(&known.hold);
-        if hold.generation != patch.generation {
-            drop(hold);
+        let mine = hold.generation == patch.generation;
+        let held = match (mine, hold.file.as_ref()) {
+            (true, Some(file)) => self.uploads.dir.lock(file, true).ok().flatten(),
+            _ => None,
+        };
+        if held.is_none() || !self.uploads.still_writes(id, patch.generation) {
+            if mine {
+                // Taken over by a request of another process.
+                hold.writer = None;
+                hold.file = None;
+            }
+            drop((held, hold));
             if !aborted {
                 self.uploads.stats.conflicts.fetch_add(1, Relaxed);
                 self.finish(resume::tus(Response::status_page(409)));
             }
             return;
         }
-        let hex = known_hex(&self.ask);
+        // Whatever comes next, this request lets the upload go: no writer
+        // here, and its note gone (still under the lock).
+        let dir = &self.uploads.dir;
+        hold.writer = None;
+        dir.clear_writer(&hex);
         let matched = match &patch.sum {
             None => true,
             Some((want, ctx)) => {
@@ -240,50 +310,38 @@ impl Inner {
                 let _ = file.set_len(patch.start);
                 hold.offset = patch.start;
             }
-            self.uploads.dir.clear_pending(&hex);
+            dir.clear_pending(&hex);
         }
+        let file = hold.file.take();
+        let (offset, length) = (hold.offset, known.record.length);
+        drop(hold);
         if aborted {
-            hold.writer = None;
-            hold.file = None;
-            drop(hold);
             lock(&self.st).over = true;
             return;
         }
         if !matched {
-            hold.writer = None;
-            hold.file = None;
-            drop(hold);
+            drop((held, file));
             self.uploads.stats.checksum_mismatches.fetch_add(1, Relaxed);
             return self.finish(resume::tus(Response::status_page(460)));
         }
         let permit = lock(&self.st).permit.take();
-        let Some(permit) = permit else {
-            return;
+        let (Some(permit), Some(file)) = (permit, file) else {
+            return self.finish(Response::internal_error(format!("upload {hex}: no file")));
         };
         if permit.durability != fs::Durability::None {
-            if let Some(file) = hold.file.as_ref() {
-                if let Err(e) = file.sync_data() {
-                    hold.writer = None;
-                    hold.file = None;
-                    return self
-                        .finish(Response::internal_error(format!("upload {hex}: sync: {e}")));
-                }
+            if let Err(e) = file.sync_data() {
+                drop((held, file));
+                lock(&self.st).permit = Some(permit);
+                return self.finish(Response::internal_error(format!("upload {hex}: sync: {e}")));
             }
         }
-        let offset = hold.offset;
-        let length = known.record.length;
-        hold.writer = None;
-        let file = hold.file.take();
-        drop(hold);
-        let resp = match (offset >= length, file) {
-            (true, Some(file)) => {
-                let id = self.ask.id().unwrap_or(Id([0; 16]));
-                match self.commit(id, known, file, &permit) {
-                    Ok(()) => resume::appended(length, None),
-                    Err(refusal) => refusal,
-                }
-            }
-            _ => {
+        let resp = match offset >= length {
+            true => match self.commit(id, known, file, &permit) {
+                Ok(()) => resume::appended(length, None),
+                Err(refusal) => refusal,
+            },
+            false => {
+                drop(file);
                 let expire = self
                     .runtime()
                     .resumable
@@ -292,26 +350,32 @@ impl Inner {
                 resume::appended(offset, Some(known.last.load(Relaxed) / 1000 + expire))
             }
         };
+        drop(held);
         lock(&self.st).permit = Some(permit);
         self.finish(resp);
     }
 
-    /// Lets the upload go after a failed write (its counted bytes stay).
+    /// Lets the upload go after a failed write (its counted bytes stay),
+    /// if it is still this request's.
     pub(super) fn release(&self, known: &Known) {
         let generation = lock(&self.patch).take().map(|p| p.generation);
         lock(&self.st).writing = false;
         let mut hold = lock(&known.hold);
-        if generation.is_some() && generation == hold.writer {
-            hold.writer = None;
-            if let Some(file) = hold.file.take() {
+        let Some(generation) = generation.filter(|&g| hold.writer == Some(g)) else {
+            return;
+        };
+        hold.writer = None;
+        let Some(file) = hold.file.take() else {
+            return;
+        };
+        let id = self.ask.id().unwrap_or(Id([0; 16]));
+        let dir = &self.uploads.dir;
+        if let Ok(Some(_held)) = dir.lock(&file, true) {
+            if self.uploads.still_writes(id, generation) {
                 let _ = file.set_len(hold.offset);
+                dir.clear_pending(&id.hex());
+                dir.clear_writer(&id.hex());
             }
-            self.uploads.dir.clear_pending(&known_hex(&self.ask));
         }
     }
-}
-
-/// The upload's hexadecimal identifier.
-fn known_hex(ask: &Ask) -> String {
-    ask.id().map(|id| id.hex()).unwrap_or_default()
 }
