@@ -48,8 +48,8 @@ def free_port():
 def start(binary, port, workdir):
     runtime = os.path.join(workdir, f"rt-{port}.toml")
     with open(runtime, "w") as f:
-        f.write(f'listen = "127.0.0.1:{port}"\nworkers = 1\n')
-    proc = subprocess.Popen([binary, "--runtime", runtime])
+        f.write(f'listen = "127.0.0.1:{port}"\nworkers = 1\naccess-log = "off"\n')
+    proc = subprocess.Popen([binary, "--runtime", runtime], stdout=subprocess.DEVNULL)
     deadline = time.time() + 10
     while time.time() < deadline:
         try:
