@@ -197,6 +197,54 @@ fn a_refused_small_body_is_drained_and_the_next_request_answered() {
 }
 
 #[test]
+fn a_body_thrown_away_too_slowly_ends_at_body_timeout_with_its_answer() {
+    let mut rt = test_runtime();
+    rt.body_timeout = Duration::from_millis(500);
+    let (server, _) = serve_with(rt);
+    // Bodies no one reads, trickled a byte at a time, each byte well
+    // within body-idle-timeout: one answered after the body (a route
+    // that takes none), one answered before it (refused from its head).
+    // The refused one's answer went before the drain, meant to keep the
+    // connection; the other's says it closes.
+    for (head, status, close) in [
+        (
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n",
+            405,
+            Some("close"),
+        ),
+        (
+            "PUT /guarded HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n",
+            401,
+            None,
+        ),
+    ] {
+        let mut c = Client::connect(server.local_addr());
+        c.send(head);
+        let mut stream = c.stream().try_clone().unwrap();
+        let trickle = std::thread::spawn(move || {
+            let mut sent = 0;
+            while sent < 1000 && stream.write_all(b"x").is_ok() {
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            sent
+        });
+        let reply = c.reply().unwrap();
+        assert_eq!(reply.status, status, "{head}");
+        assert_eq!(reply.header("connection"), close, "{head}");
+        // The connection closes while the body is still trickling: the
+        // drain stopped at its deadline, not at the body's end.
+        let mut rest = Vec::new();
+        let _ = c.reader().read_to_end(&mut rest);
+        let sent = trickle.join().unwrap();
+        assert!(
+            sent < 1000,
+            "{head}: the whole body was waited for ({sent})"
+        );
+    }
+}
+
+#[test]
 fn a_refused_large_body_closes_the_connection_unread() {
     let (server, _) = serve();
     let mut c = Client::connect(server.local_addr());

@@ -96,22 +96,30 @@ pub(in crate::linux::conn) struct Drain {
     incoming: Incoming,
     budget: u64,
     then: Option<Pending>,
+    /// When it stops, however it trickles: `body-timeout` after it began
+    /// (a pause of `body-idle-timeout` stops it sooner).
+    until: Instant,
 }
 
 impl Drain {
     /// What is still to come of a body answered before it all came, when
     /// it may be thrown away to keep the connection: not while the client
     /// waits for `100 Continue`, nor past [`DRAIN_MAX`].
-    pub(super) fn rest(incoming: Incoming, continue_owed: bool) -> Option<Drain> {
+    pub(super) fn rest(incoming: Incoming, continue_owed: bool, turn: &Turn<'_>) -> Option<Drain> {
         let small = match &incoming {
             Incoming::Length(n) => *n <= DRAIN_MAX,
             Incoming::Chunked(_) => true,
         };
-        (small && !continue_owed).then_some(Drain {
+        (small && !continue_owed).then(|| Drain::new(incoming, None, turn))
+    }
+
+    fn new(incoming: Incoming, then: Option<Pending>, turn: &Turn<'_>) -> Drain {
+        Drain {
             incoming,
             budget: DRAIN_MAX,
-            then: None,
-        })
+            then,
+            until: turn.now + turn.rt.body_timeout,
+        }
     }
 }
 
@@ -178,11 +186,7 @@ impl H1 {
             }
             Before::AnswerNow if drainable(&p) => {
                 let incoming = Incoming::new(&p.framing, None, turn.rt.max_header_bytes);
-                self.state = State::Draining(Box::new(Drain {
-                    incoming,
-                    budget: DRAIN_MAX,
-                    then: Some(p),
-                }));
+                self.state = State::Draining(Box::new(Drain::new(incoming, Some(p), turn)));
                 self.drain(link, turn)
             }
             Before::AnswerNow => {
@@ -195,11 +199,7 @@ impl H1 {
                 let drain = drainable(&p).then(|| Incoming::new(&p.framing, None, trailers));
                 self.answer(link, turn, p, Some(resp));
                 if let Some(incoming) = drain {
-                    self.state = State::Draining(Box::new(Drain {
-                        incoming,
-                        budget: DRAIN_MAX,
-                        then: None,
-                    }));
+                    self.state = State::Draining(Box::new(Drain::new(incoming, None, turn)));
                 }
                 Ok(true)
             }
@@ -428,6 +428,7 @@ impl H1 {
         match &self.state {
             State::Body(w) => Some(w.started + turn.rt.body_timeout),
             State::Streaming(s) => s.fed.deadline(turn.rt),
+            State::Draining(d) => Some(d.until),
             _ => None,
         }
     }
@@ -437,7 +438,7 @@ impl H1 {
     /// body thrown away, a pause of `body-idle-timeout`.
     pub(in crate::linux::conn) fn body_wait(&self, turn: &Turn<'_>) -> Instant {
         match &self.state {
-            State::Draining(_) => turn.now + turn.rt.body_idle_timeout,
+            State::Draining(d) => (turn.now + turn.rt.body_idle_timeout).min(d.until),
             // Far enough never to come: the sink resumes, or the
             // connection closes.
             _ => self.body_deadline(turn).unwrap_or(never(turn.now)),
@@ -456,6 +457,20 @@ impl H1 {
         };
         if turn.now < deadline {
             return false;
+        }
+        if let State::Draining(_) = self.state {
+            // A body no one reads, too slow to throw away: the answer its
+            // head was given (if it has not gone yet), and the close.
+            let State::Draining(d) = std::mem::replace(&mut self.state, State::Idle) else {
+                unreachable!("checked above");
+            };
+            if let Some(mut p) = d.then {
+                p.keep_alive = false;
+                self.answer(link, turn, p, None);
+            }
+            link.close_after = true;
+            self.rbuf.clear();
+            return true;
         }
         self.abort_sink(Aborted::TooSlow);
         let reject = reject(408, "the request body came too slowly");

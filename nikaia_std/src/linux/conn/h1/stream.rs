@@ -171,7 +171,7 @@ impl H1 {
                 req.received = fed.received;
                 // The rest of a small body is thrown away to keep the
                 // connection; else the answer closes it.
-                let drain = Drain::rest(incoming, fed.continue_owed)
+                let drain = Drain::rest(incoming, fed.continue_owed, turn)
                     .filter(|_| keep_alive && super::may_keep(turn));
                 drop(fed);
                 let close = drain.is_none();
