@@ -160,6 +160,13 @@ impl Logs {
         self.line("error", message);
     }
 
+    /// Writes one warning line now, `time warn: message`: what was taken
+    /// but may not be what the operator meant (a runtime file's warning at
+    /// SIGHUP), nginx's `[warn]`.
+    pub(crate) fn warn(&self, message: fmt::Arguments<'_>) {
+        self.line("warn", message);
+    }
+
     /// Writes one notice line now, `time notice: message`: what the server
     /// did that the operator asked for or should know (a reload, an
     /// upgrade's steps, a drain), nginx's `[notice]`.

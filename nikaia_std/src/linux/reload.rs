@@ -46,9 +46,7 @@ pub(crate) fn reload(
             Ok((rt, warnings)) => {
                 for w in warnings {
                     let file = source.file.display();
-                    shared
-                        .logs
-                        .error(format_args!("SIGHUP: {file}: warning: {w}"));
+                    shared.logs.warn(format_args!("SIGHUP: {file}: {w}"));
                 }
                 rt
             }
