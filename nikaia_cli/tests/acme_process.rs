@@ -129,15 +129,7 @@ fn domain_beside_a_runtime_file_without_domains_starts_reloads_and_checks() {
     // With it: the file's storage and CA, a certificate for the name.
     let (server, stderr) = serve_domains(&site, &["one.nikaia.test"]).unwrap();
     served(&site, &ca, "one.nikaia.test");
-    let slug = site
-        .storage
-        .read_dir()
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    assert!(slug.join("one.nikaia.test.pem").exists());
+    assert!(ca_dir(&site).join("one.nikaia.test.pem").exists());
     assert_eq!(acme_names(&site), ["one.nikaia.test"]);
 
     // SIGHUP with that file: taken, the names still --domain's.
@@ -245,17 +237,15 @@ fn domain_replaces_the_files_domains_at_start_and_the_file_alone_keeps_its_rules
     assert_eq!(acme_names(&site), ["two.nikaia.test"]);
 }
 
+/// The CA's directory of `site`'s storage (the one CA it has used).
+fn ca_dir(site: &Site) -> PathBuf {
+    let first = site.storage.read_dir().unwrap().next();
+    first.expect("a CA's directory").unwrap().path()
+}
+
 /// `present.<pid>.lock` in the CA's directory of `site`'s storage.
 fn mark(site: &Site, pid: u32) -> PathBuf {
-    let slug = site
-        .storage
-        .read_dir()
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    slug.join(format!("present.{pid}.lock"))
+    ca_dir(site).join(format!("present.{pid}.lock"))
 }
 
 /// Whether a process holds the lock on `path` (a lock of ours is refused).

@@ -51,6 +51,21 @@ writers = ["alice"]
 plain-http = true
 "#;
 
+/// A folder anyone reads and only alice fills, beside [`RULES`] (whose
+/// drop folder's rule protects reads too): `writes-only` auth.
+pub const OPEN: &str = r#"
+[[auth]]
+match = "open/**"
+htpasswd = "users.htpasswd"
+writes-only = true
+plain-http = true
+
+[[write]]
+match = "open/**"
+writers = ["alice"]
+plain-http = true
+"#;
+
 pub struct Site {
     pub tmp: tempfile::TempDir,
     pub root: PathBuf,

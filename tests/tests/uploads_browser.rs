@@ -6,7 +6,7 @@
 //! disk. Any policy violation the browser reports fails it: the listing's
 //! inline script and style run by their hashes.
 
-use nikaia_tests::uploads::{url, Site, RULES};
+use nikaia_tests::uploads::{url, Site, OPEN, RULES};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -14,21 +14,6 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// A folder anyone reads and only alice fills, beside [`RULES`] (whose
-/// drop folder's rule protects reads too).
-const OPEN: &str = r#"
-[[auth]]
-match = "open/**"
-htpasswd = "users.htpasswd"
-writes-only = true
-plain-http = true
-
-[[write]]
-match = "open/**"
-writers = ["alice"]
-plain-http = true
-"#;
 
 /// How long any one step may take before the test gives up (a browser
 /// that never gets there; a passing run takes a few seconds in all).

@@ -7,22 +7,8 @@
 
 use nikaia_tests::curl::{curl, Seen};
 use nikaia_tests::site::base64_bytes;
-use nikaia_tests::uploads::{basic, get, put, url, Site, ALICE, BOB, RULES};
+use nikaia_tests::uploads::{basic, get, put, url, Site, ALICE, BOB, OPEN, RULES};
 use nikaia_tests::Client;
-
-/// A folder anyone reads and only alice fills, beside [`RULES`].
-const OPEN: &str = r#"
-[[auth]]
-match = "open/**"
-htpasswd = "users.htpasswd"
-writes-only = true
-plain-http = true
-
-[[write]]
-match = "open/**"
-writers = ["alice"]
-plain-http = true
-"#;
 
 const CONTROL: &str = "<form id=\"upload\"";
 const SIGN_IN: &str = "<a href=\"?sign-in\">";

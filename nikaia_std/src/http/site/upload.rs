@@ -82,11 +82,9 @@ pub(crate) fn listing(
     verified: impl FnOnce(&Check) -> bool,
 ) -> Listing {
     let signing_in = sign_in_asked(req);
-    let Some(uploads) = Uploads::of(rt, dir, tls) else {
-        return done(Upload::Off, signing_in);
-    };
-    let Some(auth) = uploads.auth else {
-        return done(Upload::Control, signing_in);
+    let (uploads, auth) = match asking(rt, dir, tls, signing_in) {
+        Ok(found) => found,
+        Err(listing) => return listing,
     };
     let user = grant.user.as_deref();
     if grant.users == Some(auth.generation) && user.is_some_and(|u| uploads.writer(u)) {
@@ -115,11 +113,9 @@ pub(crate) fn checked(
     verdict: Verdict,
 ) -> Listing {
     let signing_in = sign_in_asked(req);
-    let Some(uploads) = Uploads::of(rt, dir, tls) else {
-        return done(Upload::Off, signing_in);
-    };
-    let Some(auth) = uploads.auth else {
-        return done(Upload::Control, signing_in);
+    let (uploads, auth) = match asking(rt, dir, tls, signing_in) {
+        Ok(found) => found,
+        Err(listing) => return listing,
     };
     let writer = verdict == Verdict::Valid
         && check.generation == auth.generation
@@ -137,6 +133,24 @@ pub(crate) fn checked(
         // A wrong password, or a user who is not a writer: asked again.
         _ => unauthorized(&auth.realm),
     })
+}
+
+/// Who may create in `dir` and the auth rule that says who they are, or
+/// the listing where no credentials decide it (no one may create there,
+/// or anyone may).
+fn asking<'r>(
+    rt: &'r Runtime,
+    dir: &str,
+    tls: bool,
+    signing_in: bool,
+) -> Result<(Uploads<'r>, &'r AuthRule), Listing> {
+    let Some(uploads) = Uploads::of(rt, dir, tls) else {
+        return Err(done(Upload::Off, signing_in));
+    };
+    let Some(auth) = uploads.auth else {
+        return Err(done(Upload::Control, signing_in));
+    };
+    Ok((uploads, auth))
 }
 
 /// The listing offering `upload`, or for `?sign-in` the way back to it.
