@@ -4,6 +4,7 @@
 
 pub mod bodies;
 pub mod curl;
+pub mod https;
 pub mod load;
 pub mod serve;
 pub mod site;
