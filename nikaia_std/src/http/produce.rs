@@ -7,9 +7,9 @@
 //! `Later` and resumes the body from any thread when it has more, as a
 //! streamed request body's sink does.
 
-mod sending;
+pub(crate) mod sending;
 
-pub(crate) use sending::{Next, Sending, Tally};
+pub(crate) use sending::{Next, Sending};
 
 use super::body::Resume;
 use super::response::{Body, IntoResponse, Response};

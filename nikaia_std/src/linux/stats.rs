@@ -28,7 +28,7 @@ pub(crate) struct Stats {
     pub bodies: BodyStats,
     pub writes: WriteStats,
     /// Produced response bodies (`http::produce`).
-    pub produced: std::sync::Arc<crate::http::produce::Tally>,
+    pub produced: std::sync::Arc<crate::http::produce::sending::Tally>,
 }
 
 /// The statuses a write of the directory writer is refused with, counted
