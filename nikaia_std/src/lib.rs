@@ -31,6 +31,7 @@ pub mod http;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod rt;
+pub(crate) mod sync;
 pub(crate) mod text;
 #[cfg(target_arch = "wasm32")]
 mod wasm;

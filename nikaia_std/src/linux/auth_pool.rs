@@ -6,6 +6,7 @@
 use super::pool::{at_lowest_priority, IoPool};
 use super::verify::{verify, Verified};
 use crate::http::site::{Check, Verdict, PER_CLIENT};
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -108,10 +109,6 @@ impl AuthPool {
     pub(crate) fn close(&self) {
         self.threads.close();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

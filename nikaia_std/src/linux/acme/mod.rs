@@ -30,6 +30,7 @@ use self::stored::load_stored;
 use super::shared::Shared;
 use super::tls::Pair;
 use crate::rt::{format_utc, Acme, CertReport, ChallengeKind};
+use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,10 +87,6 @@ pub(super) struct Name {
     last_error: Option<String>,
     orders: u64,
     failed: u64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Manager {

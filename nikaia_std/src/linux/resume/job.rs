@@ -18,10 +18,11 @@ use crate::http::site::{Check, Grant, Verdict};
 use crate::http::{Request, Response};
 use crate::linux::shared::Shared;
 use crate::rt::Runtime;
+use crate::sync::lock;
 use aws_lc_rs::digest;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// The sink of one request of the endpoint.
 pub(crate) struct Job {
@@ -72,10 +73,6 @@ struct Patch {
     start: u64,
     written: u64,
     sum: Option<(Checksum, digest::Context)>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Job {

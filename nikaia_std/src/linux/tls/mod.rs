@@ -23,6 +23,7 @@ pub(crate) use session::{Input, Session, TlsWire};
 
 use super::challenges::Challenges;
 use crate::rt::{CertFiles, Runtime};
+use crate::sync::lock;
 use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ResolvesServerCert, ServerConfig, ServerSessionMemoryCache};
 use rustls::sign::CertifiedKey;
@@ -127,10 +128,6 @@ fn alpn(http2: bool) -> Vec<Vec<u8>> {
 
 /// The protocol of TLS-ALPN-01 validations (RFC 8737).
 pub(crate) const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 impl Tls {
     /// Loads every pair `rt` names and builds the configuration: TLS 1.3

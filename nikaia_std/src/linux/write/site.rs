@@ -12,6 +12,7 @@ use crate::http::site::{Check, Verdict};
 use crate::http::to_file::ToFile;
 use crate::http::{Request, Response};
 use crate::rt::Runtime;
+use crate::sync::lock;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -131,10 +132,6 @@ impl Removal {
             }),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Erased for Removal {
