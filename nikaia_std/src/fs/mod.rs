@@ -66,6 +66,8 @@ pub use put::Writing;
 #[doc(hidden)]
 #[cfg(target_os = "linux")]
 pub use temp::force_named_temporaries;
+#[cfg(target_os = "linux")]
+pub(crate) use temp::random;
 /// The open file an [`Opened`] holds: a descriptor on Linux.
 #[cfg(target_os = "linux")]
 pub(crate) type OpenFile = std::fs::File;

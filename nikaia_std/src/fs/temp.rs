@@ -47,24 +47,32 @@ pub(crate) fn temporary(dir: BorrowedFd<'_>) -> Result<(File, Option<Vec<u8>>), 
     }
 }
 
-/// A fresh temporary name: the prefix and 128 random bits.
-pub(crate) fn temporary_name() -> Vec<u8> {
-    let mut bits = [0u8; 16];
+/// Fills `bits` from the kernel's generator: the one source of the
+/// random names and identifiers this crate makes (temporary names here,
+/// tus upload identifiers, a process's writer notes). An error where the
+/// kernel has none; each caller says what it does then.
+pub(crate) fn random(bits: &mut [u8]) -> std::io::Result<()> {
     let mut got = 0;
     while got < bits.len() {
         match rustix::rand::getrandom(&mut bits[got..], rustix::rand::GetRandomFlags::empty()) {
             Ok(n) => got += n,
             Err(Errno::INTR) => {}
-            // No kernel randomness: the clock and a counter still make the
-            // name unlikely to be taken, and O_EXCL/EEXIST retries if it is.
-            Err(_) => {
-                let t = SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos());
-                bits = t.to_le_bytes();
-                break;
-            }
+            Err(e) => return Err(e.into()),
         }
+    }
+    Ok(())
+}
+
+/// A fresh temporary name: the prefix and 128 random bits.
+pub(crate) fn temporary_name() -> Vec<u8> {
+    let mut bits = [0u8; 16];
+    if random(&mut bits).is_err() {
+        // No kernel randomness: the clock still makes the name unlikely
+        // to be taken, and O_EXCL/EEXIST retries if it is.
+        let t = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bits = t.to_le_bytes();
     }
     let mut name = TEMPORARY_PREFIX.as_bytes().to_vec();
     for b in bits {

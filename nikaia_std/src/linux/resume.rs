@@ -423,14 +423,7 @@ impl Uploads {
 /// A process's name in writer notes: 64 bits from the kernel's generator.
 fn token() -> std::io::Result<String> {
     let mut bits = [0u8; 8];
-    let mut got = 0;
-    while got < bits.len() {
-        match rustix::rand::getrandom(&mut bits[got..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => got += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
+    crate::fs::random(&mut bits)?;
     Ok(bits.iter().map(|b| format!("{b:02x}")).collect())
 }
 

@@ -307,13 +307,6 @@ pub(super) fn locked() -> Response {
 /// identifier is a capability: never made from the clock).
 fn random_id() -> Option<Id> {
     let mut bits = [0u8; 16];
-    let mut got = 0;
-    while got < bits.len() {
-        match rustix::rand::getrandom(&mut bits[got..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => got += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return None,
-        }
-    }
+    crate::fs::random(&mut bits).ok()?;
     Some(Id(bits))
 }
