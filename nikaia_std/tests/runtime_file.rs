@@ -375,23 +375,34 @@ fn from_args_prefers_the_flag_then_the_environment_then_the_defaults() {
     std::fs::write(&flag, "io-threads = 1\n").unwrap();
     std::fs::write(&env, "io-threads = 2\n").unwrap();
 
-    // SAFETY (of the env calls below): every test that touches the environment
-    // holds `ENV`, and no other thread reads it meanwhile.
-    unsafe { std::env::remove_var(RUNTIME_ENV) };
+    runtime_env(None);
     assert_eq!(Runtime::from_args(None), Ok(Runtime::default()));
     assert_eq!(Runtime::from_args(Some(&flag)).unwrap().io_threads, 1);
 
-    unsafe { std::env::set_var(RUNTIME_ENV, &env) };
+    runtime_env(Some(env.as_os_str()));
     assert_eq!(Runtime::from_args(None).unwrap().io_threads, 2);
     assert_eq!(Runtime::from_args(Some(&flag)).unwrap().io_threads, 1);
 
-    unsafe { std::env::set_var(RUNTIME_ENV, "") };
+    runtime_env(Some("".as_ref()));
     assert_eq!(Runtime::from_args(None), Ok(Runtime::default()));
 
-    unsafe { std::env::set_var(RUNTIME_ENV, dir.path().join("missing.toml")) };
+    runtime_env(Some(dir.path().join("missing.toml").as_os_str()));
     assert!(Runtime::from_args(None).is_err());
 
-    unsafe { std::env::remove_var(RUNTIME_ENV) };
+    runtime_env(None);
+}
+
+/// Sets `NIKAIA_RUNTIME` to `value`, or removes it (`None`); the caller
+/// holds `ENV`.
+fn runtime_env(value: Option<&std::ffi::OsStr>) {
+    // SAFETY: every test that touches the environment holds `ENV`, and no
+    // other thread reads it meanwhile.
+    unsafe {
+        match value {
+            Some(v) => std::env::set_var(RUNTIME_ENV, v),
+            None => std::env::remove_var(RUNTIME_ENV),
+        }
+    }
 }
 
 #[test]

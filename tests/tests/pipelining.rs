@@ -9,6 +9,8 @@ use std::os::fd::AsRawFd;
 /// Data segments this socket has received (`TCP_INFO`'s
 /// `tcpi_data_segs_in`).
 fn data_segments_in(sock: &std::net::TcpStream) -> u32 {
+    // SAFETY: tcp_info is plain old data (integers only): all zeros is
+    // one of its values.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `info`, a
