@@ -136,23 +136,23 @@ pub fn run(args: ServeArgs) -> u8 {
             unix => unix.to_string(),
         })
         .collect();
-    // A closed stdout (a parent that stopped reading, a unit without one)
-    // is no reason to stop serving.
-    let _ = writeln!(
-        std::io::stdout(),
-        "Serving {} at {} (Ctrl-C to stop)",
+    let mut said = format!(
+        "Serving {} at {} (Ctrl-C to stop)\n",
         dir.display(),
         at.join(", ")
     );
     if !args.list && !dir.join("index.html").is_file() {
         // The README's first command, run where there is no page: say why
         // `/` is 404 before someone opens it and wonders.
-        let _ = writeln!(
-            std::io::stdout(),
-            "{} has no index.html, so / answers 404 Not Found; --list lists the directory instead",
+        said += &format!(
+            "{} has no index.html, so / answers 404 Not Found; --list lists the directory instead\n",
             dir.display()
         );
     }
+    // One write: a reader of the first line finds the rest with it. A
+    // closed stdout (a parent that stopped reading, a unit without one) is
+    // no reason to stop serving.
+    let _ = std::io::stdout().write_all(said.as_bytes());
     running.wait();
     0
 }
