@@ -24,6 +24,7 @@ pub(crate) mod cache;
 pub(crate) mod challenges;
 mod clock;
 mod conn;
+mod current;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod listen;
@@ -32,7 +33,6 @@ mod out;
 mod pool;
 mod preflight;
 mod reload;
-mod resume;
 pub(crate) mod send;
 mod server;
 mod shared;

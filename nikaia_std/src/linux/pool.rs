@@ -84,7 +84,11 @@ impl IoPool {
     pub(crate) fn close(&self) {
         self.stop();
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
-        for t in threads {
+        let me = std::thread::current().id();
+        // A pool closed by one of its own threads (the last holder of what
+        // owns it let go there) leaves that thread to end by itself: a
+        // thread cannot wait for its own end.
+        for t in threads.into_iter().filter(|t| t.thread().id() != me) {
             let _ = t.join();
         }
     }

@@ -397,7 +397,7 @@ impl Running {
             let _ = t.join();
         }
         self.control.shared.pool.close();
-        self.control.shared.writers.close();
+        self.control.shared.wing.close();
         self.control.shared.auth.close();
         self.control.shared.variants.close();
         drop(

@@ -12,8 +12,8 @@ use crate::http::file::{Files, Meta};
 use crate::http::router::Router;
 use crate::rt::Runtime;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// What every worker shares: routes, the runtime, logs, and the stop flag.
@@ -21,9 +21,8 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) router: Router,
     /// The runtime new requests use; a reload swaps it whole and bumps
-    /// `generation`, which each worker looks at once per loop turn.
-    config: RwLock<Arc<Runtime>>,
-    generation: AtomicU64,
+    /// its generation, which each worker looks at once per loop turn.
+    current: Arc<super::current::Current>,
     /// The listening sockets; each worker holds them too. Taken at
     /// shutdown, so a socket closes once the last worker let go of it.
     pub(crate) listeners: Mutex<Vec<Arc<Listener>>>,
@@ -33,13 +32,11 @@ pub(crate) struct Shared {
     pub(crate) variants: super::variants::Variants,
     pub(crate) stats: Stats,
     pub(crate) pool: IoPool,
-    /// The writer threads of bodies written to files.
-    pub(crate) writers: super::write::Writers,
     /// The verifier threads and the table of verified credentials.
-    pub(crate) auth: super::auth_pool::AuthPool,
-    /// The tus endpoint's uploads, while `[resumable]` is set (read at
-    /// start: a change needs a restart or an upgrade).
-    pub(crate) uploads: Option<Arc<super::resume::Uploads>>,
+    pub(crate) auth: Arc<super::auth_pool::AuthPool>,
+    /// The wing for everything that goes to disk (PUT, DELETE, resumable
+    /// uploads), with its writer threads.
+    pub(crate) wing: Arc<super::write::Wing>,
     /// The HTTPS side, when a listener speaks TLS.
     pub(crate) tls: Option<super::tls::Tls>,
     /// ACME's validations in flight, answered on every listener.
@@ -111,17 +108,7 @@ impl Files for Serving<'_> {
         to: crate::http::ToFile,
         length: Option<u64>,
     ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
-        use crate::http::site::write::Op;
-        if to.permit.as_ref().is_some_and(|p| p.op == Op::Delete) {
-            return Ok(Box::new(super::write::Removal::new(
-                self.shared,
-                self.rt,
-                req,
-                to,
-            )));
-        }
-        let upload = super::write::Upload::new(self.shared, self.rt, req, to, length)?;
-        Ok(Box::new(upload))
+        self.shared.wing.to_file(self.rt, req, to, length)
     }
 
     fn resume(
@@ -131,14 +118,7 @@ impl Files for Serving<'_> {
         ask: crate::http::site::resume::Ask,
         hidden: bool,
     ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
-        let Some(uploads) = &self.shared.uploads else {
-            // `[resumable]` came with a reload: it needs a restart.
-            return Err(crate::http::site::resume::tus(
-                crate::http::Response::status_page(404),
-            ));
-        };
-        let job = super::resume::Job::new(self.shared, uploads, req, root, ask, hidden, self.tls);
-        Ok(Box::new(job))
+        (self.shared.wing).resume(req, root, ask, hidden, self.tls)
     }
 
     fn count_write(&self, status: u16) {
@@ -227,6 +207,9 @@ impl Shared {
             true => super::cache::Keep::Copies,
             false => super::cache::Keep::Mappings,
         };
+        let stats = Stats::default();
+        let auth = Arc::new(super::auth_pool::AuthPool::new()?);
+        let current = Arc::new(super::current::Current::new(rt.clone()));
         Ok(Shared {
             started: Instant::now(),
             router,
@@ -237,26 +220,22 @@ impl Shared {
             acme: Mutex::default(),
             cache: Cache::new(rt.static_cache, rt.static_cache_bytes, keep),
             variants: super::variants::Variants::new(rt.compress, rt.compress_cache_bytes)?,
-            stats: Stats::default(),
             pool: IoPool::new(rt.io_threads)?,
-            writers: super::write::Writers::new()?,
-            auth: super::auth_pool::AuthPool::new()?,
-            uploads: match &rt.resumable {
-                Some(r) => Some(super::resume::Uploads::open(r).map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("[resumable] dir {}: {e}", r.dir.display()),
-                    )
-                })?),
-                None => None,
-            },
+            wing: Arc::new(super::write::Wing::new(
+                &rt,
+                auth.clone(),
+                current.clone(),
+                stats.bodies.clone(),
+                stats.writes.clone(),
+            )?),
+            auth,
+            stats,
             logs: Logs {
                 access: Sink::open(&rt.access_log)?,
                 error: Sink::open(&rt.error_log)?,
             },
             max_connections: AtomicUsize::new(rt.max_connections),
-            config: RwLock::new(Arc::new(rt)),
-            generation: AtomicU64::new(0),
+            current,
             listeners: Mutex::new(listeners.into_iter().map(Arc::new).collect()),
             stop: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
@@ -265,21 +244,17 @@ impl Shared {
 
     /// The runtime new requests use now.
     pub(crate) fn runtime(&self) -> Arc<Runtime> {
-        self.config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.current.runtime()
     }
 
     /// Which runtime is current: changes with every reload.
     pub(crate) fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        self.current.generation()
     }
 
     /// Makes `rt` the runtime of new requests (a reload).
     pub(crate) fn set_runtime(&self, rt: Runtime) {
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rt);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.current.set(rt);
     }
 
     /// The listeners, for a worker or an upgrade (empty once shut down).
@@ -331,7 +306,7 @@ impl Shared {
             bodies: self.stats.bodies.report(),
             writes: self.stats.writes.report(),
             produced: self.stats.produced.report(),
-            resumable: self.uploads.as_ref().map(|u| u.report()),
+            resumable: self.wing.uploads.as_ref().map(|u| u.report()),
         }
     }
 }

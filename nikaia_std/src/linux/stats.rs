@@ -25,8 +25,8 @@ pub(crate) struct Stats {
     /// Responses by status class, 1xx to 5xx.
     statuses: [AtomicU64; 5],
     pub h2: H2Stats,
-    pub bodies: BodyStats,
-    pub writes: WriteStats,
+    pub bodies: std::sync::Arc<BodyStats>,
+    pub writes: std::sync::Arc<WriteStats>,
     /// Produced response bodies (`http::produce`).
     pub produced: std::sync::Arc<crate::http::produce::sending::Tally>,
 }

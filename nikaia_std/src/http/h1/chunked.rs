@@ -453,6 +453,16 @@ mod tests {
     }
 
     #[test]
+    fn a_size_line_is_read_to_its_lf() {
+        assert_eq!(
+            Chunked::size_line(b"1f;a=\"b\"\r\nxx").unwrap(),
+            Some((10, 31))
+        );
+        assert_eq!(Chunked::size_line(b"1f;a").unwrap(), None);
+        assert_eq!(Chunked::size_line(b"1f x\r\n").unwrap_err().status, 400);
+    }
+
+    #[test]
     fn trailer_lines_are_field_lines() {
         for trailers in [
             "",

@@ -11,7 +11,7 @@
 
 mod job;
 
-pub(crate) use job::Job;
+pub(in crate::linux::write) use job::request;
 
 use crate::fs::{PartialDir, Root};
 use crate::http::site::resume::Id;

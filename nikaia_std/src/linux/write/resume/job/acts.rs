@@ -2,17 +2,18 @@
 //! `PATCH` (`patch.rs`): create an upload, report its offset, end it, and
 //! give a complete upload its final name.
 
-use super::{lock, Inner};
+use super::Job;
 use crate::fs::{self, PartialDir};
 use crate::http::site::resume::{self, Id, Seen};
 use crate::http::site::write::{self, Permit};
 use crate::http::Response;
-use crate::linux::resume::{now, Known, Record};
+use crate::linux::write::resume::{now, Known, Record};
 use crate::rt::Resumable;
+use crate::sync::lock;
 use std::fs::File;
 use std::sync::atomic::Ordering::Relaxed;
 
-impl Inner {
+impl Job {
     /// `POST`: a new upload, its record written before the answer.
     pub(super) fn create(
         &self,
@@ -111,7 +112,7 @@ impl Inner {
     /// `HEAD`: the offset counted. It takes nothing over: a `PATCH` still
     /// writing the upload, here or in another process, goes on.
     pub(super) fn offset(&self, r: &Resumable, permit: &Permit, id: Id) -> Response {
-        let Some(known) = lock(&self.st).known.clone() else {
+        let Some(known) = self.known.clone() else {
             return Response::status_page(404);
         };
         let Some(hold) = known.try_hold() else {
@@ -159,7 +160,7 @@ impl Inner {
     /// stays: only its record goes). A `PATCH` writing it, here or in
     /// another process, finds it gone and stops.
     pub(super) fn terminate(&self, id: Id) -> Response {
-        let Some(known) = lock(&self.st).known.clone() else {
+        let Some(known) = self.known.clone() else {
             return Response::status_page(404);
         };
         let Some(mut hold) = known.try_hold() else {
@@ -256,7 +257,7 @@ impl Inner {
                 .adopt_guarded(name, mode, &guard, file, from, temp)?;
             writing.commit(permit.durability)
         });
-        let writes = &self.shared.stats.writes;
+        let writes = &self.wing.writes;
         match done {
             Ok(written) => {
                 let durable = permit.durability != fs::Durability::None;

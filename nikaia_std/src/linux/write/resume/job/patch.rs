@@ -7,39 +7,17 @@
 //! replaced, or started).
 
 use super::acts::Opened;
-use super::{lock, Inner, Patch, St};
+use super::{Job, Patch};
 use crate::fs;
 use crate::http::site::resume::{self, Algorithm, Checksum, Id};
 use crate::http::site::write::{self, Op, Permit};
 use crate::http::Response;
-use crate::linux::resume::{now_ms, Known};
+use crate::linux::write::resume::{now_ms, Known};
+use crate::sync::lock;
 use aws_lc_rs::digest;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, MutexGuard};
 
-impl Inner {
-    /// `PATCH`: checks the offset, then lets the body come.
-    pub(super) fn append(
-        self: Arc<Self>,
-        permit: Box<Permit>,
-        id: Id,
-        offset: u64,
-        body: Option<u64>,
-        checksum: Option<Checksum>,
-    ) {
-        let answer = self.begin_append(&permit, id, offset, body, checksum);
-        lock(&self.st).permit = Some(permit);
-        match answer {
-            Some(resp) => self.finish(resp),
-            None => {
-                let resume = lock(&self.st).paused.take();
-                drop(resume); // the body may come
-                let st = lock(&self.st);
-                self.clone().run_writer(st);
-            }
-        }
-    }
-
+impl Job {
     /// What a `PATCH` finds before its body: `None` when the body may
     /// come. Its `Upload-Offset` is compared with the offset counted, under
     /// the `.part`'s lock, before anything is taken: a mismatch changes
@@ -47,14 +25,14 @@ impl Inner {
     /// process or another that still writes it (its client went quiet and
     /// came back with this one), which is 409 if it ever sends more.
     pub(super) fn begin_append(
-        &self,
+        &mut self,
         permit: &Permit,
         id: Id,
         asked: u64,
         body: Option<u64>,
         checksum: Option<Checksum>,
     ) -> Option<Response> {
-        let Some(known) = lock(&self.st).known.clone() else {
+        let Some(known) = self.known.clone() else {
             return Some(resume::tus(Response::status_page(404)));
         };
         let length = known.record.length;
@@ -140,13 +118,12 @@ impl Inner {
         hold.offset = offset;
         drop(held);
         drop(hold);
-        *lock(&self.patch) = Some(Patch {
+        self.patch = Some(Patch {
             generation,
             start: offset,
             written: 0,
             sum,
         });
-        lock(&self.st).writing = true;
         None
     }
 
@@ -164,54 +141,12 @@ impl Inner {
         }
     }
 
-    /// Queues a writer turn unless one is queued or running.
-    pub(super) fn run_writer(self: Arc<Self>, mut st: MutexGuard<'_, St>) {
-        if st.running || st.over || !st.writing {
-            return;
-        }
-        st.running = true;
-        drop(st);
-        let me = self.clone();
-        self.shared.writers.pool.submit(move || me.turn());
-    }
-
-    /// Writes the queued runs at their offset; at the body's end, checks
-    /// the sum, syncs, and names the file once it is whole.
-    pub(super) fn turn(self: Arc<Self>) {
-        let Some(known) = lock(&self.st).known.clone() else {
-            return;
-        };
-        loop {
-            let mut st = lock(&self.st);
-            let Some(run) = st.queue.pop_front() else {
-                st.running = false;
-                let (ended, aborted) = (st.ended, st.aborted);
-                drop(st);
-                if ended || aborted {
-                    self.end_patch(&known, aborted);
-                }
-                return;
-            };
-            let resume = st.paused.take();
-            drop(st);
-            drop(resume); // room again: the body goes on
-            if let Err(resp) = self.write_run(&known, &run) {
-                let mut st = lock(&self.st);
-                st.running = false;
-                st.queue.clear();
-                drop(st);
-                self.release(&known);
-                return self.finish(resp);
-            }
-        }
-    }
-
     /// Writes one run under the hold and the `.part`'s lock, if the upload
     /// is still this request's: no request of this process or another took
     /// it over.
-    pub(super) fn write_run(&self, known: &Known, run: &[u8]) -> Result<(), Response> {
-        let mut patch = lock(&self.patch);
-        let Some(patch) = patch.as_mut() else {
+    pub(super) fn write_run(&mut self, known: &Known, run: &[u8]) -> Result<(), Response> {
+        let id = self.ask.id().unwrap_or(Id([0; 16]));
+        let Some(patch) = self.patch.as_mut() else {
             return Ok(());
         };
         let mut hold = lock(&known.hold);
@@ -226,7 +161,6 @@ impl Inner {
         let Some(file) = hold.file.as_ref() else {
             return Err(Response::status_page(500));
         };
-        let id = self.ask.id().unwrap_or(Id([0; 16]));
         let held = match self.uploads.dir.lock(file, true) {
             Ok(held) => held,
             Err(e) => {
@@ -263,13 +197,11 @@ impl Inner {
     }
 
     /// The body ended (or its client left): the sum checked, the bytes
-    /// synced, the file named once whole, and the answer — all under the
-    /// `.part`'s lock, if the upload is still this request's.
-    pub(super) fn end_patch(&self, known: &Known, aborted: bool) {
-        let Some(patch) = lock(&self.patch).take() else {
-            return;
-        };
-        lock(&self.st).writing = false;
+    /// synced, the file named once whole, and the answer (none once the
+    /// client left) — all under the `.part`'s lock, if the upload is still
+    /// this request's.
+    pub(super) fn end_patch(&mut self, known: &Known, aborted: bool) -> Option<Response> {
+        let patch = self.patch.take()?;
         let id = self.ask.id().unwrap_or(Id([0; 16]));
         let hex = id.hex();
         let mut hold = lock(&known.hold);
@@ -285,11 +217,11 @@ impl Inner {
                 hold.file = None;
             }
             drop((held, hold));
-            if !aborted {
-                self.uploads.stats.conflicts.fetch_add(1, Relaxed);
-                self.finish(resume::tus(Response::status_page(409)));
+            if aborted {
+                return None;
             }
-            return;
+            self.uploads.stats.conflicts.fetch_add(1, Relaxed);
+            return Some(resume::tus(Response::status_page(409)));
         }
         // Whatever comes next, this request lets the upload go: no writer
         // here, and its note gone (still under the lock).
@@ -316,23 +248,22 @@ impl Inner {
         let (offset, length) = (hold.offset, known.record.length);
         drop(hold);
         if aborted {
-            lock(&self.st).over = true;
-            return;
+            return None;
         }
         if !matched {
             drop((held, file));
             self.uploads.stats.checksum_mismatches.fetch_add(1, Relaxed);
-            return self.finish(resume::tus(Response::status_page(460)));
+            return Some(resume::tus(Response::status_page(460)));
         }
-        let permit = lock(&self.st).permit.take();
+        let permit = self.permit.take();
         let (Some(permit), Some(file)) = (permit, file) else {
-            return self.finish(Response::internal_error(format!("upload {hex}: no file")));
+            return Some(Response::internal_error(format!("upload {hex}: no file")));
         };
         if permit.durability != fs::Durability::None {
             if let Err(e) = file.sync_data() {
                 drop((held, file));
-                lock(&self.st).permit = Some(permit);
-                return self.finish(Response::internal_error(format!("upload {hex}: sync: {e}")));
+                self.permit = Some(permit);
+                return Some(Response::internal_error(format!("upload {hex}: sync: {e}")));
             }
         }
         let resp = match offset >= length {
@@ -351,15 +282,14 @@ impl Inner {
             }
         };
         drop(held);
-        lock(&self.st).permit = Some(permit);
-        self.finish(resp);
+        self.permit = Some(permit);
+        Some(resp)
     }
 
     /// Lets the upload go after a failed write (its counted bytes stay),
     /// if it is still this request's.
-    pub(super) fn release(&self, known: &Known) {
-        let generation = lock(&self.patch).take().map(|p| p.generation);
-        lock(&self.st).writing = false;
+    pub(super) fn release(&mut self, known: &Known) {
+        let generation = self.patch.take().map(|p| p.generation);
         let mut hold = lock(&known.hold);
         let Some(generation) = generation.filter(|&g| hold.writer == Some(g)) else {
             return;

@@ -1,0 +1,106 @@
+//! A `DELETE` of the directory writer (`spec/site.md`, "Writes"): its
+//! body, if it has one, is held and never read; the name is removed on a
+//! writer thread once the credentials are checked, under the site's guard,
+//! and the answer says what the file system did.
+
+use super::own::Own;
+use super::sink::{Act, End, Sink, Step};
+use super::Wing;
+use crate::fs::Root;
+use crate::http::site::write::{self, Op, Permit};
+use crate::http::site::{Check, Verdict};
+use crate::http::to_file::ToFile;
+use crate::http::{Request, Response};
+use crate::rt::Runtime;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// The sink of a `DELETE` of `to`'s name.
+pub(super) fn removal(wing: &Arc<Wing>, rt: &Runtime, req: &Request, to: ToFile) -> Sink<Remove> {
+    let remove = Remove {
+        wing: wing.clone(),
+        root: to.root,
+        name: to.name,
+        req: req.clone(),
+        own: Own::of(rt, true),
+        permit: to.permit,
+    };
+    Sink::new(wing, remove)
+}
+
+/// A removal.
+pub(super) struct Remove {
+    wing: Arc<Wing>,
+    root: Root,
+    /// The name's exact bytes (the permit's is the rules' text).
+    name: PathBuf,
+    req: Request,
+    own: Own,
+    permit: Option<Box<Permit>>,
+}
+
+impl Act for Remove {
+    const STOPS_WITHOUT_CLIENT: bool = false;
+
+    fn begin(&mut self) -> Step {
+        match self.permit.as_mut().and_then(|p| p.check.take()) {
+            Some(check) => Step::Check(check),
+            None => Step::Open,
+        }
+    }
+
+    fn checked(&mut self, check: Check, verdict: Verdict) -> Step {
+        let Some(permit) = self.permit.take() else {
+            return Step::Answer(Response::status_page(500));
+        };
+        let (name, tls) = (permit.name.clone(), permit.tls);
+        match permit.verified(check, verdict) {
+            Ok(permit) => {
+                self.permit = Some(Box::new(permit));
+                Step::Open
+            }
+            Err(mut resp) => {
+                let rt = self.wing.runtime();
+                let grant = Default::default();
+                write::dress_refusal(&rt, &self.req, &name, &grant, tls, &mut resp);
+                Step::Answer(resp)
+            }
+        }
+    }
+
+    /// Removes the name (it may wait for the disk) and answers.
+    fn open(&mut self) -> Step {
+        let Some(permit) = self.permit.take() else {
+            return Step::Answer(Response::status_page(500));
+        };
+        debug_assert_eq!(permit.op, Op::Delete);
+        let guard = permit.guard(self.own.identities(&self.root));
+        let done = self.root.remove_guarded(
+            &self.name,
+            &permit.conditions,
+            permit.removable,
+            &guard,
+            permit.durability,
+        );
+        let stats = &self.wing.writes;
+        if done.is_ok() {
+            stats.deleted.fetch_add(1, Relaxed);
+        }
+        let rt = self.wing.runtime();
+        let resp = write::answer(&rt, &self.req, &permit, done.map(|()| None));
+        if resp.status() >= 400 {
+            stats.refused(resp.status());
+        }
+        Step::Answer(resp)
+    }
+
+    /// Never asked: a removal takes no body.
+    fn write(&mut self, _run: &[u8]) -> Result<(), Response> {
+        Ok(())
+    }
+
+    fn name(&mut self, _end: End) -> Option<Response> {
+        None
+    }
+}
