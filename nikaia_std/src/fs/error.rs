@@ -55,7 +55,13 @@ pub enum Error {
     Precondition,
     /// The file system is full, or the owner's quota is (a write).
     NoSpace,
-    /// Any other failure: permission, I/O. A server answers 500 and logs it.
+    /// A rule of the caller's refuses the write (the site's write rules,
+    /// the runtime file's own files): why. A server answers 403.
+    Denied(String),
+    /// Any other failure of the system. A server answers 500 and logs it,
+    /// but the kernel's refusal of a write (`EACCES`, `EPERM`: the
+    /// directory or file is not the server's to change), which it
+    /// answers 403 and logs.
     Io(io::Error),
 }
 
@@ -70,6 +76,7 @@ impl fmt::Display for Error {
             Error::Exists => f.write_str("the name exists"),
             Error::Precondition => f.write_str("the name does not hold the version asked for"),
             Error::NoSpace => f.write_str("no space left for the file"),
+            Error::Denied(why) => write!(f, "refused: {why}"),
             Error::Io(e) => e.fmt(f),
         }
     }
@@ -99,6 +106,7 @@ impl From<Error> for io::Error {
             Error::WouldBlock => io::Error::from(io::ErrorKind::WouldBlock),
             Error::Exists => io::Error::from(io::ErrorKind::AlreadyExists),
             Error::NoSpace => io::Error::from(io::ErrorKind::StorageFull),
+            Error::Denied(why) => io::Error::new(io::ErrorKind::PermissionDenied, why),
             other => io::Error::other(other),
         }
     }

@@ -406,10 +406,7 @@ fn conditional(
 
 /// A write or removal a rule does not allow: 403.
 pub(crate) fn denied(why: &str) -> Error {
-    Error::Io(std::io::Error::new(
-        std::io::ErrorKind::PermissionDenied,
-        why.to_owned(),
-    ))
+    Error::Denied(why.to_owned())
 }
 
 /// Gives the file a modification time later than the one it replaces,

@@ -68,7 +68,7 @@ pub enum Mode {
 /// What a write (or a removal) asks of the name as it is when it acts: the
 /// request's preconditions (RFC 9110 §13.2.2; a false one is
 /// [`Error::Precondition`]), then what the rule lets it do (creating a
-/// name, replacing a file: [`std::io::ErrorKind::PermissionDenied`]
+/// name, replacing a file: [`Error::Denied`]
 /// otherwise).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Conditions {

@@ -489,9 +489,10 @@ fn route(router: &Router, req: &mut Request) -> Response {
 }
 
 /// A response that carries an error for the log goes to the client as a
-/// plain 500: the detail stays in the log.
+/// plain 500 — unless it is an error status already (a write the kernel
+/// refused is 403, logged): the detail stays in the log.
 fn hide_error(resp: Response) -> Response {
-    if resp.log_error.is_some() && resp.status != 500 {
+    if resp.log_error.is_some() && resp.status < 400 {
         Response::status_page(500)
     } else {
         resp

@@ -11,6 +11,7 @@ use super::{dress, Check, Grant, Verdict};
 use crate::fs::{self, Conditions, Durability, Removable, Written};
 use crate::http::request::Request;
 use crate::http::response::Response;
+use crate::http::to_file::{write_answer, Wrote};
 use crate::rt::{any_matches, Runtime, WriteRule};
 use crate::text::date::parse_http_date;
 
@@ -304,20 +305,11 @@ pub(crate) fn answer(
     permit: &Permit,
     done: Result<Option<Written>, fs::Error>,
 ) -> Response {
-    let mut resp = match done {
-        Ok(Some(written)) if written.created => {
-            let location = req.target().split('?').next().unwrap_or("/").to_owned();
-            Response::new(201)
-                .header("Location", location)
-                .header("ETag", written.id.etag())
-        }
-        Ok(Some(written)) => Response::new(204).header("ETag", written.id.etag()),
-        Ok(None) => Response::new(204),
-        Err(e) => match status(permit.op, &e) {
-            500 => Response::internal_error(format!("{} {}: {e}", req.method(), permit.name)),
-            status => Response::status_page(status),
-        },
+    let wrote = match permit.op {
+        Op::Delete => Wrote::Removed,
+        Op::Put | Op::Resume => Wrote::Made,
     };
+    let mut resp = write_answer(req, &permit.name, wrote, done);
     dress_answer(rt, req, permit, &mut resp);
     resp
 }
@@ -349,23 +341,6 @@ pub(crate) fn dress_refusal(
         tls,
     };
     dress::dress(rt, req, grant, &subject, resp);
-}
-
-/// The status of a write or removal that did not happen.
-pub(crate) fn status(op: Op, e: &fs::Error) -> u16 {
-    match e {
-        fs::Error::Outside(_) => 404,
-        fs::Error::NotFound if op == Op::Delete => 404,
-        // A missing directory on the way (no `make-dirs`), a directory at
-        // the name, a directory that is not empty.
-        fs::Error::NotFound | fs::Error::NotAFile { .. } => 409,
-        fs::Error::Exists | fs::Error::Precondition => 412,
-        fs::Error::NoSpace => 507,
-        fs::Error::WouldBlock => 503,
-        fs::Error::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => 403,
-        fs::Error::Io(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => 409,
-        _ => 500,
-    }
 }
 
 /// The paths the runtime file names, which no write may touch: the

@@ -42,7 +42,7 @@ use crate::http::site::{Check, Verdict};
 use crate::http::{Request, Response};
 use crate::sync::lock;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A run of body bytes handed to the writer at once: each costs the
 /// worker a hand-over and the writer a wake-up, so runs are large
@@ -249,7 +249,12 @@ impl<A: Act> Erased for Sink<A> {
 impl<A: Act> Write<A> {
     /// Goes on with what the act asked for.
     fn go(me: &Arc<Self>, step: Step) {
-        let mut life = lock(&me.life);
+        Write::go_with(me, lock(&me.life), step);
+    }
+
+    /// [`Write::go`] with the life already locked: the stage moves on in
+    /// the same hold that saw the act's step.
+    fn go_with(me: &Arc<Self>, mut life: MutexGuard<'_, Life>, step: Step) {
         if life.stage == Stage::Answered {
             return;
         }
@@ -290,7 +295,7 @@ impl<A: Act> Write<A> {
 
     /// Queues a writer turn unless one is queued or running, or there is
     /// nothing for one to do.
-    fn run_writer(me: &Arc<Self>, mut life: std::sync::MutexGuard<'_, Life>) {
+    fn run_writer(me: &Arc<Self>, mut life: MutexGuard<'_, Life>) {
         let work = match life.stage {
             Stage::Opening => true,
             Stage::Writing => !life.queue.is_empty() || life.end.is_some(),
@@ -312,10 +317,13 @@ impl<A: Act> Write<A> {
             let mut life = lock(&me.life);
             match life.stage {
                 Stage::Opening => {
-                    life.running = false;
+                    // Still running while it opens: no other turn opens
+                    // twice; the stage moves on as this one stops.
                     drop(life);
                     let step = lock(&me.act).open();
-                    return Write::go(me, step);
+                    let mut life = lock(&me.life);
+                    life.running = false;
+                    return Write::go_with(me, life, step);
                 }
                 Stage::Writing => {}
                 _ => {

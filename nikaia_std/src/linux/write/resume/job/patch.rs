@@ -10,7 +10,8 @@ use super::acts::Opened;
 use super::{Job, Patch};
 use crate::fs;
 use crate::http::site::resume::{self, Algorithm, Checksum, Id};
-use crate::http::site::write::{self, Op, Permit};
+use crate::http::site::write::{self, Permit};
+use crate::http::to_file::Wrote;
 use crate::http::Response;
 use crate::linux::write::resume::{now_ms, Known};
 use crate::sync::lock;
@@ -179,7 +180,7 @@ impl Job {
         }
         let name = std::path::Path::new(known.record.name.as_str());
         if let Err(e) = fs::write_at(file, run, at, name) {
-            let status = write::status(Op::Put, &e);
+            let status = crate::http::to_file::failed(Wrote::Made, &e);
             return Err(Response::status_page(status));
         }
         drop(held);
