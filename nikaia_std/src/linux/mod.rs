@@ -1,18 +1,32 @@
-//! The Linux backend: everything that moves bytes. The running server and
-//! its signals (`server.rs`), what the workers share (`shared.rs`), the
-//! listeners (`listen.rs`: bound, or passed by socket activation,
-//! `activation.rs`; a Unix path's ownership, `unix_path.rs`), reload
-//! (`reload.rs`) and upgrade (`upgrade.rs`), the worker loop (`worker.rs`), the transport
-//! that reads and writes a socket plainly or through rustls
-//! (`transport.rs`, `tls/`), a connection with its protocol unit (`conn/`:
-//! `h1.rs` today), the send queue (`out.rs`), the vehicles (`send.rs`), the
-//! kept table (`cache.rs`), the kept compressed variants (`variants.rs`), the io pool (`pool.rs`), the counters
-//! (`stats.rs`), the stats socket and the log sinks; ACME's validations in
-//! flight (`challenges.rs`) and, with the `acme` feature, its client and
-//! the thread that obtains and renews certificates (`acme/`).
+//! The Linux backend: everything that moves bytes. What an answer is, is
+//! decided in `http/`; this side calls its pipeline (`http::answer`) and
+//! frames the result. Its rooms:
 //!
-//! What an answer is, is decided in `http/`; this side calls its pipeline
-//! (`http::answer`) and frames the result.
+//! - **The server and its life**: the running server and its signals
+//!   (`server.rs`), what the workers share (`shared.rs`) and the runtime
+//!   current now (`current.rs`), reload (`reload.rs`), upgrade
+//!   (`upgrade.rs`), the checks before it starts (`preflight.rs`).
+//! - **Listening and the loop**: the listeners (`listen.rs`: bound, or
+//!   passed by socket activation, `activation.rs`; a Unix path's
+//!   ownership, `unix_path.rs`), the worker loop (`worker.rs`) and its
+//!   clock (`clock.rs`).
+//! - **A connection**: the transport that reads and writes a socket
+//!   plainly or through rustls (`transport.rs`, `tls/`), a connection with
+//!   its protocol unit (`conn/`: `h1.rs` and `h2.rs`, over `link.rs`), the
+//!   send queue (`out.rs`, `out/`).
+//! - **How a file travels**: the vehicles (`send.rs`), the kept table
+//!   (`cache.rs`, `cache/`), the kept compressed variants
+//!   (`variants.rs`), the io pool for cold pages and opens (`pool.rs`).
+//! - **What goes to disk**: the write wing (`write/`: `PUT`, `DELETE`,
+//!   resumable uploads, each through one sink lifecycle), which sees the
+//!   server only through its own context.
+//! - **Credentials**: the verifier threads and their table (`auth_pool.rs`,
+//!   `verify.rs`).
+//! - **Certificates**: ACME's validations in flight (`challenges.rs`) and,
+//!   with the `acme` feature, its client and the thread that obtains and
+//!   renews certificates (`acme/`).
+//! - **What operators read**: the counters (`stats.rs`), the stats socket
+//!   (`stats_socket.rs`), the log sinks (`log.rs`, `log/`).
 
 #[cfg(feature = "acme")]
 mod acme;
