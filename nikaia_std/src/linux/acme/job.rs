@@ -3,6 +3,7 @@
 //! may have renewed), the CA's renewal window asked for, and, when due,
 //! an order run to the end and its pair stored.
 
+use super::objects::ProblemType;
 use super::offer::Offer;
 use super::order::{self, Want};
 use super::protocol::{Ca, Failure};
@@ -102,7 +103,7 @@ impl Job {
         outcome.ari = Some(ca.directory.renewal_info.is_some());
         let result = self.with_ca(&mut ca, manager, shared, &store, &name, now, outcome);
         if let Err(f) = &result {
-            if f.is("accountDoesNotExist") {
+            if f.is(ProblemType::AccountDoesNotExist) {
                 // The CA no longer knows the account (reset, deleted):
                 // the next attempt registers again.
                 let _ = store.remove("account.json");

@@ -8,13 +8,14 @@
 //!   per name while its order runs, so one stuck name delays no other;
 //! - `schedule.rs`: when to renew, when to try again;
 //! - `order.rs`: one certificate obtained; `protocol.rs`: RFC 8555 and
-//!   RFC 9773 requests; `jws.rs`: what they are signed with; `http.rs`:
-//!   HTTPS to the CA;
+//!   RFC 9773 requests; `objects.rs`: the CA's objects they read;
+//!   `jws.rs`: what they are signed with; `http.rs`: HTTPS to the CA;
 //! - `store.rs`: what survives a crash, and the per-name locks.
 
 mod http;
 mod job;
 mod jws;
+mod objects;
 mod offer;
 mod order;
 mod protocol;
@@ -23,6 +24,7 @@ mod store;
 mod stored;
 
 use self::job::{Done, Job, Outcome};
+use self::objects::ProblemType;
 use self::offer::{challenge_file, offer_stored};
 use self::schedule::Validity;
 use self::store::{Store, Version};
@@ -360,7 +362,8 @@ impl Manager {
                     .unwrap_or_else(|| schedule::backoff(name.failures, store::random_u64()));
                 // An account the CA lost (a CA reset) is made again at
                 // once, the first time.
-                let wait = match failure.is("accountDoesNotExist") && name.failures == 1 {
+                let wait = match failure.is(ProblemType::AccountDoesNotExist) && name.failures == 1
+                {
                     true => Duration::ZERO,
                     false => wait,
                 };

@@ -4,6 +4,9 @@
 //! and the order's URL are stored before anything is validated, so a
 //! restart resumes the order instead of placing a second one.
 
+use super::objects::{
+    Authorization, AuthorizationStatus, ChallengeStatus, Order, OrderStatus, ProblemType,
+};
 use super::protocol::{Ca, Failure};
 use super::store::Store;
 use crate::linux::tls::Pair;
@@ -70,7 +73,7 @@ pub(super) fn obtain(
                     if want.replaces.is_some()
                         && f.status >= 400
                         && f.status < 500
-                        && !f.is("rateLimited") =>
+                        && !f.is(ProblemType::RateLimited) =>
                 {
                     ca.new_order(want.name, want.profile, None)?
                 }
@@ -87,6 +90,10 @@ pub(super) fn obtain(
     let mut wait = Poll::new();
     // The CA's `Retry-After` on the order, when it gave one.
     let mut retry = None;
+    // Every authorization of `order` validated here: the order is ready
+    // (RFC 8555 §7.1.6), finalized without asking the CA; a CA that says
+    // it is not yet is asked.
+    let mut authorized = false;
     loop {
         if stop.load(Ordering::Relaxed) {
             return Err(Failure::new("the server is stopping"));
@@ -97,54 +104,45 @@ pub(super) fn obtain(
                 ORDER_DEADLINE.as_secs()
             )));
         }
-        let status = order["status"].as_str().unwrap_or("").to_owned();
-        order = match status.as_str() {
-            "pending" => {
-                let authorizations: Vec<String> =
-                    (order["authorizations"].as_array().into_iter().flatten())
-                        .filter_map(|a| a.as_str().map(str::to_owned))
-                        .collect();
-                for authz in authorizations {
-                    authorize(ca, &authz, want, validations, stop)?;
+        let status = match authorized {
+            true => OrderStatus::Ready,
+            false => order.status.clone(),
+        };
+        order = match status {
+            OrderStatus::Pending => {
+                for authz in &order.authorizations {
+                    authorize(ca, authz, want, validations, stop)?;
                 }
-                // Every authorization valid: the order is ready (RFC 8555
-                // §7.1.6), finalized without asking; a CA that says it is
-                // not yet is asked.
-                order["status"] = "ready".into();
-                order
+                authorized = true;
+                continue;
             }
-            "ready" => {
-                let finalize = order["finalize"]
-                    .as_str()
-                    .ok_or_else(|| Failure::new(format!("{url}: the order has no finalize URL")))?
-                    .to_owned();
-                match ca.finalize(&finalize, &csr(&key_pem, want.name)?) {
+            OrderStatus::Ready => {
+                let finalize = (order.finalize.as_deref())
+                    .ok_or_else(|| Failure::new(format!("{url}: the order has no finalize URL")))?;
+                match ca.finalize(finalize, &csr(&key_pem, want.name)?) {
                     Ok(order) => {
                         super::checkpoint("finalized");
                         order
                     }
-                    Err(f) if f.is("orderNotReady") => {
+                    Err(f) if f.is(ProblemType::OrderNotReady) => {
                         wait.sleep(None, stop);
                         ca.get(&url)?.0
                     }
                     Err(f) => return Err(f),
                 }
             }
-            "processing" => {
+            OrderStatus::Processing => {
                 // The CA signs: a moment before asking.
                 wait.sleep(retry, stop);
                 let (body, again) = ca.get(&url)?;
                 retry = again;
                 body
             }
-            "valid" => {
-                let cert = order["certificate"]
-                    .as_str()
-                    .ok_or_else(|| {
-                        Failure::new(format!("{url}: the valid order has no certificate URL"))
-                    })?
-                    .to_owned();
-                let chain = ca.certificate(&cert)?;
+            OrderStatus::Valid => {
+                let cert = order.certificate.as_deref().ok_or_else(|| {
+                    Failure::new(format!("{url}: the valid order has no certificate URL"))
+                })?;
+                let chain = ca.certificate(cert)?;
                 super::checkpoint("the chain downloaded");
                 let mut bundle = key_pem.clone().into_bytes();
                 bundle.extend_from_slice(&chain);
@@ -159,12 +157,15 @@ pub(super) fn obtain(
                 }
                 return Ok(bundle);
             }
-            _ => {
+            OrderStatus::Invalid | OrderStatus::Other(_) => {
                 let _ = store.remove(&order_file(want.name));
-                let why = order["error"]["detail"].as_str().unwrap_or("no detail");
+                let why = (order.error.as_ref())
+                    .and_then(|e| e.detail.as_deref())
+                    .unwrap_or("no detail");
                 return Err(Failure::new(format!("{url}: the order is {status}: {why}")));
             }
         };
+        authorized = false;
     }
 }
 
@@ -174,7 +175,7 @@ fn resume(
     ca: &mut Ca,
     store: &Store,
     name: &str,
-) -> Result<Option<(String, String, Value)>, Failure> {
+) -> Result<Option<(String, String, Order)>, Failure> {
     let Some(bytes) = store.read(&order_file(name))? else {
         return Ok(None);
     };
@@ -183,8 +184,8 @@ fn resume(
         store.remove(&order_file(name))?;
         return Ok(None);
     };
-    match ca.get(url) {
-        Ok((order, _)) if !matches!(order["status"].as_str(), Some("invalid") | None) => {
+    match ca.get::<Order>(url) {
+        Ok((order, _)) if order.status != OrderStatus::Invalid => {
             Ok(Some((url.to_owned(), key.to_owned(), order)))
         }
         Err(f) if f.status == 0 || f.status >= 500 => Err(f),
@@ -204,34 +205,28 @@ fn authorize(
     validations: &dyn Validations,
     stop: &AtomicBool,
 ) -> Result<(), Failure> {
-    let (authz, _) = ca.get(url)?;
-    match authz["status"].as_str() {
-        Some("valid") => return Ok(()),
-        Some("pending") => {}
-        other => {
-            return Err(Failure::new(format!(
-                "{url}: the authorization is {}",
-                other.unwrap_or("?")
-            )))
-        }
+    let (authz, _): (Authorization, _) = ca.get(url)?;
+    match &authz.status {
+        AuthorizationStatus::Valid => return Ok(()),
+        AuthorizationStatus::Pending => {}
+        other => return Err(Failure::new(format!("{url}: the authorization is {other}"))),
     }
-    let offered = authz["challenges"].as_array().cloned().unwrap_or_default();
+    let offered = &authz.challenges;
     let (kind, challenge) = want
         .challenges
         .iter()
         .find_map(|kind| {
-            let c = offered.iter().find(|c| c["type"] == kind.name())?;
-            Some((*kind, c.clone()))
+            let c = offered.iter().find(|c| c.kind == kind.name())?;
+            Some((*kind, c))
         })
         .ok_or_else(|| {
-            let types: Vec<&str> = offered.iter().filter_map(|c| c["type"].as_str()).collect();
+            let types: Vec<&str> = offered.iter().map(|c| c.kind.as_str()).collect();
             Failure::new(format!(
                 "{url}: the CA offers {} and none of them can be answered here",
                 types.join(", ")
             ))
         })?;
-    let (Some(token), Some(challenge_url)) =
-        (challenge["token"].as_str(), challenge["url"].as_str())
+    let (Some(token), Some(challenge_url)) = (challenge.token.as_deref(), challenge.url.as_deref())
     else {
         return Err(Failure::new(format!(
             "{url}: a challenge without token or URL"
@@ -245,7 +240,7 @@ fn authorize(
     // checks from several places, more than once.
     let result = (|| {
         super::checkpoint("a validation offered");
-        if challenge["status"] == "pending" {
+        if challenge.status == Some(ChallengeStatus::Pending) {
             ca.respond(challenge_url)?;
             super::checkpoint("a validation asked for");
         }
@@ -255,23 +250,25 @@ fn authorize(
         loop {
             // The CA validates: a moment before each look.
             wait.sleep(retry, stop);
-            let (authz, again) = ca.get(url)?;
+            let (authz, again): (Authorization, _) = ca.get(url)?;
             retry = again;
-            match authz["status"].as_str() {
-                Some("valid") => {
+            let going = started.elapsed() < ORDER_DEADLINE && !stop.load(Ordering::Relaxed);
+            match &authz.status {
+                AuthorizationStatus::Valid => {
                     super::checkpoint("an authorization valid");
                     return Ok(());
                 }
-                Some("pending") | Some("processing")
-                    if started.elapsed() < ORDER_DEADLINE && !stop.load(Ordering::Relaxed) => {}
+                AuthorizationStatus::Pending if going => {}
+                // A challenge's state, not an authorization's (RFC 8555
+                // §7.1.6), from a CA that says it of both: polled on.
+                AuthorizationStatus::Other(word) if going && word == "processing" => {}
                 status => {
-                    let detail = (authz["challenges"].as_array().into_iter().flatten())
-                        .find_map(|c| c["error"]["detail"].as_str())
+                    let detail = (authz.challenges.iter())
+                        .find_map(|c| c.error.as_ref()?.detail.as_deref())
                         .unwrap_or("no detail");
                     return Err(Failure::new(format!(
-                        "{url}: {} validation {}: {detail}",
+                        "{url}: {} validation {status}: {detail}",
                         kind.name(),
-                        status.unwrap_or("?")
                     )));
                 }
             }

@@ -6,6 +6,8 @@
 
 use super::http::{Http, Response};
 use super::jws::AccountKey;
+use super::objects::{Challenge, DirectoryObject, Order, Problem, ProblemType, RenewalInfo};
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime};
 
@@ -23,9 +25,8 @@ pub(crate) struct Failure {
     pub(crate) message: String,
     /// The CA's `Retry-After`, when it said one (rateLimited, 503).
     pub(crate) retry_after: Option<Duration>,
-    /// The problem's type without its URN prefix (`rateLimited`,
-    /// `accountDoesNotExist`, `badNonce`…), when the CA sent one.
-    pub(crate) kind: Option<String>,
+    /// The problem's type, when the CA sent one.
+    pub(crate) kind: Option<ProblemType>,
     /// The HTTP status, when there was an answer.
     pub(crate) status: u16,
 }
@@ -41,8 +42,8 @@ impl Failure {
     }
 
     /// Whether the CA said so in a problem of this type.
-    pub(crate) fn is(&self, kind: &str) -> bool {
-        self.kind.as_deref() == Some(kind)
+    pub(crate) fn is(&self, kind: ProblemType) -> bool {
+        self.kind == Some(kind)
     }
 }
 
@@ -85,23 +86,22 @@ impl Ca {
     /// Reads the directory at `url`.
     pub(super) fn connect(mut http: Http, url: &str, key: AccountKey) -> Result<Ca, Failure> {
         let r = http.request("GET", url, None, &[])?;
-        let body = expect(&r, &[200], url)?;
-        let s = |k: &str| body[k].as_str().map(str::to_owned);
-        let need = |k: &str| {
-            s(k).ok_or_else(|| Failure::new(format!("{url}: the directory has no `{k}`")))
+        let body: DirectoryObject = expect(&r, &[200], url)?;
+        let need = |v: Option<String>, k: &str| {
+            v.ok_or_else(|| Failure::new(format!("{url}: the directory has no `{k}`")))
         };
-        let meta = &body["meta"];
+        let meta = body.meta.unwrap_or_default();
         let directory = Directory {
-            new_nonce: need("newNonce")?,
-            new_account: need("newAccount")?,
-            new_order: need("newOrder")?,
-            renewal_info: s("renewalInfo"),
-            terms: meta["termsOfService"].as_str().map(str::to_owned),
-            profiles: meta["profiles"]
-                .as_object()
-                .map(|p| p.keys().cloned().collect())
+            new_nonce: need(body.new_nonce, "newNonce")?,
+            new_account: need(body.new_account, "newAccount")?,
+            new_order: need(body.new_order, "newOrder")?,
+            renewal_info: body.renewal_info,
+            terms: meta.terms_of_service,
+            profiles: meta
+                .profiles
+                .map(|p| p.into_keys().collect())
                 .unwrap_or_default(),
-            eab_required: meta["externalAccountRequired"].as_bool() == Some(true),
+            eab_required: meta.external_account_required == Some(true),
         };
         Ok(Ca {
             http,
@@ -142,7 +142,7 @@ impl Ca {
             }
             let failure = problem(&r, url);
             tries += 1;
-            if failure.is("badNonce") && tries <= NONCE_RETRIES {
+            if failure.is(ProblemType::BadNonce) && tries <= NONCE_RETRIES {
                 continue;
             }
             return Err(failure);
@@ -175,7 +175,8 @@ impl Ca {
         }
         self.kid = None;
         let r = self.post(&url, Some(&payload))?;
-        expect(&r, &[200, 201], &url)?;
+        // The account object is not read: its URL comes in `Location`.
+        let _: IgnoredAny = expect(&r, &[200, 201], &url)?;
         let kid = r
             .header("location")
             .ok_or_else(|| Failure::new(format!("{url}: the account has no Location")))?
@@ -190,7 +191,7 @@ impl Ca {
         name: &str,
         profile: Option<&str>,
         replaces: Option<&str>,
-    ) -> Result<(String, Value), Failure> {
+    ) -> Result<(String, Order), Failure> {
         let url = self.directory.new_order.clone();
         let mut payload = json!({"identifiers": [{"type": "dns", "value": name}]});
         if let Some(profile) = profile {
@@ -208,22 +209,25 @@ impl Ca {
         Ok((order, body))
     }
 
-    /// A POST-as-GET of a resource's JSON (an order, an authorization, a
-    /// challenge), with the `Retry-After` it came with.
-    pub(super) fn get(&mut self, url: &str) -> Result<(Value, Option<Duration>), Failure> {
+    /// A POST-as-GET of a resource (an order, an authorization), with the
+    /// `Retry-After` it came with.
+    pub(super) fn get<T: DeserializeOwned>(
+        &mut self,
+        url: &str,
+    ) -> Result<(T, Option<Duration>), Failure> {
         let r = self.post(url, None)?;
         let body = expect(&r, &[200], url)?;
         Ok((body, retry_after(&r)))
     }
 
     /// Tells the CA a challenge is ready to be validated.
-    pub(super) fn respond(&mut self, challenge: &str) -> Result<Value, Failure> {
+    pub(super) fn respond(&mut self, challenge: &str) -> Result<Challenge, Failure> {
         let r = self.post(challenge, Some(&json!({})))?;
         expect(&r, &[200], challenge)
     }
 
     /// Sends the CSR to the order's `finalize` URL.
-    pub(super) fn finalize(&mut self, url: &str, csr_der: &[u8]) -> Result<Value, Failure> {
+    pub(super) fn finalize(&mut self, url: &str, csr_der: &[u8]) -> Result<Order, Failure> {
         let payload = json!({"csr": super::jws::b64(csr_der)});
         let r = self.post(url, Some(&payload))?;
         expect(&r, &[200], url)
@@ -250,41 +254,41 @@ impl Ca {
         let url = format!("{}/{cert_id}", base.trim_end_matches('/'));
         self.requests += 1;
         let r = self.http.request("GET", &url, None, &[])?;
-        let body = expect(&r, &[200], &url)?;
-        let time = |k: &str| body["suggestedWindow"][k].as_str().and_then(parse_rfc3339);
-        match (time("start"), time("end")) {
-            (Some(start), Some(end)) => Ok(Some((start, end, retry_after(&r)))),
-            _ => Err(Failure::new(format!("{url}: no suggestedWindow"))),
+        let body: RenewalInfo = expect(&r, &[200], &url)?;
+        match body.suggested_window {
+            Some(window) => Ok(Some((window.start, window.end, retry_after(&r)))),
+            None => Err(Failure::new(format!("{url}: no suggestedWindow"))),
         }
     }
 }
 
-/// The JSON body of an answer with one of `statuses`, or the problem.
-fn expect(r: &Response, statuses: &[u16], url: &str) -> Result<Value, Failure> {
+/// The body of an answer with one of `statuses`, read as a `T`, or the
+/// problem.
+fn expect<T: DeserializeOwned>(r: &Response, statuses: &[u16], url: &str) -> Result<T, Failure> {
     if !statuses.contains(&r.status) {
         return Err(problem(r, url));
     }
-    serde_json::from_slice(&r.body)
-        .map_err(|e| Failure::new(format!("{url}: the answer is not JSON: {e}")))
+    serde_json::from_slice(&r.body).map_err(|e| {
+        let what = match e.classify() {
+            serde_json::error::Category::Data => "what RFC 8555 says",
+            _ => "JSON",
+        };
+        Failure::new(format!("{url}: the answer is not {what}: {e}"))
+    })
 }
 
 /// An error answer as a [`Failure`]: its problem document (RFC 7807) where
 /// there is one, its `Retry-After`.
 fn problem(r: &Response, url: &str) -> Failure {
-    let doc: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
-    let kind = doc["type"].as_str().map(|t| {
-        t.trim_start_matches("urn:ietf:params:acme:error:")
-            .to_owned()
-    });
-    let detail = doc["detail"].as_str().unwrap_or("");
-    let what = match &kind {
-        Some(kind) => format!("{kind}: {detail}"),
+    let doc: Problem = serde_json::from_slice(&r.body).unwrap_or_default();
+    let what = match &doc.kind {
+        Some(kind) => format!("{}: {}", kind.short(), doc.detail.unwrap_or_default()),
         None => format!("HTTP {}", r.status),
     };
     Failure {
         message: format!("{url}: {what}"),
         retry_after: retry_after(r),
-        kind,
+        kind: doc.kind,
         status: r.status,
     }
 }
