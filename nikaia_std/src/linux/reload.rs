@@ -208,8 +208,10 @@ pub(crate) fn reload(
 fn acme(shared: &Arc<Shared>, new: &Runtime) {
     let mut slot = shared.acme.lock().unwrap_or_else(|e| e.into_inner());
     let started = match (slot.as_ref(), &new.acme) {
-        (Some(manager), Some(acme)) => manager.configure(shared, acme).map(|()| None),
-        (None, Some(acme)) => super::acme::Manager::start(shared, acme).map(Some),
+        (Some(manager), Some(acme)) => manager.configure(acme).map(|()| None),
+        (None, Some(acme)) => {
+            super::acme::Manager::start(super::server::acme_context(shared), acme).map(Some)
+        }
         (Some(manager), None) => {
             manager.stop();
             if let Some(tls) = &shared.tls {

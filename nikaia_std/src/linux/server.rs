@@ -122,7 +122,7 @@ pub(crate) fn start_acme(shared: &Arc<Shared>, acme: Option<&crate::rt::Acme>) -
     };
     #[cfg(feature = "acme")]
     {
-        let manager = super::acme::Manager::start(shared, acme)?;
+        let manager = super::acme::Manager::start(acme_context(shared), acme)?;
         *shared.acme.lock().unwrap_or_else(|e| e.into_inner()) = Some(manager);
         Ok(())
     }
@@ -130,6 +130,21 @@ pub(crate) fn start_acme(shared: &Arc<Shared>, acme: Option<&crate::rt::Acme>) -
     {
         let _ = (shared, acme);
         Err(io::Error::other(NO_ACME))
+    }
+}
+
+/// What ACME uses of the server: the TLS set it serves its pairs in, the
+/// validations, the logs, the stop, its report, and which challenges the
+/// listeners can answer.
+#[cfg(feature = "acme")]
+pub(crate) fn acme_context(shared: &Shared) -> super::acme::Context {
+    super::acme::Context {
+        tls: shared.tls.clone(),
+        challenges: shared.challenges.clone(),
+        logs: shared.logs.clone(),
+        stop: shared.stop.clone(),
+        status: shared.acme_status.clone(),
+        answerable: super::acme::Context::answerable(&shared.listeners()),
     }
 }
 

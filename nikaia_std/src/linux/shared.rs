@@ -26,7 +26,7 @@ pub(crate) struct Shared {
     /// The listening sockets; each worker holds them too. Taken at
     /// shutdown, so a socket closes once the last worker let go of it.
     pub(crate) listeners: Mutex<Vec<Arc<Listener>>>,
-    pub(crate) logs: Logs,
+    pub(crate) logs: Arc<Logs>,
     pub(crate) cache: Cache<Meta>,
     /// The kept compressed variants and their compressor thread.
     pub(crate) variants: super::variants::Variants,
@@ -38,16 +38,16 @@ pub(crate) struct Shared {
     /// uploads), with its writer threads.
     pub(crate) wing: Arc<super::write::Wing>,
     /// The HTTPS side, when a listener speaks TLS.
-    pub(crate) tls: Option<super::tls::Tls>,
+    pub(crate) tls: Option<Arc<super::tls::Tls>>,
     /// ACME's validations in flight, answered on every listener.
     pub(crate) challenges: Arc<super::challenges::Challenges>,
     /// What ACME reports of each of its names (`nikaia explain`); empty
     /// without it.
-    pub(crate) acme_status: Mutex<Vec<crate::rt::CertReport>>,
+    pub(crate) acme_status: Arc<Mutex<Vec<crate::rt::CertReport>>>,
     /// The ACME manager, while `[acme]` is set.
     #[cfg(feature = "acme")]
     pub(crate) acme: Mutex<Option<Arc<super::acme::Manager>>>,
-    pub(crate) stop: AtomicBool,
+    pub(crate) stop: Arc<AtomicBool>,
     pub(crate) connections: AtomicUsize,
     /// `max-connections`, lowered if the descriptor limit cannot hold it.
     pub(crate) max_connections: AtomicUsize,
@@ -197,7 +197,7 @@ impl Shared {
     pub(crate) fn new(router: Router, rt: Runtime, listeners: Vec<Listener>) -> io::Result<Shared> {
         let challenges = Arc::new(super::challenges::Challenges::default());
         let tls = match listeners.iter().any(|l| l.tls) {
-            true => Some(super::tls::Tls::new(&rt, challenges.clone())?),
+            true => Some(Arc::new(super::tls::Tls::new(&rt, challenges.clone())?)),
             false => None,
         };
         // Any TLS listener in the process means the kept table holds
@@ -215,7 +215,7 @@ impl Shared {
             router,
             tls,
             challenges,
-            acme_status: Mutex::default(),
+            acme_status: Arc::default(),
             #[cfg(feature = "acme")]
             acme: Mutex::default(),
             cache: Cache::new(rt.static_cache, rt.static_cache_bytes, keep),
@@ -230,14 +230,14 @@ impl Shared {
             )?),
             auth,
             stats,
-            logs: Logs {
+            logs: Arc::new(Logs {
                 access: Sink::open(&rt.access_log)?,
                 error: Sink::open(&rt.error_log)?,
-            },
+            }),
             max_connections: AtomicUsize::new(rt.max_connections),
             current,
             listeners: Mutex::new(listeners.into_iter().map(Arc::new).collect()),
-            stop: AtomicBool::new(false),
+            stop: Arc::default(),
             connections: AtomicUsize::new(0),
         })
     }

@@ -11,7 +11,6 @@ use super::schedule::{self, Validity};
 use super::store::{self, Store, Version};
 use super::stored::read_pair;
 use super::{http, jws, next_time, Manager, Name};
-use crate::linux::shared::Shared;
 use crate::linux::tls::Pair;
 use crate::rt::{Acme, ChallengeKind};
 use rustls::pki_types::pem::PemObject as _;
@@ -51,23 +50,18 @@ pub(super) struct Job {
 }
 
 impl Job {
-    pub(super) fn run(&self, manager: &Manager, shared: &Shared) -> Outcome {
+    pub(super) fn run(&self, manager: &Manager) -> Outcome {
         let mut outcome = Outcome {
             result: Err(Failure::new("not run")),
             orders: 0,
             asked: false,
             ari: None,
         };
-        outcome.result = self.work(manager, shared, &mut outcome);
+        outcome.result = self.work(manager, &mut outcome);
         outcome
     }
 
-    fn work(
-        &self,
-        manager: &Manager,
-        shared: &Shared,
-        outcome: &mut Outcome,
-    ) -> Result<Done, Failure> {
+    fn work(&self, manager: &Manager, outcome: &mut Outcome) -> Result<Done, Failure> {
         let store = Store::open(&self.acme.storage, &self.acme.directory)?;
         let Some(_lock) = store.try_lock(&self.domain)? else {
             return Ok(Done::Elsewhere);
@@ -80,7 +74,7 @@ impl Job {
             ..Name::default()
         };
         let file = format!("{}.pem", self.domain);
-        if let Some(stored) = read_pair(shared, &store, &self.domain, &file) {
+        if let Some(stored) = read_pair(&manager.ctx, &store, &self.domain, &file) {
             let newer = name
                 .pair
                 .as_ref()
@@ -101,7 +95,7 @@ impl Job {
         outcome.asked = true;
         let mut ca = session(&self.acme, &store)?;
         outcome.ari = Some(ca.directory.renewal_info.is_some());
-        let result = self.with_ca(&mut ca, manager, shared, &store, &name, now, outcome);
+        let result = self.with_ca(&mut ca, manager, &store, &name, now, outcome);
         if let Err(f) = &result {
             if f.is(ProblemType::AccountDoesNotExist) {
                 // The CA no longer knows the account (reset, deleted):
@@ -112,12 +106,10 @@ impl Job {
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn with_ca(
         &self,
         ca: &mut Ca,
         manager: &Manager,
-        shared: &Shared,
         store: &Store,
         name: &Name,
         now: SystemTime,
@@ -143,7 +135,7 @@ impl Job {
                 // A window that cannot be read: renew by the lifetime, and
                 // ask again after a backoff.
                 Err(f) => {
-                    shared.logs.error(format_args!(
+                    manager.ctx.logs.error(format_args!(
                         "ACME {}: renewal window: {}",
                         self.domain, f.message
                     ));
@@ -172,7 +164,10 @@ impl Job {
             challenges: &self.usable,
             replaces: replaces.as_deref(),
         };
-        let offer = Offer { shared, store };
+        let offer = Offer {
+            ctx: &manager.ctx,
+            store,
+        };
         let mut placed = || outcome.orders += 1;
         let bundle = order::obtain(ca, store, &want, &offer, &manager.stop, &mut placed)?;
         let file = format!("{}.pem", self.domain);

@@ -6,6 +6,7 @@
 //!   looked at, the thread that looks (every quarter second: the wall
 //!   clock, the storage another process may have written), and a thread
 //!   per name while its order runs, so one stuck name delays no other;
+//!   and its [`Context`], what it uses of the running server;
 //! - `schedule.rs`: when to renew, when to try again;
 //! - `order.rs`: one certificate obtained; `protocol.rs`: RFC 8555 and
 //!   RFC 9773 requests; `objects.rs`: the CA's objects they read;
@@ -29,9 +30,11 @@ use self::offer::{challenge_file, offer_stored};
 use self::schedule::Validity;
 use self::store::{Store, Version};
 use self::stored::load_stored;
-use super::shared::Shared;
-use super::tls::Pair;
-use crate::rt::{format_utc, Acme, CertReport, ChallengeKind};
+use super::challenges::Challenges;
+use super::listen::Listener;
+use super::log::Logs;
+use super::tls::{Pair, Tls};
+use crate::rt::{format_utc, Acme, CertReport, ChallengeKind, ListenAddr};
 use crate::sync::lock;
 use std::collections::BTreeMap;
 use std::io;
@@ -44,8 +47,44 @@ pub(super) const TICK: Duration = Duration::from_millis(250);
 /// How soon a name whose lock another process holds is looked at again.
 const ELSEWHERE: Duration = Duration::from_secs(2);
 
+/// What ACME uses of the running server, and nothing more: made where the
+/// server starts (and by a reload that adds `[acme]`).
+pub(crate) struct Context {
+    /// The HTTPS side, when a listener speaks TLS: the set ACME's pairs
+    /// are served in.
+    pub(crate) tls: Option<Arc<Tls>>,
+    /// The validations in flight, answered on every listener.
+    pub(crate) challenges: Arc<Challenges>,
+    pub(crate) logs: Arc<Logs>,
+    /// Set when the server stops.
+    pub(crate) stop: Arc<AtomicBool>,
+    /// What `nikaia explain` shows of each name.
+    pub(crate) status: Arc<Mutex<Vec<CertReport>>>,
+    /// The challenges some listener can answer: HTTP-01 on a plain TCP
+    /// listener, TLS-ALPN-01 on a TLS one.
+    pub(crate) answerable: Vec<ChallengeKind>,
+}
+
+impl Context {
+    /// The challenges `listeners` can answer, for [`Context::answerable`].
+    pub(crate) fn answerable(listeners: &[Arc<Listener>]) -> Vec<ChallengeKind> {
+        let tcp = |l: &&Arc<Listener>| matches!(l.address, ListenAddr::Tcp(_));
+        let plain = listeners.iter().filter(tcp).any(|l| !l.tls);
+        let tls = listeners.iter().filter(tcp).any(|l| l.tls);
+        let mut kinds = Vec::new();
+        if plain {
+            kinds.push(ChallengeKind::Http01);
+        }
+        if tls {
+            kinds.push(ChallengeKind::TlsAlpn01);
+        }
+        kinds
+    }
+}
+
 /// The ACME side of a running server.
 pub(crate) struct Manager {
+    ctx: Context,
     state: Mutex<State>,
     /// This process's mark in the storage, for another process on it:
     /// made at start, moved by a reload that moves the storage, removed
@@ -95,30 +134,31 @@ impl Manager {
     /// Checks the storage, serves every stored pair at once (no request to
     /// the CA first), and starts the thread that obtains the rest and
     /// renews. Refused when the storage is not private or cannot be made.
-    pub(crate) fn start(shared: &Arc<Shared>, acme: &Acme) -> io::Result<Arc<Manager>> {
+    pub(crate) fn start(ctx: Context, acme: &Acme) -> io::Result<Arc<Manager>> {
         let store = Store::open(&acme.storage, &acme.directory)?;
         let manager = Arc::new(Manager {
             state: Mutex::new(State {
                 acme: acme.clone(),
-                usable: usable(shared, acme),
+                usable: usable(&ctx, acme),
                 names: BTreeMap::new(),
                 ari: None,
             }),
             presence: Mutex::new(store.present().ok()),
             stop: AtomicBool::new(false),
+            ctx,
         });
-        manager.adopt(shared, acme, &store);
-        let (thread_shared, thread_manager) = (shared.clone(), manager.clone());
+        manager.adopt(acme, &store);
+        let thread_manager = manager.clone();
         std::thread::Builder::new()
             .name("nikaia-acme".into())
-            .spawn(move || thread_manager.run(&thread_shared))?;
+            .spawn(move || thread_manager.run())?;
         Ok(manager)
     }
 
     /// Takes a new `[acme]` table (a reload): names added are obtained,
     /// names removed no longer renewed nor served; a new directory or
     /// storage reads the pairs stored there.
-    pub(crate) fn configure(&self, shared: &Arc<Shared>, acme: &Acme) -> io::Result<()> {
+    pub(crate) fn configure(&self, acme: &Acme) -> io::Result<()> {
         let store = Store::open(&acme.storage, &acme.directory)?;
         let mut presence = lock(&self.presence);
         // The same storage keeps its mark: a second one of this process
@@ -140,7 +180,7 @@ impl Manager {
                     name.window = None;
                 }
             }
-            state.usable = usable(shared, acme);
+            state.usable = usable(&self.ctx, acme);
             state.acme = acme.clone();
             let gone: Vec<String> = (state.names.keys())
                 .filter(|n| !acme.domains.contains(n))
@@ -151,12 +191,12 @@ impl Manager {
             }
             gone
         };
-        if let Some(tls) = &shared.tls {
+        if let Some(tls) = &self.ctx.tls {
             for name in &removed {
                 tls.set_acme(name, None);
             }
         }
-        self.adopt(shared, acme, &store);
+        self.adopt(acme, &store);
         Ok(())
     }
 
@@ -170,8 +210,10 @@ impl Manager {
     }
 
     /// Adds the names of `acme` not known yet, serving their stored pairs.
-    fn adopt(&self, shared: &Shared, acme: &Acme, store: &Store) {
-        shared.challenges.set_managed(acme.domains.iter().cloned());
+    fn adopt(&self, acme: &Acme, store: &Store) {
+        self.ctx
+            .challenges
+            .set_managed(acme.domains.iter().cloned());
         let now = SystemTime::now();
         let mut state = lock(&self.state);
         let ari = state.ari;
@@ -179,21 +221,22 @@ impl Manager {
             let name = state.names.entry(domain.clone()).or_default();
             if name.stored.is_none() {
                 name.next = Some(now);
-                load_stored(shared, store, domain, name, now, ari);
+                load_stored(&self.ctx, store, domain, name, now, ari);
             }
         }
         drop(state);
-        self.publish(shared);
+        self.publish();
     }
 
     /// The thread: every tick, the storage and the clock.
-    fn run(self: Arc<Self>, shared: &Arc<Shared>) {
+    fn run(self: Arc<Self>) {
+        let ctx = &self.ctx;
         let mut expiry_seen = None;
         // The storage, opened again only when a reload moves it (or after
         // it could not be opened: logged once).
         let mut store: Option<(std::path::PathBuf, String, Store)> = None;
         let mut failing = false;
-        while !self.stop.load(Ordering::Relaxed) && !shared.stop.load(Ordering::Relaxed) {
+        while !self.stop.load(Ordering::Relaxed) && !ctx.stop.load(Ordering::Relaxed) {
             let now = SystemTime::now();
             let (storage, directory) = {
                 let state = lock(&self.state);
@@ -210,7 +253,7 @@ impl Manager {
                     }
                     Err(e) => {
                         if !failing {
-                            shared.logs.error(format_args!("ACME: {e}"));
+                            ctx.logs.error(format_args!("ACME: {e}"));
                         }
                         failing = true;
                         None
@@ -218,11 +261,11 @@ impl Manager {
                 };
             }
             if let Some((_, _, store)) = &store {
-                self.poll_storage(shared, store, now);
+                self.poll_storage(store, now);
             }
-            self.start_due(shared, now);
+            self.start_due(now);
             // A pair that just expired stops winning over the others.
-            if let Some(tls) = &shared.tls {
+            if let Some(tls) = &ctx.tls {
                 let next = tls.current().next_expiry(now);
                 if expiry_seen.is_some_and(|seen| next != Some(seen)) {
                     tls.refresh();
@@ -234,7 +277,8 @@ impl Manager {
     }
 
     /// Another process's work: a pair it stored, a validation it runs.
-    fn poll_storage(&self, shared: &Shared, store: &Store, now: SystemTime) {
+    fn poll_storage(&self, store: &Store, now: SystemTime) {
+        let ctx = &self.ctx;
         let mut state = lock(&self.state);
         let ari = state.ari;
         let mut changed = false;
@@ -244,16 +288,16 @@ impl Manager {
             }
             let file = format!("{domain}.pem");
             if store.version(&file) != name.stored {
-                changed |= load_stored(shared, store, domain, name, now, ari);
+                changed |= load_stored(ctx, store, domain, name, now, ari);
             }
             let file = challenge_file(domain);
             let version = store.version(&file);
             if version != name.challenge {
                 name.challenge = version;
-                let token = offer_stored(shared, store, domain);
+                let token = offer_stored(ctx, store, domain);
                 if token != name.challenge_token {
                     if let Some(old) = &name.challenge_token {
-                        shared.challenges.withdraw(domain, Some(old));
+                        ctx.challenges.withdraw(domain, Some(old));
                     }
                     name.challenge_token = token;
                 }
@@ -261,12 +305,12 @@ impl Manager {
         }
         drop(state);
         if changed {
-            self.publish(shared);
+            self.publish();
         }
     }
 
     /// Starts a job for every name whose time has come.
-    fn start_due(self: &Arc<Self>, shared: &Arc<Shared>, now: SystemTime) {
+    fn start_due(self: &Arc<Self>, now: SystemTime) {
         let mut state = lock(&self.state);
         let due: Vec<String> = (state.names.iter())
             .filter(|(_, n)| !n.running && n.next.is_some_and(|t| t <= now))
@@ -284,26 +328,25 @@ impl Manager {
                 domain: domain.clone(),
                 ari,
             };
-            let (manager, job_shared) = (self.clone(), shared.clone());
+            let manager = self.clone();
             let spawned = std::thread::Builder::new()
                 .name("nikaia-acme-order".into())
                 .spawn(move || {
-                    let outcome = job.run(&manager, &job_shared);
-                    manager.finish(&job_shared, &job.domain, outcome);
+                    let outcome = job.run(&manager);
+                    manager.finish(&job.domain, outcome);
                 });
             if let Err(e) = spawned {
                 let name = state.names.get_mut(&domain).expect("a known name");
                 name.running = false;
                 name.next = Some(now + ELSEWHERE);
-                shared
-                    .logs
-                    .error(format_args!("ACME {domain}: no thread for the order: {e}"));
+                (self.ctx.logs).error(format_args!("ACME {domain}: no thread for the order: {e}"));
             }
         }
     }
 
     /// What a job came to.
-    fn finish(&self, shared: &Shared, domain: &str, outcome: Outcome) {
+    fn finish(&self, domain: &str, outcome: Outcome) {
+        let ctx = &self.ctx;
         let now = SystemTime::now();
         let mut state = lock(&self.state);
         if outcome.ari.is_some() {
@@ -338,10 +381,9 @@ impl Manager {
                     }
                     _ => "certificate obtained",
                 };
-                shared
-                    .logs
+                ctx.logs
                     .notice(format_args!("ACME {domain}: {how}, not after {end}{next}"));
-                if let Some(tls) = &shared.tls {
+                if let Some(tls) = &ctx.tls {
                     tls.set_acme(domain, name.pair.clone());
                 }
             }
@@ -369,7 +411,7 @@ impl Manager {
                 };
                 name.next = Some(now + wait);
                 name.last_error = Some(failure.message.clone());
-                shared.logs.error(format_args!(
+                ctx.logs.error(format_args!(
                     "ACME {domain}: {}; next attempt at {}",
                     failure.message,
                     format_utc(now + wait)
@@ -377,11 +419,11 @@ impl Manager {
             }
         }
         drop(state);
-        self.publish(shared);
+        self.publish();
     }
 
     /// Writes what `nikaia explain` shows of each name.
-    fn publish(&self, shared: &Shared) {
+    fn publish(&self) {
         let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         let state = lock(&self.state);
         let now = SystemTime::now();
@@ -405,7 +447,7 @@ impl Manager {
                 r
             })
             .collect();
-        *lock(&shared.acme_status) = reports;
+        *lock(&self.ctx.status) = reports;
     }
 }
 
@@ -454,18 +496,10 @@ pub(super) fn next_time(name: &Name, now: SystemTime, ari: Option<bool>) -> Opti
     })
 }
 
-/// The challenges some listener of this server can answer: HTTP-01 on a
-/// plain TCP listener, TLS-ALPN-01 on a TLS one.
-fn usable(shared: &Shared, acme: &Acme) -> Vec<ChallengeKind> {
-    let listeners = shared.listeners();
-    let tcp =
-        |l: &&Arc<super::listen::Listener>| matches!(l.address, crate::rt::ListenAddr::Tcp(_));
-    let plain = listeners.iter().filter(tcp).any(|l| !l.tls);
-    let tls = listeners.iter().filter(tcp).any(|l| l.tls);
+/// The challenges `acme` allows that some listener of this server can
+/// answer, in the operator's order.
+fn usable(ctx: &Context, acme: &Acme) -> Vec<ChallengeKind> {
     (acme.challenges.iter().copied())
-        .filter(|c| match c {
-            ChallengeKind::Http01 => plain,
-            ChallengeKind::TlsAlpn01 => tls,
-        })
+        .filter(|c| ctx.answerable.contains(c))
         .collect()
 }

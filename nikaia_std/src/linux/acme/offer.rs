@@ -4,7 +4,7 @@
 
 use super::order::{self, Validations};
 use super::store::Store;
-use crate::linux::shared::Shared;
+use super::Context;
 use crate::rt::ChallengeKind;
 use serde_json::json;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ pub(super) fn challenge_file(domain: &str) -> String {
 /// Offers the validation another process stored for `domain` (it may be
 /// this process that the CA reaches), or withdraws it when it is gone;
 /// the token offered.
-pub(super) fn offer_stored(shared: &Shared, store: &Store, domain: &str) -> Option<String> {
+pub(super) fn offer_stored(ctx: &Context, store: &Store, domain: &str) -> Option<String> {
     let record: serde_json::Value = store
         .read(&challenge_file(domain))
         .ok()
@@ -30,11 +30,11 @@ pub(super) fn offer_stored(shared: &Shared, store: &Store, domain: &str) -> Opti
         record["key_authorization"].as_str(),
     ) {
         (Some(kind), Some(token), Some(ka)) => {
-            let _ = offer(shared, domain, kind, token, ka);
+            let _ = offer(ctx, domain, kind, token, ka);
             Some(token.to_owned())
         }
         _ => {
-            shared.challenges.withdraw(domain, None);
+            ctx.challenges.withdraw(domain, None);
             None
         }
     }
@@ -43,16 +43,16 @@ pub(super) fn offer_stored(shared: &Shared, store: &Store, domain: &str) -> Opti
 /// Offers the answer to a validation of `domain` by `kind`: HTTP-01's key
 /// authorization by token, or TLS-ALPN-01's certificate by name.
 fn offer(
-    shared: &Shared,
+    ctx: &Context,
     domain: &str,
     kind: ChallengeKind,
     token: &str,
     key_authorization: &str,
 ) -> Result<(), String> {
     match kind {
-        ChallengeKind::Http01 => shared.challenges.offer_http(token, key_authorization),
+        ChallengeKind::Http01 => ctx.challenges.offer_http(token, key_authorization),
         ChallengeKind::TlsAlpn01 => {
-            let Some(tls) = &shared.tls else {
+            let Some(tls) = &ctx.tls else {
                 return Err("TLS-ALPN-01 needs a TLS listener".into());
             };
             let (cert, key) = order::alpn_certificate(domain, key_authorization)?;
@@ -65,8 +65,7 @@ fn offer(
             // Not `from_der`: it checks the certificate as a peer's, and
             // refuses the critical acmeIdentifier extension it must carry.
             let certified = rustls::sign::CertifiedKey::new(vec![cert.into()], signer);
-            shared
-                .challenges
+            ctx.challenges
                 .offer_alpn(domain, tls.challenge_config(Arc::new(certified)));
         }
     }
@@ -82,7 +81,7 @@ fn kind_named(name: &str) -> Option<ChallengeKind> {
 /// Where a job offers its validations: this process's memory, and the
 /// storage (for another process the CA may reach).
 pub(super) struct Offer<'a> {
-    pub shared: &'a Shared,
+    pub ctx: &'a Context,
     pub store: &'a Store,
 }
 
@@ -94,7 +93,7 @@ impl Validations for Offer<'_> {
         token: &str,
         key_authorization: &str,
     ) -> Result<(), String> {
-        offer(self.shared, name, kind, token, key_authorization)?;
+        offer(self.ctx, name, kind, token, key_authorization)?;
         let record =
             json!({"kind": kind.name(), "token": token, "key_authorization": key_authorization});
         self.store
@@ -110,7 +109,7 @@ impl Validations for Offer<'_> {
     }
 
     fn withdraw(&self, name: &str, token: &str) {
-        self.shared.challenges.withdraw(name, Some(token));
+        self.ctx.challenges.withdraw(name, Some(token));
         let _ = self.store.remove(&challenge_file(name));
     }
 }

@@ -3,8 +3,7 @@
 //! logged and the pair before it kept.
 
 use super::store::Store;
-use super::{next_time, Name};
-use crate::linux::shared::Shared;
+use super::{next_time, Context, Name};
 use crate::linux::tls::Pair;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -12,7 +11,7 @@ use std::time::SystemTime;
 /// Reads `<domain>.pem` (or, when it does not load, `<domain>.prev.pem`)
 /// into `name` and the TLS set. Whether the served pair changed.
 pub(super) fn load_stored(
-    shared: &Shared,
+    ctx: &Context,
     store: &Store,
     domain: &str,
     name: &mut Name,
@@ -22,8 +21,8 @@ pub(super) fn load_stored(
     let file = format!("{domain}.pem");
     let version = store.version(&file);
     name.stored = version;
-    let Some(pair) = read_pair(shared, store, domain, &file)
-        .or_else(|| read_pair(shared, store, domain, &format!("{domain}.prev.pem")))
+    let Some(pair) = read_pair(ctx, store, domain, &file)
+        .or_else(|| read_pair(ctx, store, domain, &format!("{domain}.prev.pem")))
     else {
         return false;
     };
@@ -37,7 +36,7 @@ pub(super) fn load_stored(
     name.pair = Some(pair.clone());
     name.window = None;
     name.next = next_time(name, now, ari);
-    if let Some(tls) = &shared.tls {
+    if let Some(tls) = &ctx.tls {
         tls.set_acme(domain, Some(pair));
     }
     true
@@ -46,7 +45,7 @@ pub(super) fn load_stored(
 /// A stored pair that loads and names `domain`; one that does not is
 /// logged and left alone.
 pub(super) fn read_pair(
-    shared: &Shared,
+    ctx: &Context,
     store: &Store,
     domain: &str,
     file: &str,
@@ -55,21 +54,21 @@ pub(super) fn read_pair(
         Ok(Some(bytes)) => bytes,
         Ok(None) => return None,
         Err(e) => {
-            shared.logs.error(format_args!("ACME {domain}: {e}"));
+            ctx.logs.error(format_args!("ACME {domain}: {e}"));
             return None;
         }
     };
     match Pair::from_pem(&bytes, &bytes) {
         Ok(pair) if pair.dns.iter().any(|n| n == domain) => Some(Arc::new(pair)),
         Ok(_) => {
-            shared.logs.error(format_args!(
+            ctx.logs.error(format_args!(
                 "ACME {domain}: {}/{file} does not name {domain}; ignored",
                 store.path.display()
             ));
             None
         }
         Err((_, why)) => {
-            shared.logs.error(format_args!(
+            ctx.logs.error(format_args!(
                 "ACME {domain}: {}/{file} does not load ({why}); ignored",
                 store.path.display()
             ));
