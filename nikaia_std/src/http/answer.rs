@@ -1,7 +1,7 @@
 //! The answer pipeline: the one way a request becomes an answer, on every
 //! target and for every protocol. Route → handler (a panic is a logged 500)
-//! → error hiding → `http::File` resolved through the backend's [`Files`]
-//! port → keep-alive → body plan. A backend parses the request, calls
+//! → error hiding → `http::File` resolved through the backend's ports
+//! (`http::port`) → keep-alive → body plan. A backend parses the request, calls
 //! [`answer`], runs the open the pipeline asks for where it may wait for the
 //! disk ([`Progress::Open`]), and frames what comes out; it decides nothing.
 
@@ -12,7 +12,8 @@ pub(crate) use before::{before_body, declared, Before};
 pub(crate) use payload::{page, Answer, Payload};
 
 use self::payload::finish;
-use super::file::{self, Fetched, File, Files, Job, ListAsk, Pages, Prepared, Step, Then};
+use super::file::{self, Fetched, File, Job, ListAsk, Pages, Prepared, Step, Then};
+use super::port::{Codings, Port, Reads, Rules};
 use super::redirect::ToHttps;
 use super::request::Request;
 use super::response::{Body, Response};
@@ -61,13 +62,13 @@ pub(crate) struct Waiting {
 static DEFAULTS: LazyLock<Runtime> = LazyLock::new(Runtime::default);
 
 /// The runtime whose site rules apply to `file`, if any do.
-fn rules<'f>(files: &'f impl Files, file: &File) -> Option<&'f Runtime> {
+fn rules<'f>(files: &'f impl Rules, file: &File) -> Option<&'f Runtime> {
     (file.pages != Pages::Off).then(|| files.runtime().unwrap_or(&DEFAULTS))
 }
 
 /// The same, only when the runtime sets a rule (nothing to dress
 /// otherwise).
-fn set_rules<'f>(files: &'f impl Files, file: &File) -> Option<&'f Runtime> {
+fn set_rules<'f>(files: &'f impl Rules, file: &File) -> Option<&'f Runtime> {
     rules(files, file).filter(|rt| !rt.site.is_empty())
 }
 
@@ -81,7 +82,7 @@ fn set_rules<'f>(files: &'f impl Files, file: &File) -> Option<&'f Runtime> {
 /// one in std's resolving is a bug) is this request's 500, and the
 /// connection closes: the worker and its other connections go on.
 pub(crate) fn answer(
-    files: &impl Files,
+    files: &impl Port,
     router: &Router,
     redirect: Option<&ToHttps>,
     req: &mut Request,
@@ -97,7 +98,7 @@ pub(crate) fn answer(
 /// Runs the pipeline from `resp`, the answer a streamed route's sink gave
 /// once its body arrived (the route was found at head time).
 pub(crate) fn answer_with(
-    files: &impl Files,
+    files: &impl Port,
     req: &mut Request,
     resp: Response,
     may_keep: bool,
@@ -130,7 +131,7 @@ fn broken(req: &Request, log: &mut impl FnMut(&Request, &str)) -> Progress {
 }
 
 fn decide(
-    files: &impl Files,
+    files: &impl Port,
     router: &Router,
     redirect: Option<&ToHttps>,
     req: &mut Request,
@@ -155,7 +156,7 @@ fn decide(
 /// The pipeline from a handler's response: its error hidden, keep-alive
 /// decided, a file resolved under the site's rules.
 fn respond(
-    files: &impl Files,
+    files: &(impl Reads + Codings + Rules),
     req: &Request,
     resp: Response,
     may_keep: bool,
@@ -210,7 +211,7 @@ fn respond(
 
 /// Starts resolving a file the request was let through to with `grant`.
 fn begin(
-    files: &impl Files,
+    files: &(impl Reads + Codings + Rules),
     req: &Request,
     user: Response,
     file: File,
@@ -234,7 +235,7 @@ impl Waiting {
     /// Goes on with what the backend did off its loop.
     pub(crate) fn resume(
         self,
-        files: &impl Files,
+        files: &impl Port,
         req: &Request,
         done: Done,
         log: &mut impl FnMut(&Request, &str),
@@ -249,7 +250,7 @@ impl Waiting {
     /// Goes on once the [`Progress::Verify`] check is done.
     pub(crate) fn verified(
         mut self,
-        files: &impl Files,
+        files: &impl Port,
         req: &Request,
         check: Check,
         verdict: Verdict,
@@ -276,7 +277,7 @@ impl Waiting {
     /// Goes on with what the [`Progress::Open`] job gave.
     fn fetched(
         mut self,
-        files: &impl Files,
+        files: &(impl Reads + Codings + Rules),
         req: &Request,
         fetched: Fetched,
         log: &mut impl FnMut(&Request, &str),
@@ -295,7 +296,7 @@ impl Waiting {
     /// job for the backend to run off its loop.
     fn step(
         mut self,
-        files: &impl Files,
+        files: &(impl Reads + Codings + Rules),
         req: &Request,
         step: Step,
         log: &mut impl FnMut(&Request, &str),
@@ -334,7 +335,7 @@ impl Waiting {
     /// the reader's credentials first.
     fn list(
         mut self,
-        files: &impl Files,
+        files: &impl Rules,
         req: &Request,
         mut ask: Box<ListAsk>,
         listing: Listing,
@@ -365,7 +366,7 @@ impl Waiting {
 /// denied or protected where the name asked for was not: the plain 404
 /// then) and the answer dressed.
 fn ready(
-    files: &impl Files,
+    files: &impl Rules,
     req: &Request,
     file: &File,
     grant: &Grant,
@@ -412,7 +413,7 @@ fn ready(
 /// A directory handler's answer that sends no file (a refusal, `OPTIONS`,
 /// a page in place of a file), dressed by the rules.
 fn site_page(
-    files: &impl Files,
+    files: &impl Rules,
     req: &Request,
     file: &File,
     grant: &Grant,

@@ -1,7 +1,8 @@
 //! `std::http`: deciding the answer, the same on every target — the server
 //! builder and router, the request, the body table (D1), conditionals,
 //! content-coding negotiation, `http::File`, and the one answer pipeline
-//! every backend calls (`answer.rs`). The wire formats are sans-IO units
+//! every backend calls (`answer.rs`), with what it asks of a backend, one
+//! trait per job (`port.rs`). The wire formats are sans-IO units
 //! beside it (`h1/`). Nothing here names a socket or a descriptor: how the
 //! bytes move is the backend's (`linux/`, `wasm/`).
 //!
@@ -18,6 +19,7 @@ pub(crate) mod file;
 pub(crate) mod h1;
 pub(crate) mod h2;
 pub(crate) mod kept_key;
+pub(crate) mod port;
 pub(crate) mod produce;
 pub(crate) mod proxy;
 pub(crate) mod redirect;

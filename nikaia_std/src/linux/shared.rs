@@ -1,14 +1,15 @@
 //! What every worker shares: the routes, the runtime (swapped whole by a
 //! reload), the listeners, the logs, the kept table, the counters, the io
-//! pool and the TLS configuration; and the Linux side of resolving a file
-//! (the [`Files`] port of `http::file`).
+//! pool and the TLS configuration; and the Linux side of the answer
+//! pipeline's ports (`http::port`), for one connection ([`Serving`]).
 
 use super::cache::Cache;
 use super::listen::Listener;
 use super::log::{Logs, Sink};
 use super::pool::IoPool;
 use super::stats::Stats;
-use crate::http::file::{Files, Meta};
+use crate::http::file::Meta;
+use crate::http::port::{Challenges, Codings, Reads, Rules, Writes};
 use crate::http::router::Router;
 use crate::rt::Runtime;
 use std::io;
@@ -53,9 +54,9 @@ pub(crate) struct Shared {
     pub(crate) max_connections: AtomicUsize,
 }
 
-/// The port of `http::file` for one connection: the shared server under
-/// the runtime its worker took, through this connection's transport (a
-/// TLS connection never uses sendfile).
+/// The answer pipeline's ports (`http::port`) for one connection: the
+/// shared server under the runtime its worker took, through this
+/// connection's transport (a TLS connection never uses sendfile).
 pub(crate) struct Serving<'a> {
     pub shared: &'a Arc<Shared>,
     pub rt: &'a Runtime,
@@ -65,9 +66,9 @@ pub(crate) struct Serving<'a> {
     pub window: &'a super::cache::Window,
 }
 
-/// The Linux server's side of resolving a file: its kept table, an open
+/// The Linux server's side of reading a file: its kept table, an open
 /// that only uses the kernel's caches, and `send-file`.
-impl Files for Serving<'_> {
+impl Reads for Serving<'_> {
     fn kept(
         &self,
         root: &crate::fs::Root,
@@ -102,6 +103,13 @@ impl Files for Serving<'_> {
         self.shared.cache.note_absent(root, name)
     }
 
+    fn vehicle(&self, len: u64) -> crate::rt::Vehicle {
+        super::send::choose(self.rt.send_file, len, self.tls)
+    }
+}
+
+/// Its sinks of bodies that go to disk: the write wing's.
+impl Writes for Serving<'_> {
     fn to_file(
         &self,
         req: &crate::http::Request,
@@ -124,11 +132,11 @@ impl Files for Serving<'_> {
     fn count_write(&self, status: u16) {
         self.shared.stats.writes.refused(status);
     }
+}
 
-    fn vehicle(&self, len: u64) -> crate::rt::Vehicle {
-        super::send::choose(self.rt.send_file, len, self.tls)
-    }
-
+/// The runtime its worker took, its transport, and the verifier pool's
+/// table.
+impl Rules for Serving<'_> {
     fn runtime(&self) -> Option<&Runtime> {
         Some(self.rt)
     }
@@ -137,14 +145,20 @@ impl Files for Serving<'_> {
         self.tls
     }
 
-    fn http01(&self, host: Option<&str>, token: &str) -> crate::http::redirect::Http01 {
-        self.shared.challenges.http01(host, token)
-    }
-
     fn verified(&self, check: &crate::http::site::Check) -> bool {
         self.shared.auth.known(check)
     }
+}
 
+/// ACME's validations in flight, answered on every listener.
+impl Challenges for Serving<'_> {
+    fn http01(&self, host: Option<&str>, token: &str) -> crate::http::redirect::Http01 {
+        self.shared.challenges.http01(host, token)
+    }
+}
+
+/// The sidecars `precompressed` names, and the kept variants.
+impl Codings for Serving<'_> {
     fn precompressed(&self) -> &[crate::rt::Coding] {
         &self.rt.precompressed
     }

@@ -1,5 +1,5 @@
 //! The ways a body can travel (D3), named for every target: the backend
-//! chooses one per response (`http::file::Files::vehicle`), and they are the
+//! chooses one per response (`http::port::Reads::vehicle`), and they are the
 //! rows of `nikaia explain`. How each one moves bytes is the backend's
 //! (`linux/send.rs`); on wasm32 a file body is always read.
 

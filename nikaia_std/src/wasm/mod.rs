@@ -10,8 +10,9 @@
 
 use crate::fs::{self, Identity, Opened, Root};
 use crate::http::answer::{self, Before, Payload, Progress};
-use crate::http::file::{Files, Meta};
+use crate::http::file::Meta;
 use crate::http::h1::parse::parse_head;
+use crate::http::port::{Challenges, Codings, Reads, Rules, Writes};
 use crate::http::response::{each_field, reason};
 use crate::http::router::Router;
 use crate::http::{Peer, Request, Response, Server};
@@ -61,7 +62,7 @@ extern "C" {
 /// file read in parts as the host asks for them.
 struct HostFiles;
 
-impl Files for HostFiles {
+impl Reads for HostFiles {
     fn kept(&self, _: &Root, _: &Path) -> Option<(Bytes, Identity, Meta)> {
         None
     }
@@ -77,12 +78,21 @@ impl Files for HostFiles {
     fn vehicle(&self, _: u64) -> Vehicle {
         Vehicle::Read
     }
+}
 
+/// The sidecars of every coding, and no kept variants.
+impl Codings for HostFiles {
     /// The default (the host has no runtime file).
     fn precompressed(&self) -> &[crate::rt::Coding] {
         &crate::rt::Coding::ALL
     }
 }
+
+/// Read-only, without ACME, a runtime file or TLS: the defaults (a write
+/// is a logged 500, no validation is ours, no site rules).
+impl Writes for HostFiles {}
+impl Challenges for HostFiles {}
+impl Rules for HostFiles {}
 
 /// What the host writes back: a status, header pairs, and a body: a file's
 /// descriptor and range it streams itself ([`Answer::fd`]), or parts it

@@ -7,7 +7,7 @@
 //! makes a backend send `100 Continue`.
 
 use super::super::body::{self, Admit, Declared, Erased, Takes};
-use super::super::file::Files;
+use super::super::port::{Port, Rules, Writes};
 use super::super::redirect::ToHttps;
 use super::super::request::Request;
 use super::super::response::Response;
@@ -37,7 +37,7 @@ pub(crate) enum Before {
 /// Decides how the body of `req` (whose head `declared` describes, a body
 /// present) is taken.
 pub(crate) fn before_body(
-    files: &impl Files,
+    files: &impl Port,
     router: &Router,
     redirect: Option<&ToHttps>,
     req: &mut Request,
@@ -94,7 +94,7 @@ pub(crate) fn before_body(
 /// stream (an empty body too is written), then the handler names the
 /// file, then the backend makes the sink that writes it.
 fn to_file(
-    files: &impl Files,
+    files: &(impl Writes + Rules),
     make: &MakeFile,
     rule: &body::Rule,
     req: &mut Request,
@@ -131,7 +131,12 @@ fn to_file(
 /// A write of the directory writer: the site's write rules decide it from
 /// the head (`spec/site.md`, "Writes"); the backend's sink does what they
 /// let it, once the credentials are checked.
-fn site_write(files: &impl Files, req: &Request, mut to: ToFile, declared: Declared) -> Before {
+fn site_write(
+    files: &(impl Writes + Rules),
+    req: &Request,
+    mut to: ToFile,
+    declared: Declared,
+) -> Before {
     use super::super::site::{write, Grant};
     static DEFAULTS: std::sync::LazyLock<crate::rt::Runtime> =
         std::sync::LazyLock::new(crate::rt::Runtime::default);
@@ -179,7 +184,7 @@ fn site_write(files: &impl Files, req: &Request, mut to: ToFile, declared: Decla
 /// A request of the tus endpoint: what it asks is decided from its head
 /// (`OPTIONS`, and what no upload can take, answered now); the backend's
 /// sink finds the upload and does it, once the write rules let it.
-fn resume(files: &impl Files, req: &Request, to: ToFile, declared: Declared) -> Before {
+fn resume(files: &(impl Writes + Rules), req: &Request, to: ToFile, declared: Declared) -> Before {
     use super::super::site::{resume, Grant};
     static DEFAULTS: std::sync::LazyLock<crate::rt::Runtime> =
         std::sync::LazyLock::new(crate::rt::Runtime::default);

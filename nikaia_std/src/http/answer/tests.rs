@@ -3,6 +3,7 @@
 use super::*;
 use crate::fs::{self, Identity, Opened, Root};
 use crate::http::h1::parse::test_request;
+use crate::http::port::{Challenges, Writes};
 use crate::http::IntoResponse;
 use crate::rt::{Coding, Vehicle};
 use bytes::Bytes;
@@ -24,7 +25,7 @@ fn id() -> Identity {
     }
 }
 
-impl Files for Kept {
+impl Reads for Kept {
     fn kept(&self, _: &Root, name: &Path) -> Option<(Bytes, Identity, file::Meta)> {
         assert!(name != Path::new("bug.txt"), "a bug in a backend");
         (name == Path::new("kept.txt"))
@@ -39,10 +40,19 @@ impl Files for Kept {
     fn vehicle(&self, _: u64) -> Vehicle {
         Vehicle::Read
     }
+}
+
+impl Codings for Kept {
     fn precompressed(&self) -> &[Coding] {
         &[]
     }
 }
+
+/// It writes nothing, answers no validation, and has no runtime: the
+/// defaults.
+impl Writes for Kept {}
+impl Challenges for Kept {}
+impl Rules for Kept {}
 
 fn router() -> Router {
     let mut r = Router::default();

@@ -1,14 +1,14 @@
 //! Which file answers std compresses itself when no sidecar is there, and
 //! how the kept variant is chosen (`spec/files.md`, "Compression kept like
-//! files"). The compressing and keeping is the backend's (`Files::compressed`);
+//! files"). The compressing and keeping is the backend's (`Codings::compressed`);
 //! what may be compressed, and which variant answers, is decided here, the
 //! same on every target.
 
 use super::resolve::Ask;
-use super::Files;
 use crate::fs::{Identity, Root};
 use crate::http::coding::Wanted;
 use crate::http::conditional::Validators;
+use crate::http::port::Codings;
 use crate::rt::Coding;
 use bytes::Bytes;
 use std::path::Path;
@@ -55,7 +55,9 @@ pub(crate) fn compressible(content_type: &str, size: u64) -> bool {
 }
 
 /// What a backend's table has for a file and a coding
-/// ([`Files::compressed`]).
+/// ([`Codings::compressed`]).
+///
+/// [`Codings::compressed`]: crate::http::port::Codings::compressed
 pub(crate) enum Variant {
     /// Kept, made from exactly this identity.
     Kept(Bytes, Validators),
@@ -71,7 +73,7 @@ pub(crate) enum Variant {
 /// has none, the backend is asked to make it, off the workers; this
 /// answer goes on with the next best, or with none (the identity body).
 pub(super) fn kept_variant(
-    ask: &Ask<'_, impl Files>,
+    ask: &Ask<'_, impl Codings>,
     root: &Root,
     name: &Path,
     id: &Identity,

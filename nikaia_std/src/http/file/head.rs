@@ -3,9 +3,10 @@
 //! how its body travels.
 
 use super::resolve::{Ask, Source};
-use super::{About, Files, Pages, Phase, Plan, Prepared, Target};
+use super::{About, Pages, Phase, Plan, Prepared, Target};
 use crate::fs::Identity;
 use crate::http::conditional::{preconditions, span, Precondition, Span, Validators};
+use crate::http::port::{Reads, Rules};
 use crate::http::response::Response;
 use crate::rt::Coding;
 use bytes::Bytes;
@@ -70,7 +71,7 @@ pub(super) fn status_only(resp: Response) -> Prepared {
 /// about: that file (named as asked, for a sidecar), its bytes unless the
 /// answer is 412 or 416.
 pub(super) fn build(
-    ask: &Ask<'_, impl Files>,
+    ask: &Ask<'_, impl Reads + Rules>,
     target: &Target,
     head: Head<'_>,
     id: Identity,
@@ -91,7 +92,7 @@ pub(super) fn build(
 }
 
 fn decide(
-    ask: &Ask<'_, impl Files>,
+    ask: &Ask<'_, impl Reads + Rules>,
     target: &Target,
     head: Head<'_>,
     id: Identity,
@@ -181,7 +182,7 @@ fn decide(
 }
 
 fn plan(
-    ask: &Ask<'_, impl Files>,
+    ask: &Ask<'_, impl Reads>,
     resp: Response,
     source: Source,
     start: u64,

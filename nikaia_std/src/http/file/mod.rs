@@ -3,12 +3,18 @@
 //! opens the name under its root, stats the one descriptor (D6), decides the
 //! status and headers, and picks how the body travels (D3, D8).
 //!
-//! Four jobs, one file each: this one is the port (the [`File`] a handler
-//! returns, and the [`Files`] a backend provides); `resolve` walks from the
+//! Four jobs, one file each: this one is the description (the [`File`] a
+//! handler returns) and what resolving it gives; `resolve` walks from the
 //! name to a found file or a status (index, sidecars, the runtime's pages);
 //! `head` decides a found file's status, headers and body plan; `listing`
 //! answers for a directory without an index (its entries read off the
-//! worker, a [`Job`] like a cold open).
+//! worker, a [`Job`] like a cold open). What they ask of the backend is in
+//! `http::port`: reading files ([`Reads`]), their coded variants
+//! ([`Codings`]) and the runtime's pages ([`Rules`]).
+//!
+//! [`Reads`]: super::port::Reads
+//! [`Codings`]: super::port::Codings
+//! [`Rules`]: super::port::Rules
 
 mod compress;
 mod head;
@@ -22,8 +28,7 @@ pub(crate) use listing::{listed, Ask as ListAsk, Listed, Upload};
 pub(crate) use resolve::{begin, opened};
 
 use super::response::{Body, Response};
-use crate::fs::{self, Identity, Opened, Root};
-use crate::rt::Coding;
+use crate::fs::{self, Opened, Root};
 use crate::rt::Vehicle;
 use bytes::Bytes;
 use resolve::Original;
@@ -149,104 +154,6 @@ impl super::IntoResponse for File {
         let mut r = Response::new(200);
         r.body = Body::File(Box::new(self));
         r
-    }
-}
-
-/// What resolving a file asks of the backend that will send it: the kept
-/// table, an open that does not wait for the disk, and the vehicle. The
-/// Linux server answers from its kept table and io pool; the wasm32 host
-/// has neither.
-pub(crate) trait Files {
-    /// A kept file's bytes, identity and header material, revalidated.
-    fn kept(&self, root: &Root, name: &Path) -> Option<(Bytes, Identity, Meta)>;
-    /// Offers a file just opened for keeping: its kept bytes if kept now.
-    fn offer(&self, root: &Root, name: &Path, opened: &Opened, meta: &Meta) -> Option<Bytes>;
-    /// Opens `name`; [`fs::Error::WouldBlock`] hands the open to the io pool.
-    fn open_now(&self, root: &Root, name: &Path) -> Result<Opened, fs::Error>;
-    /// Whether `name`, a sidecar, was found absent a moment ago (the kept
-    /// table's [`ABSENT_FOR`]): its open is skipped.
-    ///
-    /// [`ABSENT_FOR`]: crate::cache::ABSENT_FOR
-    fn known_absent(&self, _root: &Root, _name: &Path) -> bool {
-        false
-    }
-    /// Notes that the open of `name`, a sidecar, found nothing.
-    fn note_absent(&self, _root: &Root, _name: &Path) {}
-    /// The sink that writes a request's body to the file `to` names (its
-    /// `Content-Length`, if it gave one, is `length`), or the answer
-    /// instead: a refusal from the head (the cap on writes at once), or —
-    /// where the backend writes nothing — a logged 500.
-    fn to_file(
-        &self,
-        req: &crate::http::Request,
-        to: crate::http::ToFile,
-        length: Option<u64>,
-    ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
-        let _ = (req, to, length);
-        Err(crate::http::Response::internal_error(
-            "a body written to a file needs a backend that writes: this target's is read-only"
-                .to_owned(),
-        ))
-    }
-    /// The sink of a request of the tus endpoint, `ask` decided from its
-    /// head (`spec/site.md`, "Resumable uploads"): the backend finds the
-    /// upload, checks its final name under the write rules, and answers.
-    /// Where the backend writes nothing, a logged 500.
-    fn resume(
-        &self,
-        req: &crate::http::Request,
-        root: Root,
-        ask: crate::http::site::resume::Ask,
-        hidden: bool,
-    ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
-        let _ = (req, root, ask, hidden);
-        Err(crate::http::Response::internal_error(
-            "resumable uploads need a backend that writes: this target's is read-only".to_owned(),
-        ))
-    }
-    /// Counts an answer about a write of the directory writer, by status
-    /// (`nikaia explain`); nothing where there are no counters.
-    fn count_write(&self, _status: u16) {}
-    /// How `len` bytes of a file that is not kept travel.
-    fn vehicle(&self, len: u64) -> Vehicle;
-    /// The sidecar codings served (`precompressed`), in the server's order.
-    fn precompressed(&self) -> &[Coding];
-    /// Whether this backend keeps compressed variants (`compress`).
-    fn compresses(&self) -> bool {
-        false
-    }
-    /// The kept variant of the file `id` (`name` under `root`) compressed
-    /// with `coding`, if one is kept and made from exactly that identity.
-    /// Missing otherwise; then, when `queue`, the backend makes it off its
-    /// workers for a later request.
-    fn compressed(
-        &self,
-        _root: &Root,
-        _name: &Path,
-        _id: &Identity,
-        _coding: Coding,
-        _queue: bool,
-    ) -> Variant {
-        Variant::Missing
-    }
-    /// The runtime whose `cache-control`, `not-found` and `fallback` apply
-    /// to `dir_handler`'s files; none where there is no runtime file.
-    fn runtime(&self) -> Option<&crate::rt::Runtime> {
-        None
-    }
-    /// What the server's ACME holds for an HTTP-01 validation of `token`
-    /// asked for `host`: nothing, where there is no ACME.
-    fn http01(&self, _host: Option<&str>, _token: &str) -> crate::http::redirect::Http01 {
-        crate::http::redirect::Http01::NotOurs
-    }
-    /// Whether the connection is TLS (HSTS, auth on plain listeners).
-    fn tls(&self) -> bool {
-        false
-    }
-    /// Whether these credentials were verified a moment ago (the backend's
-    /// bounded table; `spec/site.md`).
-    fn verified(&self, _check: &crate::http::site::Check) -> bool {
-        false
     }
 }
 

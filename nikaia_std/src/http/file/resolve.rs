@@ -6,9 +6,10 @@
 use super::compress;
 use super::head::{build, status_only, Head, Meta};
 use super::listing::{self, redirect_to_slash};
-use super::{navigation, File, Files, Pages, Phase, Prepared, Step, Target, Then};
+use super::{navigation, File, Pages, Phase, Prepared, Step, Target, Then};
 use crate::fs::{self, Identity, Opened};
 use crate::http::coding::Wanted;
+use crate::http::port::{Codings, Reads, Rules};
 use crate::http::request::Request;
 use crate::http::response::Response;
 use crate::rt::Coding;
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// What every step of resolving asks about: the backend, the request, the
 /// handler's response (its status and headers) and the file it returned.
-pub(super) struct Ask<'a, F: Files> {
+pub(super) struct Ask<'a, F> {
     pub(super) files: &'a F,
     pub(super) req: &'a Request,
     pub(super) user: &'a Response,
@@ -48,7 +49,12 @@ pub(super) enum Source {
 
 /// Starts resolving `file` for `req`: the kept table first, then an open
 /// that may only use the kernel's caches.
-pub(crate) fn begin(files: &impl Files, req: &Request, user: &Response, file: &File) -> Step {
+pub(crate) fn begin(
+    files: &(impl Reads + Codings + Rules),
+    req: &Request,
+    user: &Response,
+    file: &File,
+) -> Step {
     Ask {
         files,
         req,
@@ -61,7 +67,7 @@ pub(crate) fn begin(files: &impl Files, req: &Request, user: &Response, file: &F
 /// Continues with the result of opening `target` (on the worker, or on the
 /// io pool), handing back the [`Then`] that [`Step::Open`] gave.
 pub(crate) fn opened(
-    files: &impl Files,
+    files: &(impl Reads + Codings + Rules),
     req: &Request,
     user: &Response,
     file: &File,
@@ -78,7 +84,7 @@ pub(crate) fn opened(
     .opened(target, then, result)
 }
 
-impl<F: Files> Ask<'_, F> {
+impl<F: Reads + Codings + Rules> Ask<'_, F> {
     fn begin(&self) -> Step {
         let file = self.file;
         if file.pages == Pages::Refused {

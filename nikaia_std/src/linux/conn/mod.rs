@@ -131,8 +131,9 @@ pub(crate) struct Turn<'a> {
     pub slot: usize,
 }
 
-/// The port of `http::file` for a request of `link`: what its worker
-/// shares under the runtime of this turn, through its transport.
+/// The answer pipeline's ports (`http::port`) for a request of `link`:
+/// what its worker shares under the runtime of this turn, through its
+/// transport.
 pub(super) fn serving<'a>(turn: &Turn<'a>, link: &Link) -> Serving<'a> {
     Serving {
         shared: turn.shared,
