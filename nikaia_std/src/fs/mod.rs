@@ -28,6 +28,8 @@ mod linux;
 #[cfg(target_os = "linux")]
 mod map;
 #[cfg(target_os = "linux")]
+mod parent;
+#[cfg(target_os = "linux")]
 mod partial;
 #[cfg(target_os = "linux")]
 mod put;

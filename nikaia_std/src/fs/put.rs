@@ -10,17 +10,14 @@
 //! Everything here may wait for the disk: a server runs it on its writer
 //! threads, never on a worker.
 
-use super::open::{check_name, is_temporary};
 pub(crate) use super::temp::{free_space, serialize};
 use super::temp::{sweep_once, temporary, temporary_name};
 use super::Guard;
-use super::{Conditions, Durability, Error, Mode, Outside, Written};
+use super::{Conditions, Durability, Error, Mode, Written};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, RenameFlags, CWD};
 use rustix::io::Errno;
-use std::ffi::OsStr;
 use std::fs::File;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
@@ -65,32 +62,6 @@ static SYNC_DELAY_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 #[doc(hidden)]
 pub fn delay_syncs(ms: u64) {
     SYNC_DELAY_MS.store(ms, Ordering::SeqCst);
-}
-
-/// Splits a name into its directory (`.` for the root) and last component,
-/// refusing what cannot name a file to write: `.`/`..` last, a trailing
-/// `/`, a temporary's name.
-pub(crate) fn split(name: &Path, confined: bool) -> Result<(&Path, &[u8]), Error> {
-    if confined {
-        check_name(name)?;
-    }
-    let bytes = name.as_os_str().as_bytes();
-    if bytes.ends_with(b"/") {
-        return Err(Error::NotAFile { directory: true });
-    }
-    let (parent, last) = match bytes.iter().rposition(|&b| b == b'/') {
-        Some(i) => (&bytes[..i], &bytes[i + 1..]),
-        None => (&b"."[..], bytes),
-    };
-    if last == b"." || last == b".." {
-        return Err(Error::NotAFile { directory: true });
-    }
-    if last.is_empty() || is_temporary(last) {
-        return Err(Error::Outside(Outside::new(name)));
-    }
-    // "/x" (only where names are not confined): the root directory.
-    let parent = if parent.is_empty() { b"/" } else { parent };
-    Ok((Path::new(OsStr::from_bytes(parent)), last))
 }
 
 impl Writing {

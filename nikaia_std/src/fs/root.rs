@@ -1,8 +1,12 @@
 //! `Root`: the directory a name may not leave (`Dir`), or the audited
 //! `Anywhere`, whose every call site is recorded for `nikaia --trust`.
 
-use super::host::{self, Host, HostFile, HostHit, HostRoot};
+#[cfg(not(target_os = "linux"))]
+use super::host;
+use super::host::{Host, HostFile, HostHit, HostRoot};
 use super::open::{check_name, Purpose};
+#[cfg(target_os = "linux")]
+use super::parent::{in_parent, Reach};
 use super::{Error, Identity, Opened};
 #[cfg(target_os = "linux")]
 use rustix::{
@@ -100,7 +104,7 @@ pub(super) enum Kind {
 
 #[cfg(target_os = "linux")]
 pub(super) struct DirRoot {
-    fd: OwnedFd,
+    pub(super) fd: OwnedFd,
     path: PathBuf,
     /// (dev, ino) of the directory: names kept in a cache are keyed under it.
     key: (u64, u64),
@@ -343,33 +347,12 @@ impl Root {
         name: impl AsRef<Path>,
         mode: super::Mode,
     ) -> Result<super::Writing, Error> {
-        if let Kind::Host(_) = self.kind {
-            return Err(host::read_only());
-        }
-        let asked = name.as_ref();
-        let confined = !matches!(self.kind, Kind::Anywhere(_));
-        let outside = || Error::Outside(super::Outside::new(asked));
+        let name = name.as_ref();
         // A name that is a symlink writes its target, found under the root
         // like any name (an absolute target leaves it); the link stays.
-        let mut name = asked.to_path_buf();
-        for _ in 0..=super::walk::MAX_LINKS {
-            let (dir, entry) = super::put::split(&name, confined)?;
-            let dir_fd = self.open_fd(dir, Purpose::List)?;
-            let target = match rustix::fs::readlinkat(&dir_fd, entry, Vec::new()) {
-                Ok(target) => target.into_bytes(),
-                Err(_) => return super::Writing::begin(dir_fd, entry, asked, mode, None),
-            };
-            use std::os::unix::ffi::OsStrExt;
-            let target = Path::new(std::ffi::OsStr::from_bytes(&target));
-            if confined && target.is_absolute() {
-                return Err(outside());
-            }
-            name = match dir == Path::new(".") {
-                true => target.to_path_buf(),
-                false => dir.join(target),
-            };
-        }
-        Err(outside())
+        in_parent(self, name, Reach::AsRead, |dir, entry| {
+            super::Writing::begin(dir, entry, name, mode, None)
+        })
     }
 
     /// Begins a write of `name` under a site's write rules: as
@@ -385,20 +368,24 @@ impl Root {
         mode: super::Mode,
         guard: &super::Guard,
     ) -> Result<super::Writing, Error> {
-        match &self.kind {
-            Kind::Dir(d) => super::guard::begin_write(d.fd.as_fd(), name.as_ref(), mode, guard),
-            _ => Err(host::read_only()),
-        }
+        let name = name.as_ref();
+        in_parent(self, name, Reach::NoLinks(guard), |dir, entry| {
+            super::Writing::begin(dir, entry, name, mode, Some(guard.clone()))
+        })
     }
 
     /// The (device, inode) at `name`, reached as a guarded write reaches
-    /// it (no link followed); `None` where nothing is.
+    /// it (no link followed, nothing made); `None` where nothing is.
     #[cfg(target_os = "linux")]
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
     pub(crate) fn identity_guarded(&self, name: impl AsRef<Path>) -> Option<(u64, u64)> {
-        match &self.kind {
-            Kind::Dir(d) => super::guard::identity(d.fd.as_fd(), name.as_ref()),
-            _ => None,
-        }
+        let look = super::Guard::default();
+        in_parent(self, name.as_ref(), Reach::NoLinks(&look), |dir, entry| {
+            rustix::fs::statat(&dir, entry, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| (st.st_dev as u64, st.st_ino as u64))
+                .map_err(|e| super::fd::from_errno(e, name.as_ref()))
+        })
+        .ok()
     }
 
     /// The device of the directory it is (`st_dev`).
@@ -426,13 +413,11 @@ impl Root {
         from: rustix::fd::OwnedFd,
         temp: Vec<u8>,
     ) -> Result<super::Writing, Error> {
-        match &self.kind {
-            Kind::Dir(d) => {
-                let name = name.as_ref();
-                super::guard::adopt(d.fd.as_fd(), name, mode, guard, file, from, temp)
-            }
-            _ => Err(host::read_only()),
-        }
+        let name = name.as_ref();
+        in_parent(self, name, Reach::NoLinks(guard), |dir, entry| {
+            let guard = Some(guard.clone());
+            super::Writing::adopt(dir, entry, name, mode, guard, file, from, temp)
+        })
     }
 
     /// Removes `name` (a file or link, or an empty directory, as `what`
@@ -446,13 +431,7 @@ impl Root {
         guard: &super::Guard,
         durability: super::Durability,
     ) -> Result<(), Error> {
-        match &self.kind {
-            Kind::Dir(d) => {
-                let fd = d.fd.as_fd();
-                super::guard::remove(fd, name.as_ref(), conditions, what, guard, durability)
-            }
-            _ => Err(host::read_only()),
-        }
+        super::guard::remove(self, name.as_ref(), conditions, what, guard, durability)
     }
 
     /// The one place a name becomes a host file or directory.

@@ -1,0 +1,187 @@
+//! The parent walker of writes, beside the read walker (`walk.rs`): it
+//! opens the directory a name is in, under the root, and runs the write's
+//! last step there with that directory's descriptor and the last component
+//! alone — as Go's `os.Root` (`doInRoot`) and cap-std (`via_parent`) do.
+//! Every write goes through it: `Root::begin_write`, the guarded writes,
+//! their removals and adoptions, and the look at what a name is now.
+//!
+//! The name is split at its last `/` ([`split`]); the last component is
+//! never `.`, `..`, empty or a temporary's, so the step always acts on one
+//! entry of the directory it is given, never on the directory itself. The
+//! directory part is reached as [`Reach`] says:
+//!
+//! - [`Reach::AsRead`] (`spec/fs-root.md`, "Writing"): exactly as a read
+//!   resolves a name (openat2 with `RESOLVE_BENEATH`, or the walk: `..` that
+//!   stays inside and symlinks that stay inside are followed), and a last
+//!   component that is a symlink is read and its target found the same way
+//!   from the root, at most 40 links: the step gets the entry the links end
+//!   at (the link stays a link).
+//! - [`Reach::NoLinks`] ("Guarded writes"): one component at a time, each
+//!   opened `O_NOFOLLOW` relative to the one before; `..` is `Outside`, a
+//!   link on the way refused, a missing level made when the guard says so
+//!   (`mkdirat`, then opened by the same step, so a link put there
+//!   meanwhile is refused), each level checked against the guard's
+//!   protected files. The step gets the last component as it is: a link
+//!   there is an entry like any other, replaced or removed, never followed.
+//!
+//! Races: every step is relative to a descriptor the walk holds, never to
+//! a path resolved again, so a directory renamed, or swapped for a link
+//! out of the root, after the walk entered it changes nothing outside: the
+//! step acts in the directory that was beneath the root when it was
+//! opened.
+
+use super::host;
+use super::open::{check_name, is_temporary, Purpose};
+use super::put::{denied, io_error};
+use super::root::{Kind, Root};
+use super::{Error, Guard, Outside};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode as Perm, OFlags};
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// How a write reaches the directory its name is in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reach<'a> {
+    /// As a read resolves a name, and a last component that is a symlink
+    /// followed to its target (any root that can be written).
+    AsRead,
+    /// No link followed in any component, missing levels made and
+    /// protected files refused as the guard says (a `Dir` root only).
+    NoLinks(&'a Guard),
+}
+
+/// Opens the directory `name` is in under `root`, as `reach` says, and
+/// runs `step` once with that directory (open `O_RDONLY | O_DIRECTORY`)
+/// and the last component. A root on a host, and any root but a `Dir`
+/// root for [`Reach::NoLinks`], is read-only here.
+pub(crate) fn in_parent<T>(
+    root: &Root,
+    name: &Path,
+    reach: Reach<'_>,
+    step: impl FnOnce(OwnedFd, &[u8]) -> Result<T, Error>,
+) -> Result<T, Error> {
+    match (&root.kind, reach) {
+        (Kind::Host(_), _) => Err(host::read_only()),
+        (_, Reach::AsRead) => as_read(root, name, step),
+        (Kind::Dir(d), Reach::NoLinks(guard)) => {
+            let (dir, entry) = split(name, true)?;
+            step(no_links(d.fd.as_fd(), dir, guard)?, entry)
+        }
+        (Kind::Anywhere(_), Reach::NoLinks(_)) => Err(host::read_only()),
+    }
+}
+
+/// [`Reach::AsRead`]: the directory opened as a read opens it (so an
+/// `Anywhere` root's is counted as one of its opens), the last component
+/// read as a link and, while it is one, its target resolved from the root.
+fn as_read<T>(
+    root: &Root,
+    asked: &Path,
+    step: impl FnOnce(OwnedFd, &[u8]) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let confined = root.is_dir();
+    let outside = || Error::Outside(Outside::new(asked));
+    let mut name = asked.to_path_buf();
+    for _ in 0..=super::walk::MAX_LINKS {
+        let (dir, entry) = split(&name, confined)?;
+        let parent = root.open_fd(dir, Purpose::List)?;
+        let target = match rustix::fs::readlinkat(&parent, entry, Vec::new()) {
+            Ok(target) => target.into_bytes(),
+            Err(_) => return step(parent, entry),
+        };
+        let target = Path::new(OsStr::from_bytes(&target));
+        if confined && target.is_absolute() {
+            return Err(outside());
+        }
+        name = match dir == Path::new(".") {
+            true => target.to_path_buf(),
+            false => dir.join(target),
+        };
+    }
+    Err(outside())
+}
+
+/// Splits a name into its directory (`.` for the root) and last component,
+/// refusing what cannot name a file to write: `.`/`..` last (the root or a
+/// directory itself), a trailing `/`, a temporary's name. `confined`: the
+/// name gets the lexical checks of every name under a `Dir` root.
+pub(crate) fn split(name: &Path, confined: bool) -> Result<(&Path, &[u8]), Error> {
+    if confined {
+        check_name(name)?;
+    }
+    let bytes = name.as_os_str().as_bytes();
+    if bytes.ends_with(b"/") {
+        return Err(Error::NotAFile { directory: true });
+    }
+    let (parent, last) = match bytes.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&bytes[..i], &bytes[i + 1..]),
+        None => (&b"."[..], bytes),
+    };
+    if last == b"." || last == b".." {
+        return Err(Error::NotAFile { directory: true });
+    }
+    if last.is_empty() || is_temporary(last) {
+        return Err(Error::Outside(Outside::new(name)));
+    }
+    // "/x" (only where names are not confined): the root directory.
+    let parent = if parent.is_empty() { b"/" } else { parent };
+    Ok((Path::new(OsStr::from_bytes(parent)), last))
+}
+
+/// How a directory on the way is opened under [`Reach::NoLinks`]: to
+/// write in, sync and list.
+const DIR: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// [`Reach::NoLinks`]: opens the directory `dir` (a name under `root`, `.`
+/// for the root itself) component by component, following no link; makes
+/// what is missing when the guard says so.
+fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<OwnedFd, Error> {
+    let mut at = rustix::fs::openat(root, ".", DIR, Perm::empty()).map_err(|e| io_error(e, dir))?;
+    for component in dir.as_os_str().as_bytes().split(|&b| b == b'/') {
+        match component {
+            b"" | b"." => continue,
+            b".." => return Err(Error::Outside(Outside::new(dir))),
+            _ => {}
+        }
+        let next = match rustix::fs::openat(&at, component, DIR, Perm::empty()) {
+            Err(Errno::NOENT) if guard.make_dirs => {
+                match rustix::fs::mkdirat(&at, component, Perm::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(io_error(e, dir)),
+                }
+                rustix::fs::openat(&at, component, DIR, Perm::empty())
+            }
+            opened => opened,
+        };
+        at = match next {
+            Ok(fd) => fd,
+            // O_NOFOLLOW met a link (ELOOP), or O_DIRECTORY a link or a file.
+            Err(Errno::LOOP | Errno::NOTDIR) => return Err(on_the_way(&at, component, dir)),
+            Err(e) => return Err(io_error(e, dir)),
+        };
+        let st = rustix::fs::fstat(&at).map_err(|e| io_error(e, dir))?;
+        guard.check(&st, dir)?;
+    }
+    Ok(at)
+}
+
+/// Why a component could not be entered: a link (never followed: 403), or
+/// a file where a directory should be (409).
+fn on_the_way(at: &OwnedFd, component: &[u8], dir: &Path) -> Error {
+    match rustix::fs::statat(at, component, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode as _) == FileType::Symlink => denied(
+            &format!("{}: writes follow no symbolic link", dir.display()),
+        ),
+        _ => Error::NotFound,
+    }
+}
+
+#[cfg(test)]
+#[path = "parent_tests.rs"]
+mod tests;
