@@ -62,9 +62,9 @@ pub(crate) use partial::PartialDir;
 #[cfg(target_os = "linux")]
 pub use put::delay_syncs;
 #[cfg(target_os = "linux")]
-pub(crate) use put::write_at;
-#[cfg(target_os = "linux")]
 pub use put::Writing;
+#[cfg(target_os = "linux")]
+pub(crate) use put::{write_at, Adoption};
 #[doc(hidden)]
 #[cfg(target_os = "linux")]
 pub use temp::force_named_temporaries;

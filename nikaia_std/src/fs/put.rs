@@ -46,6 +46,26 @@ pub struct Writing {
     guard: Option<Guard>,
 }
 
+/// A complete file written elsewhere, to be given a name under a site's
+/// write rules as a write would be ([`super::Root::adopt_guarded`]): a
+/// resumable upload's `.part`. One value, handed on whole: the writing it
+/// becomes takes the file and its directory.
+#[derive(Debug)]
+pub(crate) struct Adoption<'a> {
+    /// The name it takes under the root.
+    pub(crate) name: &'a Path,
+    /// What the name must be, checked now and when it is given.
+    pub(crate) mode: Mode,
+    /// The write rules' guard: no link followed, protected files refused.
+    pub(crate) guard: &'a Guard,
+    /// The file, open.
+    pub(crate) file: File,
+    /// The directory it is in now (on the root's file system).
+    pub(crate) from: OwnedFd,
+    /// Its name there.
+    pub(crate) temp: Vec<u8>,
+}
+
 /// The most one `pwrite` gives the page cache. A larger write makes the
 /// kernel allocate larger folios for it, and on the machines measured
 /// (docs/performance.md, "A body written to a file") memory taken in large
@@ -92,31 +112,22 @@ impl Writing {
         })
     }
 
-    /// Takes `file`, complete, from its name `temp` in the directory
-    /// `from` (on the same file system) to be given the name `entry` of
-    /// `dir` by [`Writing::commit`], as a write would be: checks what
-    /// `mode` asks of the name now (and again when it is given). Not named
-    /// (dropped, or the commit refused), `temp` stays where it is.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn adopt(
-        dir: OwnedFd,
-        entry: &[u8],
-        name: &Path,
-        mode: Mode,
-        guard: Option<Guard>,
-        file: File,
-        from: OwnedFd,
-        temp: Vec<u8>,
-    ) -> Result<Writing, Error> {
-        let written = file.metadata().map_or(0, |m| m.len());
+    /// Takes the adopted file to be given the name `entry` of `dir` (the
+    /// directory of the adoption's name, on the same file system) by
+    /// [`Writing::commit`], as a write would be: checks what its mode asks
+    /// of the name now (and again when it is given). Not named (dropped,
+    /// or the commit refused), the file stays where it is.
+    pub(crate) fn adopt(dir: OwnedFd, entry: &[u8], a: Adoption<'_>) -> Result<Writing, Error> {
+        let written = a.file.metadata().map_or(0, |m| m.len());
+        let guard = Some(a.guard.clone());
         let writing = Writing {
             dir,
             entry: entry.to_vec(),
-            name: name.to_string_lossy().into_owned(),
-            file,
-            named: Some(temp),
-            from: Some(from),
-            mode,
+            name: a.name.to_string_lossy().into_owned(),
+            file: a.file,
+            named: Some(a.temp),
+            from: Some(a.from),
+            mode: a.mode,
             written,
             guard,
         };
@@ -125,7 +136,7 @@ impl Writing {
             dir,
             &writing.entry,
             &writing.mode,
-            name,
+            a.name,
             writing.guard.as_ref(),
         )?;
         Ok(writing)

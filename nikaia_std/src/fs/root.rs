@@ -398,25 +398,18 @@ impl Root {
         }
     }
 
-    /// Takes `file`, complete under the name `temp` in the directory
-    /// `from` (on this root's file system), to become `name` under the
-    /// same guard as [`Root::begin_write_guarded`]; given the name by
-    /// [`super::Writing::commit`]. Not named, `temp` stays where it is.
+    /// Takes a file written elsewhere, complete, to become its name under
+    /// its guard as [`Root::begin_write_guarded`] would make it; given the
+    /// name by [`super::Writing::commit`]. Not named, it stays where it
+    /// is.
     #[cfg(target_os = "linux")]
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn adopt_guarded(
         &self,
-        name: impl AsRef<Path>,
-        mode: super::Mode,
-        guard: &super::Guard,
-        file: std::fs::File,
-        from: rustix::fd::OwnedFd,
-        temp: Vec<u8>,
+        adoption: super::Adoption<'_>,
     ) -> Result<super::Writing, Error> {
-        let name = name.as_ref();
+        let (name, guard) = (adoption.name, adoption.guard);
         in_parent(self, name, Reach::NoLinks(guard), |dir, entry| {
-            let guard = Some(guard.clone());
-            super::Writing::adopt(dir, entry, name, mode, guard, file, from, temp)
+            super::Writing::adopt(dir, entry, adoption)
         })
     }
 

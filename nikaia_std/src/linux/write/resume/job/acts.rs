@@ -252,9 +252,14 @@ impl Job {
         let mode = fs::Mode::Conditional(record.conditions(&permit.conditions));
         let done = self.uploads.dir.dup().and_then(|from| {
             let temp = PartialDir::part_name(&hex);
-            let writing = self
-                .root
-                .adopt_guarded(name, mode, &guard, file, from, temp)?;
+            let writing = self.root.adopt_guarded(fs::Adoption {
+                name: name.as_ref(),
+                mode,
+                guard: &guard,
+                file,
+                from,
+                temp,
+            })?;
             writing.commit(permit.durability)
         });
         let writes = &self.wing.writes;
