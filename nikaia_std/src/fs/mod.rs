@@ -35,6 +35,8 @@ mod partial;
 mod put;
 #[cfg(target_os = "linux")]
 mod temp;
+#[cfg(target_os = "linux")]
+pub(crate) mod whole;
 
 #[cfg(target_arch = "wasm32")]
 mod host_node;

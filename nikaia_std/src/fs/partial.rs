@@ -17,7 +17,8 @@
 //! threads, never on a worker.
 
 use super::put::io_error;
-use super::Error;
+use super::whole::{Step, Syncs, Temp, Whole};
+use super::{Durability, Error};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode as Perm, OFlags};
 use rustix::io::Errno;
@@ -99,23 +100,29 @@ impl PartialDir {
         Ok(())
     }
 
-    /// Writes `ID.info` whole: to `ID.info.new`, then renamed over it (and
-    /// the directory synced when `durable`).
+    /// Writes `ID.info` whole: to `ID.info.new`, then renamed over it (its
+    /// data synced before and the directory after when `durable`).
     pub(crate) fn write_info(&self, id: &str, info: &[u8], durable: bool) -> Result<(), Error> {
         let new = format!("{id}.info.new");
-        let flags = OFlags::CREATE | OFlags::TRUNC | OFlags::WRONLY | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&self.fd, &*new, flags, Perm::from_raw_mode(0o600))
-            .map_err(|e| self.err(e))?;
-        let mut file = File::from(fd);
-        file.write_all(info).map_err(Error::Io)?;
-        if durable {
-            file.sync_data().map_err(Error::Io)?;
-        }
-        rustix::fs::renameat(&self.fd, &*new, &self.fd, info_name(id)).map_err(|e| self.err(e))?;
-        if durable {
-            rustix::fs::fsync(&self.fd).map_err(|e| self.err(e))?;
-        }
-        Ok(())
+        let name = info_name(id);
+        let whole = Whole {
+            dir: self.fd.as_fd(),
+            temp: Temp::Shared(new.as_bytes()),
+            name: name.as_bytes(),
+            mode: 0o600,
+            syncs: Syncs::of(match durable {
+                true => Durability::Full,
+                false => Durability::None,
+            }),
+        };
+        whole.write(
+            info,
+            |_| Ok(()),
+            |step, e| match step {
+                Step::Write | Step::File => Error::Io(e.into()),
+                Step::Temp | Step::Name | Step::Dir => self.err(e),
+            },
+        )
     }
 
     /// What `ID.info` holds; `None` when there is no such upload.

@@ -12,6 +12,7 @@
 
 pub(crate) use super::temp::{free_space, serialize};
 use super::temp::{sweep_once, temporary, temporary_name};
+use super::whole::{sync_name_sync, Syncs};
 use super::Guard;
 use super::{Conditions, Durability, Error, Mode, Written};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -33,17 +34,30 @@ pub struct Writing {
     /// The name as given, for errors.
     name: String,
     file: File,
-    /// The temporary's own name, when the file system has no `O_TMPFILE`
-    /// (or the file was written elsewhere first).
-    named: Option<Vec<u8>>,
-    /// The directory the named temporary is in, when it is not `dir`: a
-    /// resumable upload's partial file, adopted whole.
-    from: Option<OwnedFd>,
+    /// Where the file is until it takes the name.
+    unnamed: Unnamed,
     mode: Mode,
     written: u64,
     /// A write under a site's rules: the last component, if a link, is
     /// replaced (never followed), and protected files are refused.
     guard: Option<Guard>,
+}
+
+/// Where a [`Writing`]'s file is until it takes its name.
+#[derive(Debug)]
+enum Unnamed {
+    /// An `O_TMPFILE`: it goes with its descriptor.
+    Tmpfile,
+    /// A named temporary in the name's directory (where the file system
+    /// has no `O_TMPFILE`): removed when the write ends without a name.
+    Temporary(Vec<u8>),
+    /// A complete file adopted from its name `temp` in the directory
+    /// `from` (a resumable upload's `.part`): not named, it stays there
+    /// for its owner to decide.
+    Adopted { from: OwnedFd, temp: Vec<u8> },
+    /// Linked, renamed, or given up after a failed try: nothing is left
+    /// to remove.
+    Gone,
 }
 
 /// A complete file written elsewhere, to be given a name under a site's
@@ -104,8 +118,7 @@ impl Writing {
             entry,
             name: name.to_string_lossy().into_owned(),
             file,
-            named,
-            from: None,
+            unnamed: named.map_or(Unnamed::Tmpfile, Unnamed::Temporary),
             mode,
             written: 0,
             guard,
@@ -125,8 +138,10 @@ impl Writing {
             entry: entry.to_vec(),
             name: a.name.to_string_lossy().into_owned(),
             file: a.file,
-            named: Some(a.temp),
-            from: Some(a.from),
+            unnamed: Unnamed::Adopted {
+                from: a.from,
+                temp: a.temp,
+            },
             mode: a.mode,
             written,
             guard,
@@ -169,74 +184,81 @@ impl Writing {
         if delay > 0 {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
-        if durability != Durability::None {
-            rustix::fs::fdatasync(&self.file).map_err(|e| io_error(e, &name))?;
-        }
-        let created = {
-            let _serial = serialize(self.dir.as_fd(), &self.entry);
-            let dir = self.dir.as_fd();
+        let (file, dir) = (&self.file, self.dir.as_fd());
+        let give_name = || {
+            let _serial = serialize(dir, &self.entry);
             let found = check_mode(dir, &self.entry, &self.mode, &name, self.guard.as_ref())?;
-            stamp(&self.file, found.previous_mtime).map_err(|e| io_error(e, &name))?;
-            self.link(found.created).map_err(|e| match e {
+            stamp(file, found.previous_mtime).map_err(|e| io_error(e, &name))?;
+            let replace = match self.mode {
+                Mode::Create => false,
+                // What was found decides: a name that was free is linked,
+                // so one that appeared meanwhile is not overwritten.
+                Mode::Conditional(_) => !found.created,
+                Mode::Replace | Mode::ReplaceIf(_) => true,
+            };
+            let linked = self
+                .unnamed
+                .link(file, dir, &self.entry, replace, found.created);
+            linked.map_err(|e| match e {
                 Errno::EXIST => Error::Exists,
                 e => io_error(e, &name),
             })?;
-            found.created
+            Ok(found.created)
         };
-        if durability == Durability::Full {
-            rustix::fs::fsync(&self.dir).map_err(|e| io_error(e, &name))?;
-        }
+        let syncs = Syncs::of(durability);
+        let created = sync_name_sync(file.as_fd(), dir, syncs, give_name, |_, e| {
+            io_error(e, &name)
+        })?;
         let st = rustix::fs::fstat(&self.file).map_err(|e| io_error(e, &name))?;
         Ok(Written {
             id: super::fd::identity(&st),
             created,
         })
     }
+}
 
-    /// Gives the file its name: a create links it (`EEXIST` if the name
-    /// appeared meanwhile, from outside this process); a replace renames a
-    /// temporary name over it.
-    fn link(&mut self, created: bool) -> Result<(), Errno> {
-        let dir = self.dir.as_fd();
-        let from = self.from.as_ref().map_or(dir, |d| d.as_fd());
-        let replace = match self.mode {
-            Mode::Create => false,
-            // What was found decides: a name that was free is linked, so
-            // one that appeared meanwhile is not overwritten.
-            Mode::Conditional(_) => !created,
-            Mode::Replace | Mode::ReplaceIf(_) => true,
-        };
-        match self.named.take() {
-            Some(temp) => {
-                let done = match replace {
-                    true => rename(from, &temp, dir, &self.entry),
-                    false => rustix::fs::linkat(from, &*temp, dir, &*self.entry, AtFlags::empty()),
-                };
+impl Unnamed {
+    /// Gives `file` the name `entry` of `dir`: `replace`, by a rename over
+    /// it (an `O_TMPFILE` is linked to a temporary name first, unless the
+    /// name was free when `created`); else by a link (`EEXIST` if the name
+    /// appeared meanwhile, from outside this process). Whatever happens,
+    /// nothing is left to remove afterwards.
+    fn link(
+        &mut self,
+        file: &File,
+        dir: BorrowedFd<'_>,
+        entry: &[u8],
+        replace: bool,
+        created: bool,
+    ) -> Result<(), Errno> {
+        let temp = match std::mem::replace(self, Unnamed::Gone) {
+            Unnamed::Temporary(temp) => temp,
+            Unnamed::Adopted { from, temp } => {
+                let done = give(from.as_fd(), &temp, dir, entry, replace);
                 // An adopted file stays where it was when it could not be
                 // named: its owner decides.
-                let adopted = self.from.is_some();
-                if (done.is_err() && !adopted) || (done.is_ok() && !replace) {
-                    let _ = rustix::fs::unlinkat(from, &*temp, AtFlags::empty());
+                if done.is_ok() && !replace {
+                    let _ = rustix::fs::unlinkat(&from, &*temp, AtFlags::empty());
                 }
-                done
+                return done;
             }
-            None if !replace || created => link_unnamed(&self.file, dir, &self.entry),
-            None => {
-                let temp = loop {
-                    let temp = temporary_name();
-                    match link_unnamed(&self.file, dir, &temp) {
-                        Ok(()) => break temp,
-                        Err(Errno::EXIST) => continue,
-                        Err(e) => return Err(e),
-                    }
-                };
-                let done = rename(dir, &temp, dir, &self.entry);
-                if done.is_err() {
-                    let _ = rustix::fs::unlinkat(dir, &*temp, AtFlags::empty());
+            Unnamed::Tmpfile | Unnamed::Gone if !replace || created => {
+                return link_unnamed(file, dir, entry)
+            }
+            Unnamed::Tmpfile | Unnamed::Gone => loop {
+                let temp = temporary_name();
+                match link_unnamed(file, dir, &temp) {
+                    Ok(()) => break temp,
+                    Err(Errno::EXIST) => continue,
+                    Err(e) => return Err(e),
                 }
-                done
-            }
+            },
+        };
+        let done = give(dir, &temp, dir, entry, replace);
+        if done.is_err() || !replace {
+            let _ = rustix::fs::unlinkat(dir, &*temp, AtFlags::empty());
         }
+        done
     }
 }
 
@@ -244,8 +266,8 @@ impl Drop for Writing {
     fn drop(&mut self) {
         // An unnamed file goes with its descriptor; a named temporary is
         // removed; an adopted file stays for its owner to decide.
-        if let (Some(temp), None) = (self.named.take(), &self.from) {
-            let _ = rustix::fs::unlinkat(&self.dir, &*temp, AtFlags::empty());
+        if let Unnamed::Temporary(temp) = &self.unnamed {
+            let _ = rustix::fs::unlinkat(&self.dir, &**temp, AtFlags::empty());
         }
     }
 }
@@ -254,28 +276,39 @@ impl Drop for Writing {
 /// `pwrite`. A full disk or quota is [`Error::NoSpace`]; `name` is for
 /// the other errors.
 pub(crate) fn write_at(file: &File, bytes: &[u8], at: u64, name: &Path) -> Result<(), Error> {
+    pwrite_all(file.as_fd(), bytes, at).map_err(|e| io_error(e, name))
+}
+
+/// Writes all of `bytes` at `at` in `file`, at most [`WRITE_STEP`] per
+/// `pwrite`; a `pwrite` that takes nothing is no space (`ENOSPC`).
+pub(crate) fn pwrite_all(file: BorrowedFd<'_>, bytes: &[u8], at: u64) -> Result<(), Errno> {
     let mut done = 0;
     while done < bytes.len() {
         let step = &bytes[done..bytes.len().min(done + WRITE_STEP)];
         match rustix::io::pwrite(file, step, at + done as u64) {
-            Ok(0) => return Err(Error::NoSpace),
+            Ok(0) => return Err(Errno::NOSPC),
             Ok(n) => done += n,
             Err(Errno::INTR) => continue,
-            Err(e) => return Err(io_error(e, name)),
+            Err(e) => return Err(e),
         }
     }
     Ok(())
 }
 
-/// `renameat2` of `from` in `from_dir` over `to` in `dir` (no flags: it
-/// replaces).
-fn rename(
-    from_dir: BorrowedFd<'_>,
-    from: &[u8],
+/// Gives the file named `temp` in `from` the name `entry` of `dir`: by
+/// `renameat2` over it (no flags: it replaces) when `replace`, else by
+/// `linkat`, which refuses a name that exists.
+fn give(
+    from: BorrowedFd<'_>,
+    temp: &[u8],
     dir: BorrowedFd<'_>,
-    to: &[u8],
+    entry: &[u8],
+    replace: bool,
 ) -> Result<(), Errno> {
-    rustix::fs::renameat_with(from_dir, from, dir, to, RenameFlags::empty())
+    match replace {
+        true => rustix::fs::renameat_with(from, temp, dir, entry, RenameFlags::empty()),
+        false => rustix::fs::linkat(from, temp, dir, entry, AtFlags::empty()),
+    }
 }
 
 /// Links an unnamed (`O_TMPFILE`) file as `entry` of `dir`: by the

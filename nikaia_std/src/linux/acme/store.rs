@@ -17,6 +17,7 @@
 //!     <name>.lock               held while the name's order runs
 //! ```
 
+use crate::fs::whole::{FileSync, Step, Syncs, Temp, Whole};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{self as rfs, Mode, OFlags, CWD};
 use rustix::io::Errno;
@@ -152,16 +153,22 @@ impl Store {
         keep_previous: Option<&str>,
     ) -> io::Result<()> {
         let temp = format!(".{name}.tmp.{:016x}", random_u64());
-        let fd = rfs::openat(
-            &self.dir,
-            temp.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(FILE_MODE),
-        )
-        .map_err(|e| self.at(&temp, e))?;
-        let written = write_all(&fd, bytes).and_then(|()| rfs::fsync(&fd).map_err(io::Error::from));
-        drop(fd);
-        let renamed = written.and_then(|()| {
+        let whole = Whole {
+            dir: self.dir.as_fd(),
+            temp: Temp::Own(temp.as_bytes()),
+            name: name.as_bytes(),
+            mode: FILE_MODE,
+            syncs: Syncs {
+                file: FileSync::All,
+                dir: true,
+            },
+        };
+        // The crash points of ACME's tests, and the pair it replaces kept.
+        let at = |step| {
+            if step == Step::Dir {
+                super::checkpoint("renamed");
+                return Ok(());
+            }
             super::checkpoint("a temporary written and synced");
             if let Some(previous) = keep_previous {
                 match rfs::renameat(&self.dir, name, &self.dir, previous) {
@@ -170,14 +177,14 @@ impl Store {
                 }
                 super::checkpoint("the previous file kept");
             }
-            rfs::renameat(&self.dir, temp.as_str(), &self.dir, name).map_err(|e| self.at(name, e))
-        });
-        if let Err(e) = renamed {
-            let _ = rfs::unlinkat(&self.dir, temp.as_str(), rfs::AtFlags::empty());
-            return Err(e);
-        }
-        super::checkpoint("renamed");
-        rfs::fsync(&self.dir).map_err(|e| self.at(".", e))
+            Ok(())
+        };
+        whole.write(bytes, at, |step, e| match step {
+            Step::Temp => self.at(&temp, e),
+            Step::Write | Step::File => e.into(),
+            Step::Name => self.at(name, e),
+            Step::Dir => self.at(".", e),
+        })
     }
 
     /// Removes a file of ours, if it is there.
@@ -294,18 +301,6 @@ impl Store {
 fn at(path: &Path, e: Errno) -> io::Error {
     let e = io::Error::from(e);
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
-}
-
-fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match rustix::io::write(fd, bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 /// Creates `path` and its missing parents; the directories made are 0700.
