@@ -44,6 +44,16 @@ impl Tree {
         names
     }
 
+    /// Each name is `Outside` as `reach` reaches it, and nothing appeared
+    /// outside.
+    fn all_outside(&self, names: &[&str], reach: Reach<'_>) {
+        for name in names {
+            let r = self.reach(name, reach);
+            assert!(matches!(r, Err(Error::Outside(_))), "{name}: {r:?}");
+        }
+        assert_eq!(self.outside(), Vec::<String>::new());
+    }
+
     /// Where the step ran: its directory's inode, and the last component
     /// it was given.
     fn reach(&self, name: &str, reach: Reach<'_>) -> Result<(u64, String), Error> {
@@ -62,10 +72,6 @@ impl Drop for Tree {
 
 fn refused(r: Result<(u64, String), Error>) -> bool {
     matches!(r, Err(Error::Denied(_)))
-}
-
-fn outside(r: Result<(u64, String), Error>) -> bool {
-    matches!(r, Err(Error::Outside(_)))
 }
 
 const MAKE: Guard = Guard {
@@ -116,9 +122,7 @@ fn a_link_in_the_middle_is_never_followed_by_a_guarded_write() {
     // leaves is Outside.
     let (dir, entry) = t.reach("in/f", Reach::AsRead).unwrap();
     assert_eq!((dir, entry.as_str()), (t.ino("sub"), "f"));
-    assert!(outside(t.reach("out/f", Reach::AsRead)));
-    assert!(outside(t.reach("dangling/f", Reach::AsRead)));
-    assert_eq!(t.outside(), Vec::<String>::new());
+    t.all_outside(&["out/f", "dangling/f"], Reach::AsRead);
 }
 
 #[test]
@@ -154,25 +158,19 @@ fn a_link_as_the_last_component() {
     let (dir, entry) = t.reach("lt", Reach::AsRead).unwrap();
     assert_eq!((dir, entry.as_str()), (t.ino("sub"), "t"));
     symlink("../outside/x", t.path("lo2")).unwrap();
-    for name in ["lo2", "la", "loop1"] {
-        assert!(outside(t.reach(name, Reach::AsRead)), "{name}");
-    }
-    assert_eq!(t.outside(), Vec::<String>::new());
+    t.all_outside(&["lo2", "la", "loop1"], Reach::AsRead);
 }
 
 #[test]
 fn dot_dot_is_outside_for_a_guarded_write_and_resolved_as_a_read() {
     let t = Tree::new("dotdot");
-    for name in ["../f", "sub/../f", "sub/../../outside/f"] {
-        assert!(outside(t.reach(name, Reach::NoLinks(&MAKE))), "{name}");
-    }
+    let names = ["../f", "sub/../f", "sub/../../outside/f"];
+    t.all_outside(&names, Reach::NoLinks(&MAKE));
     let root = t.ino(".");
     let got = t.reach("sub/../f", Reach::AsRead).unwrap();
     assert_eq!(got, (root, "f".to_owned()));
-    for name in ["../f", "sub/../../outside/f", "sub/../../root/f"] {
-        assert!(outside(t.reach(name, Reach::AsRead)), "{name}");
-    }
-    assert_eq!(t.outside(), Vec::<String>::new());
+    let names = ["../f", "sub/../../outside/f", "sub/../../root/f"];
+    t.all_outside(&names, Reach::AsRead);
 }
 
 #[test]

@@ -177,6 +177,17 @@ mod tests {
         v
     }
 
+    /// A file of mode 0600 written whole as `name` of `dir`.
+    fn whole<'a>(dir: BorrowedFd<'a>, temp: Temp<'a>, name: &'a [u8], syncs: Syncs) -> Whole<'a> {
+        Whole {
+            dir,
+            temp,
+            name,
+            mode: 0o600,
+            syncs,
+        }
+    }
+
     #[test]
     fn a_whole_file_replaces_its_name_and_leaves_no_temporary() {
         let dir = scratch("replace");
@@ -187,13 +198,7 @@ mod tests {
             dir: true,
         };
         for temp in [Temp::Own(b".n.tmp"), Temp::Shared(b"n.new")] {
-            let whole = Whole {
-                dir: fd.as_fd(),
-                temp,
-                name: b"n",
-                mode: 0o600,
-                syncs,
-            };
+            let whole = whole(fd.as_fd(), temp, b"n", syncs);
             let mut seen = Vec::new();
             let at = |step| {
                 seen.push((step, std::fs::read(dir.join("n")).unwrap()));
@@ -223,13 +228,7 @@ mod tests {
         let fd = rustix::fs::open(&dir, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
         let syncs = Syncs::of(Durability::None);
         let write = |temp| {
-            let whole = Whole {
-                dir: fd.as_fd(),
-                temp,
-                name: b"n",
-                mode: 0o600,
-                syncs,
-            };
+            let whole = whole(fd.as_fd(), temp, b"n", syncs);
             whole.write(b"new", |_| Ok(()), |step, e| (step, e))
         };
         let failed = write(Temp::Own(b".n.tmp")).unwrap_err();
@@ -240,13 +239,7 @@ mod tests {
         assert_eq!(failed.0, Step::Name);
         assert_eq!(names(&dir), vec!["n", "n.new"]);
         // An error before the rename stops it there too.
-        let whole = Whole {
-            dir: fd.as_fd(),
-            temp: Temp::Own(b".m.tmp"),
-            name: b"m",
-            mode: 0o600,
-            syncs,
-        };
+        let whole = whole(fd.as_fd(), Temp::Own(b".m.tmp"), b"m", syncs);
         let stop = whole.write(b"new", |_| Err("stop"), |_, _| "fault");
         assert_eq!(stop, Err("stop"));
         assert_eq!(names(&dir), vec!["n", "n.new"]);
