@@ -29,6 +29,12 @@
 //! out of the root, after the walk entered it changes nothing outside: the
 //! step acts in the directory that was beneath the root when it was
 //! opened.
+//!
+//! A write with no body and one with two names (WebDAV's `MKCOL`, `MOVE`,
+//! `COPY`, after HTTP/3) need no other walk: `MKCOL` is a step that makes
+//! the last component (`mkdirat`), and a write with two names walks to the
+//! second inside the first one's step, then acts on both directories at
+//! once (`renameat2`, `linkat`), as Go's `os.Root` renames.
 
 use super::host;
 use super::open::{check_name, is_temporary, Purpose};
