@@ -30,8 +30,6 @@ mod map;
 #[cfg(target_os = "linux")]
 mod parent;
 #[cfg(target_os = "linux")]
-mod partial;
-#[cfg(target_os = "linux")]
 mod put;
 #[cfg(target_os = "linux")]
 mod temp;
@@ -58,11 +56,11 @@ pub use no_map::{map, MapOnWasm32, Mapped};
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened, TEMPORARY_PREFIX};
-#[cfg(target_os = "linux")]
-pub(crate) use partial::PartialDir;
 #[doc(hidden)]
 #[cfg(target_os = "linux")]
 pub use put::delay_syncs;
+#[cfg(target_os = "linux")]
+pub(crate) use put::io_error;
 #[cfg(target_os = "linux")]
 pub use put::Writing;
 #[cfg(target_os = "linux")]
@@ -71,7 +69,7 @@ pub(crate) use put::{write_at, Adoption};
 #[cfg(target_os = "linux")]
 pub use temp::force_named_temporaries;
 #[cfg(target_os = "linux")]
-pub(crate) use temp::random;
+pub(crate) use temp::{free_space, random};
 /// The open file an [`Opened`] holds: a descriptor on Linux.
 #[cfg(target_os = "linux")]
 pub(crate) type OpenFile = std::fs::File;

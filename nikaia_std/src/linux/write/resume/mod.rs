@@ -10,12 +10,14 @@
 //! writes it now, and the file it writes.
 
 mod job;
+mod partial;
 
 pub(in crate::linux::write) use job::request;
 
-use crate::fs::{PartialDir, Root};
+use crate::fs::Root;
 use crate::http::site::resume::Id;
 use crate::rt::Resumable;
+use partial::PartialDir;
 use std::collections::HashMap;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};

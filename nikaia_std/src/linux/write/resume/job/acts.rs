@@ -2,8 +2,9 @@
 //! `PATCH` (`patch.rs`): create an upload, report its offset, end it, and
 //! give a complete upload its final name.
 
+use super::super::partial::PartialDir;
 use super::Job;
-use crate::fs::{self, PartialDir};
+use crate::fs;
 use crate::http::site::resume::{self, Id, Seen};
 use crate::http::site::write::{self, Permit};
 use crate::http::Response;

@@ -16,9 +16,9 @@
 //! Everything here may wait for the disk: a server runs it on its writer
 //! threads, never on a worker.
 
-use super::put::io_error;
-use super::whole::{Step, Syncs, Temp, Whole};
-use super::{Durability, Error};
+use crate::fs::whole::{Step, Syncs, Temp, Whole};
+use crate::fs::{free_space, io_error, Durability, Error};
+use crate::http::site::resume::Id;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode as Perm, OFlags};
 use rustix::io::Errno;
@@ -342,7 +342,7 @@ impl PartialDir {
                 b".info.new",
             ];
             let ours = ours.contains(&suffix);
-            if ours && super::super::http::site::resume::Id::parse(id).is_some() {
+            if ours && Id::parse(id).is_some() {
                 let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 out.push((text(id), text(suffix)));
             }
@@ -357,7 +357,7 @@ impl PartialDir {
 
     /// The bytes free for an unprivileged writer on its file system.
     pub(crate) fn free_space(&self) -> u64 {
-        super::put::free_space(self.fd.as_fd())
+        free_space(self.fd.as_fd())
     }
 }
 
