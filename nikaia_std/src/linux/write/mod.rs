@@ -30,7 +30,8 @@ use super::pool::IoPool;
 use super::stats::{BodyStats, WriteStats};
 use crate::http::body::Erased;
 use crate::http::site::resume::Ask;
-use crate::http::site::write::Op;
+use crate::http::site::write::{Op, Permit};
+use crate::http::site::{Check, Verdict};
 use crate::http::to_file::ToFile;
 use crate::http::{Request, Response};
 use crate::rt::Runtime;
@@ -137,10 +138,46 @@ impl Wing {
         Ok(Slot(self.clone()))
     }
 
+    /// The verdict on a site write's credentials: its permit back in
+    /// `slot`, or the refusal, dressed as the site dresses them.
+    fn verified(
+        &self,
+        req: &Request,
+        slot: &mut Option<Box<Permit>>,
+        check: Check,
+        verdict: Verdict,
+    ) -> Result<(), Response> {
+        let Some(permit) = slot.take() else {
+            return Err(Response::status_page(500));
+        };
+        let (name, tls) = (permit.name.clone(), permit.tls);
+        match permit.verified(check, verdict) {
+            Ok(permit) => {
+                *slot = Some(Box::new(permit));
+                Ok(())
+            }
+            Err(mut resp) => {
+                let rt = self.runtime();
+                let grant = Default::default();
+                crate::http::site::write::dress_refusal(&rt, req, &name, &grant, tls, &mut resp);
+                Err(resp)
+            }
+        }
+    }
+
     /// Finishes what is queued (a name being given is given), then stops
     /// the writer threads.
     pub(crate) fn close(&self) {
         self.pool.close();
+    }
+}
+
+/// What comes first for a write the site's rules let through: the check
+/// of its credentials, if one is owed, else its opening.
+fn first(permit: Option<&mut Box<Permit>>) -> sink::Step {
+    match permit.and_then(|p| p.check.take()) {
+        Some(check) => sink::Step::Check(check),
+        None => sink::Step::Open,
     }
 }
 

@@ -106,38 +106,31 @@ impl Act for Put {
     const STOPS_WITHOUT_CLIENT: bool = true;
 
     fn begin(&mut self) -> Step {
-        match self.site.as_mut().and_then(|p| p.check.take()) {
-            Some(check) => Step::Check(check),
-            None => Step::Open,
-        }
+        super::first(self.site.as_mut())
     }
 
     /// The credentials of a site write were checked: a place among the
     /// writes, or the answer.
     fn checked(&mut self, check: Check, verdict: Verdict) -> Step {
-        let Some(permit) = self.site.take() else {
-            return Step::Answer(Response::status_page(500));
-        };
-        let (name, tls) = (permit.name.clone(), permit.tls);
-        let (mut resp, grant) = match permit.verified(check, verdict) {
-            Ok(permit) => {
-                let max = self.wing.runtime().max_writes;
-                let grant = permit.grant.clone();
-                self.site = Some(Box::new(permit));
-                match self.wing.slot(max) {
-                    Ok(slot) => {
-                        self.slot = Some(slot);
-                        return Step::Open;
-                    }
-                    Err(busy) => (busy, grant),
-                }
+        if let Err(resp) = self
+            .wing
+            .verified(&self.req, &mut self.site, check, verdict)
+        {
+            self.wing.writes.refused(resp.status());
+            return Step::Answer(resp);
+        }
+        match self.wing.slot(self.wing.runtime().max_writes) {
+            Ok(slot) => {
+                self.slot = Some(slot);
+                Step::Open
             }
-            Err(resp) => (resp, Default::default()),
-        };
-        let rt = self.wing.runtime();
-        crate::http::site::write::dress_refusal(&rt, &self.req, &name, &grant, tls, &mut resp);
-        self.wing.writes.refused(resp.status());
-        Step::Answer(resp)
+            Err(busy) => {
+                let rt = self.wing.runtime();
+                let resp = answer_refusal(&rt, &self.req, self.site.as_deref(), busy);
+                self.wing.writes.refused(resp.status());
+                Step::Answer(resp)
+            }
+        }
     }
 
     /// Opens the unnamed file (under the site's guard, for a write of the

@@ -44,28 +44,16 @@ impl Act for Remove {
     const STOPS_WITHOUT_CLIENT: bool = false;
 
     fn begin(&mut self) -> Step {
-        match self.permit.as_mut().and_then(|p| p.check.take()) {
-            Some(check) => Step::Check(check),
-            None => Step::Open,
-        }
+        super::first(self.permit.as_mut())
     }
 
     fn checked(&mut self, check: Check, verdict: Verdict) -> Step {
-        let Some(permit) = self.permit.take() else {
-            return Step::Answer(Response::status_page(500));
-        };
-        let (name, tls) = (permit.name.clone(), permit.tls);
-        match permit.verified(check, verdict) {
-            Ok(permit) => {
-                self.permit = Some(Box::new(permit));
-                Step::Open
-            }
-            Err(mut resp) => {
-                let rt = self.wing.runtime();
-                let grant = Default::default();
-                write::dress_refusal(&rt, &self.req, &name, &grant, tls, &mut resp);
-                Step::Answer(resp)
-            }
+        match self
+            .wing
+            .verified(&self.req, &mut self.permit, check, verdict)
+        {
+            Ok(()) => Step::Open,
+            Err(resp) => Step::Answer(resp),
         }
     }
 
