@@ -2,9 +2,11 @@
 //! builder and router, the request, the body table (D1), conditionals,
 //! content-coding negotiation, `http::File`, and the one answer pipeline
 //! every backend calls (`answer.rs`), with what it asks of a backend, one
-//! trait per job (`port.rs`). The wire formats are sans-IO units
-//! beside it (`h1/`). Nothing here names a socket or a descriptor: how the
-//! bytes move is the backend's (`linux/`, `wasm/`).
+//! trait per job (`port.rs`). The wire formats are sans-IO units beside
+//! it (`h1/`, `h2/`); the site's rules of `nikaia serve` are `site/`, a
+//! produced body's state machine `produce/`. Nothing here names a socket
+//! or a descriptor: how the bytes move is the backend's (`linux/`,
+//! `wasm/`).
 //!
 //! Normative text: `spec/http.md`.
 
