@@ -3,9 +3,9 @@
 //! directory synced, each as its writer asks ([`sync_name_sync`]). A
 //! write under a root (`put.rs`: `spec/files.md`, "Durability") names a
 //! file it wrote piece by piece; ACME's storage (`linux/acme/store.rs`:
-//! `spec/tls.md`) and the records of resumable uploads (`partial.rs`:
-//! `spec/site.md`) write a small file whole to a temporary beside its name
-//! and rename it over ([`Whole`]).
+//! `spec/tls.md`) and the records of resumable uploads
+//! (`linux/write/resume/partial.rs`: `spec/site.md`) write a small file
+//! whole to a temporary beside its name and rename it over ([`Whole`]).
 
 use super::put::pwrite_all;
 use super::Durability;
