@@ -17,6 +17,7 @@ pub(crate) mod client;
 mod coding;
 pub(crate) mod conditional;
 mod events;
+pub(crate) mod fields;
 pub(crate) mod file;
 pub(crate) mod h1;
 pub(crate) mod h2;

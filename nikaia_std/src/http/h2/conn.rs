@@ -9,9 +9,9 @@
 //!
 //! The limits and the flood answers are in `spec/http2.md`.
 
-use super::fields::Parsed;
 use super::frame::{self, flag, kind, setting, ErrorCode, Header, DEFAULT_MAX_FRAME};
 use super::frame::{DEFAULT_WINDOW, HEADER_LEN, PREFACE};
+use crate::http::fields::request::Parsed;
 
 mod body;
 mod control;
@@ -458,7 +458,7 @@ impl Core {
                 if id == 0 {
                     return Err((ErrorCode::Protocol, "PRIORITY_UPDATE for stream 0"));
                 }
-                let u = super::fields::urgency(&p[4..]);
+                let u = crate::http::fields::request::urgency(&p[4..]);
                 if let Some(s) = self.stream_mut(id) {
                     s.urgency = u;
                 }

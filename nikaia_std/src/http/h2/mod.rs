@@ -5,7 +5,6 @@
 //! Normative text: `spec/http2.md`.
 
 pub(crate) mod conn;
-pub(crate) mod fields;
 pub(crate) mod frame;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

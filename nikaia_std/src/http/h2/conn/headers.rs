@@ -3,11 +3,12 @@
 //! new stream's request — bodiless, refused, or with a body the backend
 //! decides how to take — or a stream's trailers.
 
-use super::super::fields::{Fields, Refusal, DEFAULT_URGENCY};
 use super::super::frame::{self, flag, ErrorCode, Header, DEFAULT_WINDOW};
 use super::super::hpack::Decoded;
 use super::MAX_CONTINUATIONS;
 use super::{dependency, Block, Core, Event, Fatal, Recv, Refused, Send, Stream, Taking};
+use crate::http::fields::request::{Fields, Refusal, DEFAULT_URGENCY};
+use crate::http::request::Version;
 use std::time::Instant;
 
 impl Core {
@@ -72,8 +73,8 @@ impl Core {
         let end = b.flags & flag::END_STREAM != 0;
         let existing = self.position(id);
         let mut fields = match existing {
-            Some(_) => Fields::trailers(),
-            None => Fields::default(),
+            Some(_) => Fields::trailers(Version::Http2),
+            None => Fields::request(Version::Http2),
         };
         let decoded = self
             .decoder

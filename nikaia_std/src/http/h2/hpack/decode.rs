@@ -1,7 +1,8 @@
 //! The HPACK decoder: header blocks in, fields out (RFC 7541 §3, §6).
 
-use super::huffman;
 use super::table::{entry_size, Dynamic, Name, STATIC, STATIC_LEN};
+use crate::http::fields::huffman;
+use crate::http::fields::prefix::{Malformed, Reader, Str};
 use std::ops::ControlFlow;
 
 /// Why a header block could not be decoded.
@@ -11,6 +12,12 @@ pub(crate) enum DecodeError {
     /// (RFC 9113 §4.3). The decoder is then out of step with the peer's
     /// encoder and must not be used again.
     Compression,
+}
+
+impl From<Malformed> for DecodeError {
+    fn from(_: Malformed) -> DecodeError {
+        DecodeError::Compression
+    }
 }
 
 /// How a header block that was decoded to its end went.
@@ -60,98 +67,6 @@ enum NameAt {
     Index(usize),
     /// A string literal in the block.
     Literal(Str),
-}
-
-/// A string literal (§5.2): its octets are `block[start..end]`.
-#[derive(Clone, Copy)]
-struct Str {
-    huffman: bool,
-    start: usize,
-    end: usize,
-}
-
-impl Str {
-    /// The octets as they are in the block (still Huffman-coded if so).
-    fn raw<'b>(&self, block: &'b [u8]) -> Result<&'b [u8], DecodeError> {
-        block
-            .get(self.start..self.end)
-            .ok_or(DecodeError::Compression)
-    }
-
-    /// The fewest octets the string decodes to.
-    fn min_len(&self) -> usize {
-        let len = self.end.saturating_sub(self.start);
-        if self.huffman {
-            huffman::min_decoded_len(len)
-        } else {
-            len
-        }
-    }
-
-    /// Checks a Huffman-coded string without keeping what it decodes to.
-    fn check(&self, block: &[u8]) -> Result<(), DecodeError> {
-        if self.huffman {
-            huffman::check(self.raw(block)?).map_err(|_| DecodeError::Compression)?;
-        }
-        Ok(())
-    }
-}
-
-/// A cursor over a header block.
-struct Reader<'b> {
-    block: &'b [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    /// An integer with an N-bit prefix (§5.1), the first octet's other
-    /// bits ignored. At most 2^32 - 1 and 5 continuation octets.
-    fn int(&mut self, prefix: u32) -> Result<usize, DecodeError> {
-        let first = *self.block.get(self.pos).ok_or(DecodeError::Compression)?;
-        self.pos += 1;
-        let mask = (1u32 << prefix) - 1;
-        let mut value = u64::from(u32::from(first) & mask);
-        if value < u64::from(mask) {
-            return usize::try_from(value).map_err(|_| DecodeError::Compression);
-        }
-        let mut shift = 0u32;
-        loop {
-            let b = *self.block.get(self.pos).ok_or(DecodeError::Compression)?;
-            self.pos += 1;
-            value += u64::from(b & 0x7f) << shift;
-            if value > u64::from(u32::MAX) {
-                return Err(DecodeError::Compression);
-            }
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift > 28 {
-                return Err(DecodeError::Compression);
-            }
-        }
-        usize::try_from(value).map_err(|_| DecodeError::Compression)
-    }
-
-    /// A string literal (§5.2), its length checked against the block.
-    fn string(&mut self) -> Result<Str, DecodeError> {
-        let huffman = self
-            .block
-            .get(self.pos)
-            .is_some_and(|&first| first & 0x80 != 0);
-        let len = self.int(7)?;
-        let start = self.pos;
-        let end = start.checked_add(len).ok_or(DecodeError::Compression)?;
-        if end > self.block.len() {
-            return Err(DecodeError::Compression);
-        }
-        self.pos = end;
-        Ok(Str {
-            huffman,
-            start,
-            end,
-        })
-    }
 }
 
 /// The name and value of the entry at a wire index (§2.3.3): 1 to 61 the
@@ -247,7 +162,7 @@ impl Decoder {
         list_max: usize,
         field: &mut OnField<'_>,
     ) -> Result<Decoded, DecodeError> {
-        let mut r = Reader { block, pos: 0 };
+        let mut r = Reader::new(block);
         let mut outcome = Decoded::Complete;
         let mut list = 0usize;
         let mut updates = 0u8;
@@ -290,12 +205,12 @@ impl Decoder {
             };
             let index = r.int(prefix)?;
             let name = if index == 0 {
-                NameAt::Literal(r.string()?)
+                NameAt::Literal(r.string(7)?)
             } else {
                 entry(&self.table, index)?;
                 NameAt::Index(index)
             };
-            let value = r.string()?;
+            let value = r.string(7)?;
             self.literal(
                 block,
                 name,

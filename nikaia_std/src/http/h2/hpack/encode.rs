@@ -2,8 +2,8 @@
 //! (RFC 7541 §6).
 
 use super::decode::DEFAULT_TABLE_SIZE;
-use super::huffman;
 use super::table::{entry_size, static_field, static_name, Dynamic, Name, STATIC_LEN};
+use crate::http::fields::prefix::{self, write_int};
 
 /// The largest dynamic table the encoder keeps, whatever the peer allows:
 /// a larger SETTINGS_HEADER_TABLE_SIZE is met by using only this much
@@ -33,33 +33,10 @@ impl Default for Encoder {
     }
 }
 
-/// Appends an integer with an N-bit prefix (§5.1); `flags` holds the
-/// first octet's bits above the prefix.
-pub(crate) fn write_int(out: &mut Vec<u8>, flags: u8, prefix: u32, value: usize) {
-    let max = (1usize << prefix) - 1;
-    if value < max {
-        out.push(flags | value as u8);
-        return;
-    }
-    out.push(flags | max as u8);
-    let mut rest = value - max;
-    while rest >= 0x80 {
-        out.push(0x80 | (rest & 0x7f) as u8);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
-}
-
-/// Appends a string literal (§5.2), Huffman-coded when that is shorter.
+/// Appends a string literal (§5.2) with HPACK's 7-bit length prefix,
+/// Huffman-coded when that is shorter.
 pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8]) {
-    let coded = huffman::encoded_len(s);
-    if coded < s.len() {
-        write_int(out, 0x80, 7, coded);
-        huffman::encode(s, out);
-    } else {
-        write_int(out, 0x00, 7, s.len());
-        out.extend_from_slice(s);
-    }
+    prefix::write_string(out, 0, 7, s);
 }
 
 /// How a literal field is represented (§6.2).

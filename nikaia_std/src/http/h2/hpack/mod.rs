@@ -17,7 +17,6 @@ mod decode;
 mod encode;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-mod huffman;
 mod table;
 #[cfg(test)]
 mod tests;

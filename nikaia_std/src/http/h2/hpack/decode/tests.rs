@@ -80,7 +80,7 @@ fn c1_integers() {
         block: &[0x1f, 0xe1, 0xff, 0xff, 0xff, 0x0f],
         pos: 0,
     };
-    assert_eq!(r.int(5), Err(DecodeError::Compression));
+    assert_eq!(r.int(5), Err(Malformed));
 }
 
 #[test]

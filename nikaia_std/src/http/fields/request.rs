@@ -1,5 +1,6 @@
-//! A request's header list, as HPACK decodes it, checked by the rules of
-//! RFC 9113 §8.2–8.3 and laid out as the [`Text`] every protocol fills in:
+//! A request's field section, as HPACK or QPACK decodes it, checked by the
+//! rules of RFC 9113 §8.2–8.3 (RFC 9114 §4.2–4.3 are the same for HTTP/3)
+//! and laid out as the [`Text`] every protocol fills in:
 //! the pseudo-header fields become the method and target, `:authority`
 //! becomes `Host` when the client sent none, cookie crumbs are joined.
 
@@ -12,7 +13,8 @@ use std::ops::{ControlFlow, Range};
 /// What a header list that cannot be served gets.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// Malformed (§8.1.1): the stream is reset with PROTOCOL_ERROR.
+    /// Malformed (§8.1.1): the stream is reset with PROTOCOL_ERROR
+    /// (HTTP/3: H3_MESSAGE_ERROR, RFC 9114 §4.1.2).
     Malformed(&'static str),
     /// Well-formed HTTP/2 but not a request we serve: answered with this
     /// status, as HTTP/1.1 answers the same fault (a bad Host, a path that
@@ -25,8 +27,9 @@ pub(crate) enum Refusal {
 }
 
 /// A request's fields as they arrive, then checked.
-#[derive(Default)]
 pub(crate) struct Fields {
+    /// The protocol the request came by, for its [`Text`].
+    version: Version,
     buf: Vec<u8>,
     method: Option<Range<usize>>,
     scheme: Option<Range<usize>>,
@@ -63,11 +66,32 @@ const CONNECTION_SPECIFIC: [&[u8]; 5] = [
 ];
 
 impl Fields {
+    /// The fields of a request's header section, by `version` (HTTP/2 or
+    /// HTTP/3).
+    pub(crate) fn request(version: Version) -> Fields {
+        Fields {
+            version,
+            buf: Vec::new(),
+            method: None,
+            scheme: None,
+            authority: None,
+            path: None,
+            headers: Vec::new(),
+            cookies: Vec::new(),
+            host: None,
+            priority: None,
+            content_length: None,
+            regular: false,
+            fault: None,
+            trailers: false,
+        }
+    }
+
     /// The fields of a trailer section (§8.1): checked, then dropped.
-    pub(crate) fn trailers() -> Fields {
+    pub(crate) fn trailers(version: Version) -> Fields {
         Fields {
             trailers: true,
-            ..Fields::default()
+            ..Fields::request(version)
         }
     }
 
@@ -243,7 +267,7 @@ impl Fields {
             text: Text {
                 method,
                 target: path,
-                version: Version::Http2,
+                version: self.version,
                 headers: self.headers,
                 path: path_decoded,
                 query,
@@ -305,7 +329,7 @@ mod tests {
     use super::*;
 
     fn parse(list: &[(&str, &str)]) -> Result<Parsed, Refusal> {
-        let mut f = Fields::default();
+        let mut f = Fields::request(Version::Http2);
         for (n, v) in list {
             if f.field(n.as_bytes(), v.as_bytes()).is_break() {
                 break;
