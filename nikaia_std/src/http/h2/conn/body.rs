@@ -97,7 +97,12 @@ impl Core {
         }
         let data = p.slice(range);
         s.received += data.len() as u64;
-        if s.declared.is_some_and(|n| s.received > n) {
+        // More than `content-length` said, or its end before that much: a
+        // malformed request (§8.1.1), found before the body's end reaches
+        // anyone (a sink told of the end names its file).
+        if s.declared
+            .is_some_and(|n| s.received > n || (end && s.received != n))
+        {
             return self.stream_error(h.stream, ErrorCode::Protocol);
         }
         // Padding is credited back at once: no one holds it.
