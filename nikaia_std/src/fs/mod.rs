@@ -124,5 +124,5 @@ pub use list::{DirEntry, Reached, ReachedKind};
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, Root};
 #[cfg(target_os = "linux")]
-pub(crate) use rw::etag_listed;
+pub(crate) use rw::{etag_listed, Compare};
 pub use rw::{read, read_string, write, Conditions, Durability, Guard, Mode, Removable, Written};

@@ -20,7 +20,9 @@
 //!   opened `O_NOFOLLOW` relative to the one before; `..` is `Outside`, a
 //!   link on the way refused, a missing level made when the guard says so
 //!   (`mkdirat`, then opened by the same step, so a link put there
-//!   meanwhile is refused), each level checked against the guard's
+//!   meanwhile is refused; removed again, if still empty, when the write
+//!   that made it ends without its name: [`Made`]), each level checked
+//!   against the guard's
 //!   protected files. The step gets the last component as it is: a link
 //!   there is an entry like any other, replaced or removed, never followed.
 //!
@@ -69,14 +71,67 @@ pub(crate) fn in_parent<T>(
     reach: Reach<'_>,
     step: impl FnOnce(OwnedFd, &[u8]) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    match (&root.kind, reach) {
-        (Kind::Host(_), _) => Err(host::read_only()),
-        (_, Reach::AsRead) => as_read(root, name, step),
-        (Kind::Dir(d), Reach::NoLinks(guard)) => {
+    match reach {
+        Reach::AsRead => match root.kind {
+            Kind::Host(_) => Err(host::read_only()),
+            _ => as_read(root, name, step),
+        },
+        // What the walk made stays if the step did its work, and is removed
+        // again (if still empty) if it failed: a step that keeps a file for
+        // later uses [`in_parent_making`].
+        Reach::NoLinks(guard) => in_parent_making(root, name, guard, |dir, entry, made| {
+            let done = step(dir, entry);
+            if done.is_ok() {
+                made.keep();
+            }
+            done
+        }),
+    }
+}
+
+/// [`in_parent`] with [`Reach::NoLinks`], the step also given the levels
+/// the walk made ([`Made`]), to keep with what it makes there: a write
+/// whose file takes its name later holds them until then.
+pub(crate) fn in_parent_making<T>(
+    root: &Root,
+    name: &Path,
+    guard: &Guard,
+    step: impl FnOnce(OwnedFd, &[u8], Made) -> Result<T, Error>,
+) -> Result<T, Error> {
+    match &root.kind {
+        Kind::Dir(d) => {
             let (dir, entry) = split(name, true)?;
-            step(no_links(d.fd.as_fd(), dir, guard)?, entry)
+            let (fd, made) = no_links(d.fd.as_fd(), dir, guard)?;
+            step(fd, entry, made)
         }
-        (Kind::Anywhere(_), Reach::NoLinks(_)) => Err(host::read_only()),
+        Kind::Host(_) | Kind::Anywhere(_) => Err(host::read_only()),
+    }
+}
+
+/// The directories a guarded walk made (`make-dirs`), each as the
+/// directory it is in and its name. Dropped, it removes them again, the
+/// deepest first, each only if it is still empty (`rmdir`): a write that
+/// ends without its name — refused after its preconditions, cut short,
+/// failed at the name — leaves no level behind, and one that took its name
+/// keeps them all (its file is in the deepest). A level another write
+/// filled meanwhile stays.
+#[derive(Debug, Default)]
+pub(crate) struct Made(Vec<(OwnedFd, Vec<u8>)>);
+
+impl Made {
+    /// The levels stay, whatever comes.
+    pub(crate) fn keep(mut self) {
+        self.0.clear();
+    }
+}
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for (at, name) in self.0.drain(..).rev() {
+            if rustix::fs::unlinkat(&at, &*name, AtFlags::REMOVEDIR).is_err() {
+                break;
+            }
+        }
     }
 }
 
@@ -147,7 +202,8 @@ const DIR: OFlags = OFlags::RDONLY
 /// [`Reach::NoLinks`]: opens the directory `dir` (a name under `root`, `.`
 /// for the root itself) component by component, following no link; makes
 /// what is missing when the guard says so.
-fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<OwnedFd, Error> {
+fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<(OwnedFd, Made), Error> {
+    let mut made = Made::default();
     let mut at = rustix::fs::openat(root, ".", DIR, Perm::empty()).map_err(|e| io_error(e, dir))?;
     for component in dir.as_os_str().as_bytes().split(|&b| b == b'/') {
         match component {
@@ -158,7 +214,12 @@ fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<OwnedFd, 
         let next = match rustix::fs::openat(&at, component, DIR, Perm::empty()) {
             Err(Errno::NOENT) if guard.make_dirs => {
                 match rustix::fs::mkdirat(&at, component, Perm::from_raw_mode(0o755)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
+                    Ok(()) => {
+                        let parent = at.try_clone().map_err(|e| Error::Io(e))?;
+                        made.0.push((parent, component.to_vec()));
+                    }
+                    // Another write made it meanwhile: it is not ours.
+                    Err(Errno::EXIST) => {}
                     Err(e) => return Err(io_error(e, dir)),
                 }
                 rustix::fs::openat(&at, component, DIR, Perm::empty())
@@ -174,7 +235,7 @@ fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<OwnedFd, 
         let st = rustix::fs::fstat(&at).map_err(|e| io_error(e, dir))?;
         guard.check(&st, dir)?;
     }
-    Ok(at)
+    Ok((at, made))
 }
 
 /// Why a component could not be entered: a link (never followed: 403), or

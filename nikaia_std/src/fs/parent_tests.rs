@@ -213,3 +213,51 @@ fn a_middle_directory_renamed_during_the_step_changes_nothing_outside() {
         assert!(!t.top.join("outside/b/f").exists(), "{reach:?}");
     }
 }
+
+/// A guarded write that ends without its name leaves none of the levels
+/// it made (found from outside: a PUT to `a/b/x` refused after its
+/// preconditions, or cut short, left `a/b/`); one that took its name keeps
+/// them, and a level that was there before, or that another write filled
+/// meanwhile, stays.
+#[test]
+fn levels_made_for_a_write_go_again_unless_it_takes_its_name() {
+    let t = Tree::new("made");
+    let w = t
+        .root
+        .begin_write_guarded("a/b/x", Mode::Create, &MAKE)
+        .unwrap();
+    assert!(t.path("a/b").is_dir());
+    drop(w);
+    assert!(!t.path("a").exists(), "both levels made for it are gone");
+    // Failed in its step (a directory where the file goes): the same.
+    std::fs::create_dir_all(t.path("sub/d")).unwrap();
+    assert!(t
+        .root
+        .begin_write_guarded("n/m/../x", Mode::Create, &MAKE)
+        .is_err());
+    assert!(!t.path("n").exists());
+    // `sub` was there before: only the level made under it goes.
+    let w = t
+        .root
+        .begin_write_guarded("sub/c/x", Mode::Create, &MAKE)
+        .unwrap();
+    drop(w);
+    assert!(t.path("sub").is_dir() && !t.path("sub/c").exists());
+    // Another file put in a made level meanwhile keeps it.
+    let w = t
+        .root
+        .begin_write_guarded("p/q/x", Mode::Create, &MAKE)
+        .unwrap();
+    std::fs::write(t.path("p/other"), b"theirs").unwrap();
+    drop(w);
+    assert!(!t.path("p/q").exists() && t.path("p/other").is_file());
+    // Named: every level stays.
+    let mut w = t
+        .root
+        .begin_write_guarded("k/l/x", Mode::Create, &MAKE)
+        .unwrap();
+    w.write(b"kept").unwrap();
+    w.commit(Durability::None).unwrap();
+    assert_eq!(std::fs::read(t.path("k/l/x")).unwrap(), b"kept");
+    assert_eq!(t.outside(), Vec::<String>::new());
+}

@@ -10,6 +10,7 @@
 //! Everything here may wait for the disk: a server runs it on its writer
 //! threads, never on a worker.
 
+use super::parent::Made;
 pub(crate) use super::temp::{free_space, serialize};
 use super::temp::{sweep_once, temporary, temporary_name};
 use super::whole::{sync_name_sync, Syncs};
@@ -41,6 +42,9 @@ pub struct Writing {
     /// A write under a site's rules: the last component, if a link, is
     /// replaced (never followed), and protected files are refused.
     guard: Option<Guard>,
+    /// The levels its walk made, removed again if it ends without its
+    /// name (declared last: dropped after the file and its directory).
+    made: Made,
 }
 
 /// Where a [`Writing`]'s file is until it takes its name.
@@ -122,6 +126,7 @@ impl Writing {
             mode,
             written: 0,
             guard,
+            made: Made::default(),
         })
     }
 
@@ -145,6 +150,7 @@ impl Writing {
             mode: a.mode,
             written,
             guard,
+            made: Made::default(),
         };
         let dir = writing.dir.as_fd();
         check_mode(
@@ -173,6 +179,12 @@ impl Writing {
     /// The bytes free for an unprivileged writer on the file's file system.
     pub fn free_space(&self) -> u64 {
         free_space(self.dir.as_fd())
+    }
+
+    /// Keeps the levels the walk made for this write until it ends.
+    pub(crate) fn holding(mut self, made: Made) -> Writing {
+        self.made = made;
+        self
     }
 
     /// Syncs as `durability` says, then gives the file its name as the mode
@@ -380,7 +392,7 @@ fn check_mode(
         _ => return Err(Error::NotAFile { directory: false }),
     }
     if let (Mode::ReplaceIf(list), Some(id)) = (mode, id) {
-        if list.trim() != "*" && !super::etag_listed(list, &id.etag()) {
+        if list.trim() != "*" && !super::etag_listed(list, &id.etag(), super::Compare::Strong) {
             return Err(Error::Precondition);
         }
     }

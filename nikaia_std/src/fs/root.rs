@@ -6,7 +6,7 @@ use super::host;
 use super::host::{Host, HostFile, HostHit, HostRoot};
 use super::open::{check_name, Purpose};
 #[cfg(target_os = "linux")]
-use super::parent::{in_parent, Reach};
+use super::parent::{in_parent, in_parent_making, Reach};
 use super::{Error, Identity, Opened};
 #[cfg(target_os = "linux")]
 use rustix::{
@@ -369,8 +369,9 @@ impl Root {
         guard: &super::Guard,
     ) -> Result<super::Writing, Error> {
         let name = name.as_ref();
-        in_parent(self, name, Reach::NoLinks(guard), |dir, entry| {
-            super::Writing::begin(dir, entry, name, mode, Some(guard.clone()))
+        in_parent_making(self, name, guard, |dir, entry, made| {
+            let writing = super::Writing::begin(dir, entry, name, mode, Some(guard.clone()))?;
+            Ok(writing.holding(made))
         })
     }
 
@@ -408,8 +409,8 @@ impl Root {
         adoption: super::Adoption<'_>,
     ) -> Result<super::Writing, Error> {
         let (name, guard) = (adoption.name, adoption.guard);
-        in_parent(self, name, Reach::NoLinks(guard), |dir, entry| {
-            super::Writing::adopt(dir, entry, adoption)
+        in_parent_making(self, name, guard, |dir, entry, made| {
+            Ok(super::Writing::adopt(dir, entry, adoption)?.holding(made))
         })
     }
 

@@ -98,7 +98,7 @@ impl Conditions {
                 None => false,
                 Some(_) if list.trim() == "*" => true,
                 Some(None) => false,
-                Some(Some((etag, _))) => etag_listed(list, etag),
+                Some(Some((etag, _))) => etag_listed(list, etag, Compare::Strong),
             };
             if !matched {
                 return false;
@@ -110,16 +110,27 @@ impl Conditions {
         }
         match (&self.if_none_match, now) {
             (Some(list), Some(_)) if list.trim() == "*" => false,
-            (Some(list), Some(Some((etag, _)))) => !etag_listed(list, etag),
+            (Some(list), Some(Some((etag, _)))) => !etag_listed(list, etag, Compare::Weak),
             _ => true,
         }
     }
 }
 
-/// Whether a list of ETags (as `If-Match` sends it) names `etag`, by the
-/// strong comparison: a weak tag (`W/"…"`) never matches.
+/// How two entity tags are compared (RFC 9110 §8.8.3.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Compare {
+    /// Both strong and equal: `If-Match` (§13.1.1). A weak tag in the
+    /// list never matches.
+    Strong,
+    /// Equal once `W/` is set aside: `If-None-Match` (§13.1.2), so
+    /// `W/"x"` names the file whose tag is `"x"`.
+    Weak,
+}
+
+/// Whether a list of ETags (as `If-Match` or `If-None-Match` sends it)
+/// names `etag` (ours, always strong), by the comparison `how`.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the writes are Linux's
-pub(crate) fn etag_listed(list: &str, etag: &str) -> bool {
+pub(crate) fn etag_listed(list: &str, etag: &str, how: Compare) -> bool {
     let mut rest = list.trim();
     while !rest.is_empty() {
         rest = rest.trim_start_matches([',', ' ', '\t']);
@@ -133,7 +144,7 @@ pub(crate) fn etag_listed(list: &str, etag: &str) -> bool {
         let Some(end) = body.find('"') else {
             return false;
         };
-        if !weak && tag[..end + 2] == *etag {
+        if (!weak || how == Compare::Weak) && tag[..end + 2] == *etag {
             return true;
         }
         rest = &body[end + 1..];
@@ -182,4 +193,44 @@ pub struct Removable {
     pub files: bool,
     /// Empty directories.
     pub dirs: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inm(list: &str) -> Conditions {
+        Conditions {
+            create: true,
+            replace: true,
+            if_none_match: Some(list.to_owned()),
+            ..Conditions::default()
+        }
+    }
+
+    /// If-None-Match compares weakly (RFC 9110 §13.1.2): `W/"x"` names the
+    /// file whose tag is `"x"`, so a PUT with it does not replace the file
+    /// (found from outside: it answered 204 and replaced). If-Match stays
+    /// strong.
+    #[test]
+    fn if_none_match_compares_weakly_and_if_match_strongly() {
+        let now = Some(Some(("\"abc-1\"", 10)));
+        assert!(!inm("W/\"abc-1\"").hold(now));
+        assert!(!inm("\"zz\", W/\"abc-1\"").hold(now));
+        assert!(!inm("\"abc-1\"").hold(now));
+        assert!(inm("W/\"abc-2\"").hold(now));
+        assert!(
+            inm("W/\"abc-1\"").hold(None),
+            "nothing there: nothing matches"
+        );
+        let im = |list: &str| Conditions {
+            if_match: Some(list.to_owned()),
+            ..inm("\"other\"")
+        };
+        assert!(im("\"abc-1\"").hold(now));
+        assert!(
+            !im("W/\"abc-1\"").hold(now),
+            "If-Match never takes a weak tag"
+        );
+    }
 }
