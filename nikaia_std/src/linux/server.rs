@@ -28,6 +28,14 @@ impl Server {
         if let Some(why) = self.rt.acme.as_ref().and_then(crate::rt::Acme::incomplete) {
             return Err(io::Error::other(format!("key `acme`: {why}")));
         }
+        // Before anything listens: a SIGHUP (or SIGUSR1, SIGUSR2) that
+        // comes once the port answers must not end the process with the
+        // default action while `stop_on_signals` is not yet called; it
+        // waits for it.
+        let early = {
+            use signal_hook::consts::{SIGHUP, SIGUSR1, SIGUSR2};
+            signal_hook::iterator::Signals::new([SIGHUP, SIGUSR1, SIGUSR2])?
+        };
         let program = Program::current().ok();
         let workers = self.rt.workers.max(1);
         let mut passed = activation::from_env()?;
@@ -89,6 +97,7 @@ impl Server {
         acme_guard.0 = None;
         Ok(Running {
             listening,
+            early: Mutex::new(Some(early)),
             control: Arc::new(Control {
                 stats: Mutex::new(stats),
                 shared,
@@ -354,6 +363,9 @@ impl Control {
 pub struct Running {
     /// Each listener's address and whether it speaks TLS.
     listening: Vec<(ListenAddr, bool)>,
+    /// SIGHUP, SIGUSR1 and SIGUSR2 as they came since the start, for
+    /// [`Running::stop_on_signals`] to act on.
+    early: Mutex<Option<signal_hook::iterator::Signals>>,
     control: Arc<Control>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -427,11 +439,18 @@ impl Running {
     /// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
     /// exits at once. SIGHUP reloads the runtime file ([`Running::reload`]);
     /// SIGUSR2 upgrades ([`Running::upgrade`]); SIGUSR1 reopens the log
-    /// files ([`Running::reopen_logs`]).
+    /// files ([`Running::reopen_logs`]). From [`Server::start`] on, SIGHUP,
+    /// SIGUSR1 and SIGUSR2 no longer end the process: those that came
+    /// before this call are acted on now.
     pub fn stop_on_signals(&self) -> io::Result<()> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
-        let mut signals =
-            signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2])?;
+        let early = self.early.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut signals = match early {
+            Some(signals) => signals,
+            None => signal_hook::iterator::Signals::new([SIGHUP, SIGUSR1, SIGUSR2])?,
+        };
+        signals.add_signal(SIGINT)?;
+        signals.add_signal(SIGTERM)?;
         let control = self.control.clone();
         std::thread::Builder::new()
             .name("nikaia-signals".into())
