@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 /// Size units, largest first; all binary and case-sensitive.
-const SIZE_UNITS: [(&str, u64); 4] = [
+const SIZE_UNITS: [(&str, u64); 6] = [
+    ("PiB", 1 << 50),
+    ("TiB", 1 << 40),
     ("GiB", 1 << 30),
     ("MiB", 1 << 20),
     ("KiB", 1 << 10),
@@ -15,7 +17,7 @@ const DURATION_UNITS: [(&str, u64); 4] = [("h", 3_600_000), ("m", 60_000), ("s",
 
 /// What a size looks like, for error messages.
 pub(super) const SIZE_FORMS: &str =
-    "an integer in bytes, or a string of digits with an optional unit B, KiB, MiB or GiB";
+    "an integer in bytes, or a string of digits with an optional unit B, KiB, MiB, GiB, TiB or PiB";
 
 /// What a duration looks like, for error messages.
 pub(super) const DURATION_FORMS: &str = "a string of digits and a unit ms, s, m or h";
@@ -40,7 +42,7 @@ pub(super) fn parse_size(text: &str) -> Result<u64, String> {
             Some(&(_, scale)) => scale,
             None => {
                 return Err(format!(
-                    "unknown size unit \"{unit}\" in \"{text}\"; the units are B, KiB, MiB and GiB \
+                    "unknown size unit \"{unit}\" in \"{text}\"; the units are B, KiB, MiB, GiB, TiB and PiB \
                      (binary, case-sensitive)"
                 ))
             }
