@@ -150,6 +150,8 @@ mod tests {
         assert_eq!(parse_size("4KiB"), Ok(4096));
         assert_eq!(parse_size("2MiB"), Ok(2 << 20));
         assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2TiB"), Ok(2 << 40));
+        assert_eq!(parse_size("1PiB"), Ok(1 << 50));
         assert!(parse_size("1KB").is_err());
         assert!(parse_size("1kib").is_err());
         assert!(parse_size("1 KiB").is_err());
