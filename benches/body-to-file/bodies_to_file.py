@@ -26,6 +26,13 @@ by side and asked in rotating order inside each round:
                 writes it in place, syncing nothing; tokio's threads (one
                 per core), it has no setting for fewer. HTTP/1.1 only.
 
+Two builds in one run (a change measured before and after):
+--versus-server BIN adds before:nikaia(none) and before:nikaia(data), BIN
+being the body-to-file program built from the code before; with
+--nikaia-cli, --versus-nikaia-cli NIKAIA adds before:serve(none) and
+before:serve(data) likewise. They are asked in the same rotation, and each
+round's after/before pairs are divided like the others.
+
 Cases: plain HTTP/1.1 (the main one), plain HTTP/2 (h2c by prior
 knowledge), TLS HTTP/1.1, TLS HTTP/2 (ALPN); TLS 1.3 with
 TLS_AES_128_GCM_SHA256 for all (the client asks only for it), a
@@ -48,7 +55,8 @@ and every PUT after a run's first replaces `x`.
     benches/body-to-file/bodies_to_file.py --server target/body-to-file/release/body-to-file \\
         --data target/body-to-file-data [--gib 1] [--rounds 5] \\
         [--nikaia-cli target/release/nikaia] [--dufs /tmp/dufs/bin/dufs] [--json FILE] \\
-        [--quiet 50 --quiet-max 120]
+        [--quiet 50 --quiet-max 120] \\
+        [--versus-server BEFORE/body-to-file [--versus-nikaia-cli BEFORE/nikaia]]
 """
 
 import argparse
@@ -67,7 +75,8 @@ SERVE = ("serve(none)", "serve(data)")  # with --nikaia-cli
 DUFS = ("dufs",)  # with --dufs
 # Per round, the first over the second of the same round.
 PAIRS = (("nikaia(none)", "nginx"), ("nikaia(data)", "nginx"), ("serve(none)", "nginx"),
-         ("serve(data)", "nginx"), ("dufs", "nginx"), ("serve(none)", "nikaia(none)"))
+         ("serve(data)", "nginx"), ("dufs", "nginx"), ("serve(none)", "nikaia(none)"),
+         *((n, "before:" + n) for n in ("nikaia(none)", "nikaia(data)", "serve(none)", "serve(data)")))
 CASES = ((False, False), (False, True), (True, False), (True, True))  # (tls, h2)
 
 NGINX = """
@@ -161,11 +170,15 @@ def proc_cpu(pid):
 
 
 class Server:
-    """One server of one case: nikaia with a durability, or nginx."""
+    """One server of one case: nikaia with a durability, or nginx; a name
+    "before:X" is X run from the --versus-server or --versus-nikaia-cli build."""
 
     def __init__(self, name, args, conf, tls, h2):
         self.name, self.args, self.tls, self.h2 = name, args, tls, h2
-        self.conf = os.path.join(conf, f"{name.replace('(', '-').rstrip(')')}-{'tls' if tls else 'plain'}"
+        self.before = name.startswith("before:")
+        self.kind = name[len("before:"):] if self.before else name
+        self.conf = os.path.join(conf, f"{name.replace(':', '-').replace('(', '-').rstrip(')')}"
+                                       f"-{'tls' if tls else 'plain'}"
                                        f"-{'h2' if h2 else 'h1'}")
         self.port = free_port()
         self.proc = None
@@ -173,7 +186,7 @@ class Server:
     def start(self):
         os.makedirs(self.conf, exist_ok=True)
         cert, key = (os.path.join(self.args.conf, f) for f in ("cert.pem", "key.pem"))
-        if self.name == "nginx":
+        if self.kind == "nginx":
             for f in (cert, key):
                 shutil.copy(f, self.conf)
             # nginx 1.22: `listen … http2` on a plain listener speaks only h2c.
@@ -186,24 +199,25 @@ class Server:
                                      port=self.port, listen=listen,
                                      tls=TLS_NGINX.format(conf=self.conf) if self.tls else ""))
             cmd = [shutil.which("nginx") or "/usr/sbin/nginx", "-c", path, "-p", self.conf]
-        elif self.name.startswith("serve("):
-            durability = self.name[len("serve("):-1]
+        elif self.kind.startswith("serve("):
+            durability = self.kind[len("serve("):-1]
+            nikaia = self.args.versus_nikaia_cli if self.before else self.args.nikaia_cli
             address = f'"127.0.0.1:{self.port}"'
             listen = f"{{ address = {address}, tls = true }}" if self.tls else address
             tls = f'tls-cert = "{cert}"\ntls-key = "{key}"' if self.tls else ""
             path = os.path.join(self.conf, "runtime.toml")
             with open(path, "w") as f:
                 f.write(SERVE_RUNTIME.format(listen=listen, tls=tls, durability=durability))
-            subprocess.run([self.args.nikaia_cli, "check", path], check=True, capture_output=True)
-            cmd = [self.args.nikaia_cli, "serve", self.args.root, "--runtime", path]
-        elif self.name == "dufs":
+            subprocess.run([nikaia, "check", path], check=True, capture_output=True)
+            cmd = [nikaia, "serve", self.args.root, "--runtime", path]
+        elif self.kind == "dufs":
             cmd = [self.args.dufs, self.args.root, "-b", "127.0.0.1", "-p", str(self.port),
                    "--allow-upload", "--allow-delete", "--log-format", ""]
             if self.tls:
                 cmd += ["--tls-cert", cert, "--tls-key", key]
         else:
-            durability = self.name[len("nikaia("):-1]
-            cmd = [self.args.server, f"127.0.0.1:{self.port}", self.args.files, durability]
+            durability = self.kind[len("nikaia("):-1]
+            cmd = [self.args.versus_server if self.before else self.args.server, f"127.0.0.1:{self.port}", self.args.files, durability]
             if self.tls:
                 cmd += [cert, key]
         self.log = open(os.path.join(self.conf, "stderr"), "w")
@@ -212,7 +226,7 @@ class Server:
         self.pid = self.worker_pid()
 
     def worker_pid(self):
-        if self.name != "nginx":
+        if self.kind != "nginx":
             return self.proc.pid
         for _ in range(100):
             out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
@@ -231,7 +245,7 @@ class Server:
     def url(self):
         # nginx and the program take /up/NAME into files/; `nikaia serve` and
         # dufs serve root/, whose files/ it is.
-        path = "up" if self.name in SERVERS else "files"
+        path = "up" if self.kind in SERVERS else "files"
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/{path}/x"
 
 
@@ -365,6 +379,10 @@ def main():
                     help="which of plain-h1, plain-h2, tls-h1, tls-h2")
     ap.add_argument("--nikaia-cli", help="the built `nikaia` command: adds serve(none) and serve(data)")
     ap.add_argument("--dufs", help="a dufs binary: adds dufs")
+    ap.add_argument("--versus-server", help="the body-to-file program built before a change: adds "
+                                            "before:nikaia(none) and before:nikaia(data)")
+    ap.add_argument("--versus-nikaia-cli", help="with --nikaia-cli, `nikaia` built before a change: adds "
+                                                "before:serve(none) and before:serve(data)")
     ap.add_argument("--json", help="also write every PUT's numbers to this file")
     ap.add_argument("--quiet", type=float, default=0,
                     help="before each PUT, wait until the machine's CPU is below this many ms per second "
@@ -376,6 +394,14 @@ def main():
     if args.nikaia_cli:
         args.nikaia_cli = os.path.abspath(args.nikaia_cli)
         args.servers += SERVE
+    if args.versus_server:
+        args.versus_server = os.path.abspath(args.versus_server)
+        args.servers += ["before:nikaia(none)", "before:nikaia(data)"]
+    if args.versus_nikaia_cli:
+        if not args.nikaia_cli:
+            raise SystemExit("--versus-nikaia-cli needs --nikaia-cli")
+        args.versus_nikaia_cli = os.path.abspath(args.versus_nikaia_cli)
+        args.servers += ["before:serve(none)", "before:serve(data)"]
     if args.dufs:
         args.dufs = os.path.abspath(args.dufs)
         args.servers += DUFS
@@ -412,6 +438,11 @@ def main():
     if args.nikaia_cli:
         others += "; " + subprocess.run([args.nikaia_cli, "--version"], capture_output=True,
                                         text=True).stdout.strip()
+    for name, path in (("body-to-file", args.server), ("before: body-to-file", args.versus_server),
+                       ("nikaia", args.nikaia_cli), ("before: nikaia", args.versus_nikaia_cli)):
+        if path:
+            sha = subprocess.run(["sha256sum", path], capture_output=True, text=True).stdout.split()[0][:16]
+            others += f"; {name} {path} (sha256 {sha}…)"
     if args.dufs:
         others += "; " + subprocess.run([args.dufs, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"# body to file, {time.strftime('%Y-%m-%d %H:%M')}, {size / 2**30:g} GiB body, {args.rounds} rounds, "

@@ -17,12 +17,18 @@ TCP work moves between client and server), the server's own CPU ms per
 GiB. ROUNDS rounds, the servers alternating inside each round; medians,
 ranges, and the ratio nikaia/nginx of each round's pair.
 
+--versus BIN measures BIN, a second build of the uploads program (the
+build before a change), in nginx's place: the same rounds, the two builds
+alternating inside each round, the ratio after/before (after = --server)
+of each round's pair.
+
 --relay adds the second measurement: one HTTP/2 stream (h2c) and one
 HTTP/1.1 upload to nikaia through relay.py (20 ms each way, at most 3 MiB
 in flight each way: what TCP's default 6 MiB window carries over a 40 ms
 round trip), side by side in each round.
 
     benches/uploads/uploads.py --server target/uploads/release/uploads [--gib 1] [--rounds 5] [--relay]
+        [--versus BEFORE/uploads]
 """
 
 import argparse
@@ -91,8 +97,9 @@ def wait_port(port):
 
 
 class Upstream:
-    """One server: nikaia's `uploads` program or nginx, plain or TLS, with
-    HTTP/2 on (h2c by prior knowledge on plain, ALPN on TLS)."""
+    """One server: nikaia's `uploads` program (kind "nikaia"; "before": the
+    --versus build of it) or nginx, plain or TLS, with HTTP/2 on (h2c by
+    prior knowledge on plain, ALPN on TLS)."""
 
     def __init__(self, kind, args, work, tls, h2=True):
         self.kind, self.args, self.work, self.tls, self.h2 = kind, args, work, tls, h2
@@ -122,7 +129,8 @@ class Upstream:
             if self.tls:
                 text += 'tls-cert = "cert.pem"\ntls-key = "key.pem"\n'
             open(rt, "w").write(text)
-            self.proc = subprocess.Popen([self.args.server], env=dict(os.environ, NIKAIA_RUNTIME=rt),
+            binary = self.args.versus if self.kind == "before" else self.args.server
+            self.proc = subprocess.Popen([binary], env=dict(os.environ, NIKAIA_RUNTIME=rt),
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
         self.pid = self.worker_pid()
@@ -182,9 +190,10 @@ def cell(xs, fmt="{:.0f}"):
 def throughput(args, work, body, size):
     gib = size / 2**30
     rows = []
+    other = "before" if args.versus else "nginx"
     for tls in (False, True):
         for h1 in (True, False):
-            pair = [Upstream(k, args, work, tls, h2=tls or not h1) for k in ("nikaia", "nginx")]
+            pair = [Upstream(k, args, work, tls, h2=tls or not h1) for k in ("nikaia", other)]
             for s in pair:
                 s.start()
             runs = {s.kind: [] for s in pair}
@@ -198,17 +207,17 @@ def throughput(args, work, body, size):
                         got[s.kind] = (size / 2**20 / wall, machine * 1000 / CLK_TCK / gib,
                                        server * 1000 / CLK_TCK / gib)
                         runs[s.kind].append(got[s.kind])
-                    ratios["rate"].append(got["nikaia"][0] / got["nginx"][0])
-                    ratios["machine"].append(got["nikaia"][1] / got["nginx"][1])
+                    ratios["rate"].append(got["nikaia"][0] / got[other][0])
+                    ratios["machine"].append(got["nikaia"][1] / got[other][1])
             finally:
                 for s in pair:
                     s.stop()
             label = f"{'TLS' if tls else 'plain'} {'HTTP/1.1' if h1 else 'HTTP/2'}"
-            for kind in ("nikaia", "nginx"):
+            for kind in ("nikaia", other):
                 xs = runs[kind]
                 rows.append(f"| {label} | {kind} | {cell([x[0] for x in xs])} | "
                             f"{cell([x[1] for x in xs])} | {cell([x[2] for x in xs])} |")
-            rows.append(f"| {label} | nikaia/nginx | {cell(ratios['rate'], '{:.2f}')} | "
+            rows.append(f"| {label} | nikaia/{other} | {cell(ratios['rate'], '{:.2f}')} | "
                         f"{cell(ratios['machine'], '{:.2f}')} | |")
     return rows
 
@@ -242,8 +251,12 @@ def main():
     ap.add_argument("--gib", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--relay", action="store_true")
+    ap.add_argument("--versus", metavar="BIN",
+                    help="a second build of the uploads program (before), measured in nginx's place")
     ap.add_argument("--relay-mib", type=int, default=256, help="the body through the relay")
     args = ap.parse_args()
+    if args.versus:
+        args.versus = os.path.abspath(args.versus)
     work = tempfile.mkdtemp(prefix="nikaia-uploads-")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                     "-nodes", "-keyout", os.path.join(work, "key.pem"), "-out",
@@ -256,6 +269,8 @@ def main():
         f.write(os.urandom(1 << 20) * (size >> 20))
     print(f"# uploads, {time.strftime('%Y-%m-%d %H:%M')}, {args.gib} GiB body, {args.rounds} rounds, "
           f"{os.cpu_count()} cores; {subprocess.run(['nginx', '-v'], capture_output=True, text=True).stderr.strip()}")
+    if args.versus:
+        print(f"\nnikaia = {os.path.abspath(args.server)}, before = {args.versus}")
     print()
     print("| case | server | MiB/s | machine CPU ms/GiB | server CPU ms/GiB |")
     print("|---|---|---|---|---|")
