@@ -47,7 +47,10 @@ fn a_sighup_as_soon_as_the_port_answers_is_a_reload() {
         // The first moment a connection is taken, the signal goes.
         let end = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < end, "round {round}: the port never answered");
+            assert!(
+                Instant::now() < end,
+                "round {round}: the port never answered"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
@@ -63,15 +66,27 @@ fn a_sighup_as_soon_as_the_port_answers_is_a_reload() {
                 child.try_wait().unwrap().is_none(),
                 "round {round}: the SIGHUP ended the server"
             );
-            assert!(Instant::now() < end, "round {round}: no reload logged:\n{text}");
+            assert!(
+                Instant::now() < end,
+                "round {round}: no reload logged:\n{text}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         let (status, _, body) = common::get(&format!("127.0.0.1:{port}"), "/index.html");
-        assert_eq!((status, body.as_slice()), (200, &b"here\n"[..]), "round {round}");
+        assert_eq!(
+            (status, body.as_slice()),
+            (200, &b"here\n"[..]),
+            "round {round}"
+        );
         let mut out = String::new();
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
         child.wait().unwrap();
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         assert!(out.contains("Serving"), "round {round}: {out}");
     }
 }
