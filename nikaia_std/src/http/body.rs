@@ -249,6 +249,25 @@ pub(crate) enum Admit {
     },
 }
 
+/// How a protocol unit reads a request body it was told to take, on a
+/// multiplexed protocol (HTTP/2, HTTP/3): a stream's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Intake {
+    /// Whole, into memory, up to `limit` octets (`None`: no limit).
+    Whole { limit: Option<u64> },
+    /// Piece by piece as it arrives, at the pace its sink takes it (HTTP/2:
+    /// the stream's window starts at 256 KiB; HTTP/3: QUIC's stream flow
+    /// control).
+    Stream,
+    /// Not read for anyone, and small enough to let arrive: dropped as it
+    /// comes, credited so the client can finish, up to `max` octets (past
+    /// them, as `Discard`). The stream ends as the client ends it.
+    Drain { max: u64 },
+    /// Not read for anyone: dropped as it comes, never credited (the
+    /// stream is reset once its answer is out).
+    Discard,
+}
+
 /// What a request's head says of its body, whatever the protocol.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Declared {

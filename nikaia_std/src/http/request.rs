@@ -8,13 +8,15 @@ use std::ops::Range;
 /// The HTTP version of a request.
 ///
 /// Non-exhaustive: a `match` on it needs an arm for the versions to come
-/// (HTTP/3; `spec/http.md`).
+/// (`spec/http.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Version {
     Http10,
     Http11,
     Http2,
+    /// HTTP/3 over QUIC (`spec/http3.md`).
+    Http3,
 }
 
 impl Version {
@@ -24,6 +26,7 @@ impl Version {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
             Version::Http2 => "HTTP/2.0",
+            Version::Http3 => "HTTP/3.0",
         }
     }
 }

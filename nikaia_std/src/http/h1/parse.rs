@@ -176,7 +176,7 @@ pub(crate) fn parse_head(
     let keep_alive = match version {
         Version::Http11 => !conn_close,
         Version::Http10 => conn_keep_alive && !conn_close,
-        Version::Http2 => true,
+        Version::Http2 | Version::Http3 => true,
     };
     Ok(Some(Head {
         len,

@@ -19,6 +19,7 @@ mod headers;
 mod send;
 
 use super::hpack::{Decoder, Encoder, DEFAULT_TABLE_SIZE};
+pub(crate) use crate::http::body::Intake;
 use crate::http::request::Reject;
 use body::Taking;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -87,23 +88,6 @@ pub(crate) enum Event {
     /// A stream being answered is gone (the client reset it, or it broke a
     /// rule and was reset): drop its answer, and its body.
     Cancel { stream: u32 },
-}
-
-/// How a stream's body is taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Intake {
-    /// Whole, into memory, up to `limit` octets (`None`: no limit).
-    Whole { limit: Option<u64> },
-    /// Piece by piece as it arrives; its window starts at
-    /// 256 KiB (`body::STREAM_WINDOW`).
-    Stream,
-    /// Not read for anyone, and small enough to let arrive: dropped as it
-    /// comes, credited so the client can finish, up to `max` octets (past
-    /// them, as `Discard`). The stream ends as the client ends it.
-    Drain { max: u64 },
-    /// Not read for anyone: dropped as it comes, never credited (the
-    /// stream is reset once its answer is out).
-    Discard,
 }
 
 /// A request answered with a status page instead of the pipeline.
