@@ -67,6 +67,16 @@ fn h2_connection() {
 }
 
 #[test]
+fn qpack() {
+    replay("qpack", nikaia_std::fuzzing::qpack);
+}
+
+#[test]
+fn h3_frames() {
+    replay("h3_frames", nikaia_std::fuzzing::h3_frames);
+}
+
+#[test]
 fn proxy_header() {
     replay("proxy_header", nikaia_std::fuzzing::proxy_header);
 }

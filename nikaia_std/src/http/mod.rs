@@ -21,6 +21,7 @@ pub(crate) mod fields;
 pub(crate) mod file;
 pub(crate) mod h1;
 pub(crate) mod h2;
+pub(crate) mod h3;
 pub(crate) mod kept_key;
 pub(crate) mod port;
 pub(crate) mod produce;

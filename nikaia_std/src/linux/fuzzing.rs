@@ -11,6 +11,7 @@ use crate::http::h1::chunked::Chunked;
 use crate::http::h1::parse::{parse_head, Framing};
 pub use crate::http::h2::fuzzing::h2_frames;
 pub use crate::http::h2::hpack::fuzzing::hpack;
+pub use crate::http::h3::fuzzing::{h3_frames, qpack};
 use crate::http::proxy::{self, Parse, MAX_HEADER};
 use crate::http::request::Spare;
 use crate::http::router::Entry;

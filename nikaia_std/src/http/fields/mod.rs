@@ -7,3 +7,7 @@
 pub(crate) mod huffman;
 pub(crate) mod prefix;
 pub(crate) mod request;
+
+/// The callback a decoder gives each field to, as `(name, value)`;
+/// `ControlFlow::Break(())` asks it to stop. HPACK's and QPACK's.
+pub(crate) type OnField<'a> = dyn FnMut(&[u8], &[u8]) -> std::ops::ControlFlow<()> + 'a;

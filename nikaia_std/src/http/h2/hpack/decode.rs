@@ -3,7 +3,6 @@
 use super::table::{entry_size, Dynamic, Name, STATIC, STATIC_LEN};
 use crate::http::fields::huffman;
 use crate::http::fields::prefix::{Malformed, Reader, Str};
-use std::ops::ControlFlow;
 
 /// Why a header block could not be decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,9 +31,7 @@ pub(crate) enum Decoded {
     Stopped,
 }
 
-/// The callback [`Decoder::decode`] gives each field to, as `(name,
-/// value)`; `ControlFlow::Break(())` asks it to stop.
-pub(crate) type OnField<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+pub(crate) use crate::http::fields::OnField;
 
 /// The dynamic table size the peer's encoder starts with (RFC 7541 §4.2:
 /// the initial SETTINGS_HEADER_TABLE_SIZE, RFC 9113 §6.5.2).

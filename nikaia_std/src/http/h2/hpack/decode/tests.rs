@@ -1,5 +1,6 @@
 use super::*;
 use crate::http::h2::hpack::hex;
+use std::ops::ControlFlow;
 
 /// Decodes a block with no list limit; the fields as text.
 fn decode(d: &mut Decoder, block: &[u8]) -> Result<Vec<(String, String)>, DecodeError> {
