@@ -215,7 +215,7 @@ fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<(OwnedFd,
             Err(Errno::NOENT) if guard.make_dirs => {
                 match rustix::fs::mkdirat(&at, component, Perm::from_raw_mode(0o755)) {
                     Ok(()) => {
-                        let parent = at.try_clone().map_err(|e| Error::Io(e))?;
+                        let parent = at.try_clone().map_err(Error::Io)?;
                         made.0.push((parent, component.to_vec()));
                     }
                     // Another write made it meanwhile: it is not ours.
