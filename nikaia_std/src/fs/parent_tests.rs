@@ -229,8 +229,8 @@ fn levels_made_for_a_write_go_again_unless_it_takes_its_name() {
     assert!(t.path("a/b").is_dir());
     drop(w);
     assert!(!t.path("a").exists(), "both levels made for it are gone");
-    // Failed in its step (a directory where the file goes): the same.
-    std::fs::create_dir_all(t.path("sub/d")).unwrap();
+    // Failed on the way, after making two levels (a `..` past them): the
+    // same.
     assert!(t
         .root
         .begin_write_guarded("n/m/../x", Mode::Create, &MAKE)
