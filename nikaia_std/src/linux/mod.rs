@@ -46,6 +46,7 @@ pub(crate) mod log;
 mod out;
 mod pool;
 mod preflight;
+mod quic;
 mod reload;
 pub(crate) mod send;
 mod server;
