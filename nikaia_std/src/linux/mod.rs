@@ -13,7 +13,8 @@
 //! - **A connection**: the transport that reads and writes a socket
 //!   plainly or through rustls (`transport.rs`, `tls/`), a connection with
 //!   its protocol unit (`conn/`: `h1.rs` and `h2.rs`, over `link.rs`), the
-//!   send queue (`out.rs`, `out/`).
+//!   send queue (`out.rs`, `out/`); QUIC for HTTP/3 (`quic/`: so far the
+//!   server configuration, #47).
 //! - **How a file travels**: the vehicles (`send.rs`), the kept table
 //!   (`cache.rs`, `cache/`), the kept compressed variants
 //!   (`variants.rs`), the io pool for cold pages and opens (`pool.rs`).
