@@ -43,12 +43,15 @@ use super::open::{check_name, is_temporary, Purpose};
 use super::put::{denied, io_error};
 use super::root::{Kind, Root};
 use super::{Error, Guard, Outside};
+use crate::sync::lock;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode as Perm, OFlags};
 use rustix::io::Errno;
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::{Mutex, RwLock};
 
 /// How a write reaches the directory its name is in.
 #[derive(Clone, Copy, Debug)]
@@ -101,33 +104,93 @@ pub(crate) fn in_parent_making<T>(
     match &root.kind {
         Kind::Dir(d) => {
             let (dir, entry) = split(name, true)?;
-            let (fd, made) = no_links(d.fd.as_fd(), dir, guard)?;
-            step(fd, entry, made)
+            let mut made = Made::default();
+            let walked = {
+                let _walking = WALKS.read().unwrap_or_else(|e| e.into_inner());
+                no_links(d.fd.as_fd(), dir, guard, &mut made)
+            };
+            // A failed walk's levels go now, the walk's share of the lock
+            // given back first.
+            step(walked?, entry, made)
         }
         Kind::Host(_) | Kind::Anywhere(_) => Err(host::read_only()),
     }
 }
 
-/// The directories a guarded walk made (`make-dirs`), each as the
-/// directory it is in and its name. Dropped, it removes them again, the
-/// deepest first, each only if it is still empty (`rmdir`): a write that
-/// ends without its name — refused after its preconditions, cut short,
-/// failed at the name — leaves no level behind, and one that took its name
-/// keeps them all (its file is in the deepest). A level another write
-/// filled meanwhile stays.
+/// Guarded walks hold this shared while they walk and mark the directory
+/// their write stays in; removing the levels a write made holds it
+/// exclusive. So a removal never takes a level from under a walk under way
+/// or a write whose file is in it: a client that retries a cut PUT at
+/// once, into the levels the cut one made, keeps them.
+static WALKS: RwLock<()> = RwLock::new(());
+
+/// The directories (device, inode) open writes have their file in, with
+/// how many writes each.
+static IN_USE: Mutex<BTreeMap<(u64, u64), u32>> = Mutex::new(BTreeMap::new());
+
+/// A directory marked in use while its write lives.
+#[derive(Debug)]
+struct InUse((u64, u64));
+
+impl InUse {
+    /// Marks `st`'s directory; called with [`WALKS`] held shared.
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
+    fn mark(st: &rustix::fs::Stat) -> InUse {
+        let id = (st.st_dev as u64, st.st_ino as u64);
+        *lock(&IN_USE).entry(id).or_default() += 1;
+        InUse(id)
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let mut in_use = lock(&IN_USE);
+        if let Some(n) = in_use.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                in_use.remove(&self.0);
+            }
+        }
+    }
+}
+
+/// What a guarded walk leaves its write: the directories it made
+/// (`make-dirs`), each as the directory it is in and its name, and the
+/// mark on the directory the write is in. Dropped, the mark goes, then the
+/// levels are removed again, the deepest first, each only while it is
+/// empty and no open write is in it: a write that ends without its name —
+/// refused after its preconditions, cut short, failed at the name — leaves
+/// no level behind, one that took its name keeps them all (its file is in
+/// the deepest), and a level another write filled, or is writing in,
+/// stays.
 #[derive(Debug, Default)]
-pub(crate) struct Made(Vec<(OwnedFd, Vec<u8>)>);
+pub(crate) struct Made {
+    dirs: Vec<(OwnedFd, Vec<u8>)>,
+    in_use: Option<InUse>,
+}
 
 impl Made {
     /// The levels stay, whatever comes.
     pub(crate) fn keep(mut self) {
-        self.0.clear();
+        self.dirs.clear();
     }
 }
 
 impl Drop for Made {
+    #[allow(clippy::unnecessary_cast)] // the stat field types differ between targets
     fn drop(&mut self) {
-        for (at, name) in self.0.drain(..).rev() {
+        self.in_use = None;
+        if self.dirs.is_empty() {
+            return;
+        }
+        let _removing = WALKS.write().unwrap_or_else(|e| e.into_inner());
+        for (at, name) in self.dirs.drain(..).rev() {
+            let Ok(st) = rustix::fs::statat(&at, &*name, AtFlags::SYMLINK_NOFOLLOW) else {
+                break;
+            };
+            if lock(&IN_USE).contains_key(&(st.st_dev as u64, st.st_ino as u64)) {
+                break;
+            }
             if rustix::fs::unlinkat(&at, &*name, AtFlags::REMOVEDIR).is_err() {
                 break;
             }
@@ -202,8 +265,12 @@ const DIR: OFlags = OFlags::RDONLY
 /// [`Reach::NoLinks`]: opens the directory `dir` (a name under `root`, `.`
 /// for the root itself) component by component, following no link; makes
 /// what is missing when the guard says so.
-fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<(OwnedFd, Made), Error> {
-    let mut made = Made::default();
+fn no_links(
+    root: BorrowedFd<'_>,
+    dir: &Path,
+    guard: &Guard,
+    made: &mut Made,
+) -> Result<OwnedFd, Error> {
     let mut at = rustix::fs::openat(root, ".", DIR, Perm::empty()).map_err(|e| io_error(e, dir))?;
     for component in dir.as_os_str().as_bytes().split(|&b| b == b'/') {
         match component {
@@ -216,7 +283,7 @@ fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<(OwnedFd,
                 match rustix::fs::mkdirat(&at, component, Perm::from_raw_mode(0o755)) {
                     Ok(()) => {
                         let parent = at.try_clone().map_err(Error::Io)?;
-                        made.0.push((parent, component.to_vec()));
+                        made.dirs.push((parent, component.to_vec()));
                     }
                     // Another write made it meanwhile: it is not ours.
                     Err(Errno::EXIST) => {}
@@ -235,7 +302,9 @@ fn no_links(root: BorrowedFd<'_>, dir: &Path, guard: &Guard) -> Result<(OwnedFd,
         let st = rustix::fs::fstat(&at).map_err(|e| io_error(e, dir))?;
         guard.check(&st, dir)?;
     }
-    Ok((at, made))
+    let st = rustix::fs::fstat(&at).map_err(|e| io_error(e, dir))?;
+    made.in_use = Some(InUse::mark(&st));
+    Ok(at)
 }
 
 /// Why a component could not be entered: a link (never followed: 403), or

@@ -261,3 +261,41 @@ fn levels_made_for_a_write_go_again_unless_it_takes_its_name() {
     assert_eq!(std::fs::read(t.path("k/l/x")).unwrap(), b"kept");
     assert_eq!(t.outside(), Vec::<String>::new());
 }
+
+/// A write that ends without its name never takes a level from under a
+/// write still open in it (found from outside: a client retrying a cut
+/// PUT at once got 409, its directory removed under it).
+#[test]
+fn a_level_a_write_is_still_in_stays() {
+    let t = Tree::new("in-use");
+    let cut = t
+        .root
+        .begin_write_guarded("a/b/x", Mode::Create, &MAKE)
+        .unwrap();
+    let mut retry = t
+        .root
+        .begin_write_guarded("a/b/x", Mode::Replace, &MAKE)
+        .unwrap();
+    drop(cut);
+    assert!(t.path("a/b").is_dir(), "the retry is in it");
+    retry.write(b"whole").unwrap();
+    retry.commit(Durability::None).unwrap();
+    assert_eq!(std::fs::read(t.path("a/b/x")).unwrap(), b"whole");
+    // Both ending without a name: the first to end leaves the levels to
+    // the other, which made none and so removes none.
+    let first = t
+        .root
+        .begin_write_guarded("c/d/x", Mode::Create, &MAKE)
+        .unwrap();
+    let second = t
+        .root
+        .begin_write_guarded("c/d/y", Mode::Create, &MAKE)
+        .unwrap();
+    drop(second);
+    assert!(
+        t.path("c/d").is_dir(),
+        "the first, which made them, is still open"
+    );
+    drop(first);
+    assert!(!t.path("c").exists());
+}
