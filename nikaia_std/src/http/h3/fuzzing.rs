@@ -7,8 +7,9 @@
 //!
 //! `h3_frames`: arbitrary operations on a connection's streams — request
 //! stream octets, the peer's unidirectional streams, resets, answers —
-//! never panic, and hand the unit the same requests, bodies (but those
-//! cancelled) and faults whichever pieces each stream's octets arrive in.
+//! never panic, and hand the unit the same requests and bodies (those
+//! cancelled counting as never handed) and faults, whichever pieces each
+//! stream's octets arrive in.
 
 use super::conn::{Core, Event, Limits};
 use super::qpack::{encode, Decoder};
@@ -187,10 +188,13 @@ fn drain(core: &mut Core, seen: &mut Seen) {
                 }
             }
             Event::TooLarge { stream } => seen.requests.push(format!("413 {stream}")),
-            // A cancelled body's pieces depend on where the fault was
-            // found, which depends on the pieces: only the cancel counts.
+            // Whether a fault is found before a request or its body is
+            // handed on depends on the pieces (the end in the same read
+            // as the head, or later): what is cancelled counts as never
+            // handed.
             Event::Cancel { stream } => {
-                seen.requests.push(format!("cancel {stream}"));
+                let handed = format!("request {stream}");
+                seen.requests.retain(|r| *r != handed);
                 seen.bodies.remove(&stream);
             }
         }

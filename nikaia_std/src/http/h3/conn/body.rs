@@ -5,13 +5,15 @@
 
 use super::{Code, Core, Event, Fatal};
 use crate::http::body::Intake;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// How a stream's body is being taken.
 #[derive(Debug)]
 pub(super) enum Taking {
-    /// The request went out as [`Event::Head`]: pieces wait here.
-    Undecided(Vec<Bytes>, bool),
+    /// The request went out as [`Event::Head`]: what arrives waits here,
+    /// gathered into one buffer (one handle per DATA frame would cost more
+    /// than the bytes), and whether the stream ended.
+    Undecided(BytesMut, bool),
     Whole {
         limit: Option<u64>,
         body: Vec<u8>,
@@ -34,7 +36,7 @@ impl Core {
             return self.stream_error(id, Code::MessageError);
         }
         match &mut stream.taking {
-            Taking::Undecided(held, _) => held.push(data),
+            Taking::Undecided(held, _) => held.extend_from_slice(&data),
             Taking::Whole { limit, body } => {
                 if limit.is_some_and(|l| (body.len() + data.len()) as u64 > l) {
                     stream.taking = Taking::Discard;
@@ -93,7 +95,7 @@ impl Core {
             return Ok(());
         };
         let (held, ended) = (std::mem::take(held), *ended);
-        stream.received -= held.iter().map(|b| b.len() as u64).sum::<u64>();
+        stream.received -= held.len() as u64;
         stream.taking = match intake {
             Intake::Whole { limit } => Taking::Whole {
                 limit,
@@ -106,8 +108,8 @@ impl Core {
         if intake == Intake::Discard {
             self.stop(id, Code::NoError);
         }
-        for data in held {
-            self.data(id, data)?;
+        if !held.is_empty() {
+            self.data(id, held.freeze())?;
             if self.is_over(id) {
                 return Ok(());
             }

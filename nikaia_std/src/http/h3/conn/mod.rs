@@ -20,7 +20,7 @@ use super::qpack::{self, Decoded, Decoder};
 use crate::http::fields::request::{Fields, Parsed, Refusal};
 use crate::http::request::{reject, Reject, Version};
 use body::Taking;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use request::{Fault, Piece, Reader};
 use std::collections::{HashMap, VecDeque};
 use uni::{Opened, Read, Said, Uni};
@@ -280,6 +280,19 @@ impl Core {
     /// A new request stream: counted, or refused past GOAWAY and the cap.
     fn admit(&mut self, id: u64) -> bool {
         if self.goaway.is_some_and(|g| id >= g) {
+            // Remembered, over, so what else arrives on it is not refused
+            // again.
+            self.streams.insert(
+                id,
+                Stream {
+                    reader: Reader::new(0),
+                    taking: Taking::Done,
+                    declared: None,
+                    received: 0,
+                    handed: false,
+                    over: true,
+                },
+            );
             self.reset(id, Code::RequestRejected);
             return false;
         }
@@ -345,6 +358,11 @@ impl Core {
                 return Ok(());
             }
         };
+        if ends && request.content_length.is_some_and(|n| n > 0) {
+            // The end right after a head that promised a body: malformed
+            // (§4.1.2), found before the request reaches anyone.
+            return self.stream_error(id, Code::MessageError);
+        }
         let stream = self.streams.get_mut(&id).expect("a stream being read");
         stream.declared = request.content_length;
         if ends {
@@ -357,7 +375,7 @@ impl Core {
                 },
             );
         } else {
-            stream.taking = Taking::Undecided(Vec::new(), false);
+            stream.taking = Taking::Undecided(BytesMut::new(), false);
             self.hand(
                 id,
                 Event::Head {

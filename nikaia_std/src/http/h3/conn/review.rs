@@ -1,5 +1,8 @@
-//! Review of the HTTP/3 core against RFC 9114 and RFC 9204. Tests marked
-//! `#[ignore = "finding: ..."]` fail on the code as it is.
+//! An outside review of the HTTP/3 core against RFC 9114 and RFC 9204:
+//! each finding as a test, all of them fixed but one still marked
+//! `#[ignore = "finding: ..."]` (a stream id the unit forgot, served
+//! again: only a transport that reuses ids can send one, and QUIC never
+//! does), and the probes that found nothing wrong.
 
 use super::*;
 
@@ -44,7 +47,6 @@ fn varint_frame(k: u64, v: u64) -> Vec<u8> {
 // complete request with no body (Event::Request Ok), and only then
 // cancelled: a unit that serves events in order writes an empty file.
 #[test]
-#[ignore = "finding: content-length > 0 with the end right after HEADERS is handed as a whole request before its Cancel"]
 fn review_a_put_that_ends_short_of_its_content_length_is_never_a_request() {
     let mut c = core();
     let mut f = post(Some("10"));
@@ -59,7 +61,6 @@ fn review_a_put_that_ends_short_of_its_content_length_is_never_a_request() {
 // either an :authority pseudo-header field or a Host header field";
 // §4.1.2: absent mandatory fields make it malformed.
 #[test]
-#[ignore = "finding: an https request with neither :authority nor Host is accepted"]
 fn review_a_request_without_authority_or_host_is_malformed() {
     let mut c = core();
     let f = [(":method", "GET"), (":scheme", "https"), (":path", "/")];
@@ -70,7 +71,6 @@ fn review_a_request_without_authority_or_host_is_malformed() {
 // RFC 9114 §4.3.1: ":authority ... If these fields are present, they MUST
 // NOT be empty." `valid_host` takes the empty string.
 #[test]
-#[ignore = "finding: an empty :authority (and empty Host) is accepted and becomes Host: \"\""]
 fn review_an_empty_authority_or_host_is_malformed() {
     for (what, f) in [
         (
@@ -102,7 +102,6 @@ fn review_an_empty_authority_or_host_is_malformed() {
 // pseudo-header value, malformed (RFC 9114 §4.1.2). The token check in
 // fields/request.rs is `.all(..)`, true on nothing.
 #[test]
-#[ignore = "finding: an empty :method passes the token check and is served"]
 fn review_an_empty_method_is_malformed() {
     let mut c = core();
     let f = [
@@ -120,7 +119,6 @@ fn review_an_empty_method_is_malformed() {
 // invalid pseudo-header value. Here it is served, its host silently
 // dropped while :authority names another.
 #[test]
-#[ignore = "finding: an absolute-form :path is accepted (its authority ignored)"]
 fn review_an_absolute_form_path_is_malformed() {
     let mut c = core();
     let f = [
@@ -137,7 +135,6 @@ fn review_an_absolute_form_path_is_malformed() {
 // that has not yet been mentioned by a PUSH_PROMISE frame, this MUST be
 // treated as a connection error of type H3_ID_ERROR." We never push.
 #[test]
-#[ignore = "finding: CANCEL_PUSH from a client is accepted; RFC 9114 §7.2.3 says H3_ID_ERROR"]
 fn review_cancel_push_from_a_client_is_an_id_error() {
     let mut c = core();
     let err = c
@@ -150,7 +147,6 @@ fn review_cancel_push_from_a_client_is_an_id_error() {
 // value than previously received MUST be treated as a connection error of
 // type H3_ID_ERROR."
 #[test]
-#[ignore = "finding: a MAX_PUSH_ID smaller than the last is accepted"]
 fn review_max_push_id_may_not_shrink() {
     let mut c = core();
     let wire = control(
@@ -167,7 +163,6 @@ fn review_max_push_id_may_not_shrink() {
 // previously received MUST be treated as a connection error of type
 // H3_ID_ERROR."
 #[test]
-#[ignore = "finding: a client GOAWAY whose id grows is accepted"]
 fn review_a_client_goaway_may_not_grow() {
     let mut c = core();
     let wire = control(&[varint_frame(kind::GOAWAY, 4), varint_frame(kind::GOAWAY, 8)].concat());
@@ -178,7 +173,6 @@ fn review_a_client_goaway_may_not_grow() {
 // it is "admitted" afresh and queues another Reset (and counts another
 // reset sent). One stream, one reset.
 #[test]
-#[ignore = "finding: a stream rejected past GOAWAY is reset again for every piece that arrives"]
 fn review_a_stream_rejected_past_goaway_is_reset_once() {
     let mut c = core();
     c.goaway(0);
@@ -312,14 +306,12 @@ fn review_data_after_a_reset_is_ignored() {
     assert!(events(&mut c).is_empty());
 }
 
-// Before the unit decides how a body is taken, each DATA piece is kept as
-// its own `Bytes` handle (32 octets each), never coalesced: 100 000
-// one-octet DATA frames (300 000 wire octets, one QUIC read) hold 100 000
-// handles, about 3.2 MB for 100 KB of body, per stream — an ~11x
-// amplification of the stream receive window that "bounds" it
-// (spec/http3.md, "Requests"). HTTP/2's core copies into one Vec.
+// Before the unit decides how a body is taken, what arrives is gathered
+// into one buffer: 100 000 one-octet DATA frames (300 000 wire octets, one
+// QUIC read) once held 100 000 `Bytes` handles, about 3.2 MB for 100 KB
+// of body — an ~11x amplification of the stream receive window that
+// bounds it (spec/http3.md, "Requests").
 #[test]
-#[ignore = "finding: undecided body pieces are held one Bytes handle per DATA frame (~11x the window)"]
 fn review_undecided_body_pieces_are_coalesced() {
     let mut wire = post_headers(None);
     for _ in 0..100_000 {
@@ -329,8 +321,12 @@ fn review_undecided_body_pieces_are_coalesced() {
     c.request_data(0, Bytes::from(wire), false).unwrap();
     match &c.streams[&0].taking {
         body::Taking::Undecided(held, _) => {
-            assert_eq!(held.iter().map(Bytes::len).sum::<usize>(), 100_000);
-            assert!(held.len() <= 16, "{} handles held", held.len());
+            assert_eq!(held.len(), 100_000);
+            assert!(
+                held.capacity() <= 2 * 100_000,
+                "{} octets held",
+                held.capacity()
+            );
         }
         other => panic!("{other:?}"),
     }

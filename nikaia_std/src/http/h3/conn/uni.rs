@@ -63,6 +63,9 @@ struct Control {
     frame: Option<(u64, u64)>,
     /// Octets of an unknown frame still to skip.
     skip: u64,
+    /// The last MAX_PUSH_ID and GOAWAY ids: neither may go the wrong way.
+    max_push_id: Option<u64>,
+    goaway: Option<u64>,
 }
 
 /// One of the peer's unidirectional streams.
@@ -230,23 +233,38 @@ impl Control {
 
     /// A control frame's whole payload.
     fn whole(&mut self, k: u64, payload: &[u8], said: &mut Vec<Said>) -> Result<(), Fatal> {
-        let one_varint = |p: &[u8]| matches!(read_varint(p), Some((_, n)) if n == p.len());
-        match k {
-            kind::SETTINGS => {
-                let settings =
-                    read_settings(payload).map_err(|code| Fatal(code, "a malformed SETTINGS"))?;
-                said.push(Said::Settings(settings));
-            }
-            kind::GOAWAY if one_varint(payload) => said.push(Said::Goaway),
-            // MAX_PUSH_ID and CANCEL_PUSH: we never push, so both are
-            // only checked for their form.
-            kind::MAX_PUSH_ID | kind::CANCEL_PUSH if one_varint(payload) => {}
+        if k == kind::SETTINGS {
+            let settings =
+                read_settings(payload).map_err(|code| Fatal(code, "a malformed SETTINGS"))?;
+            said.push(Said::Settings(settings));
+            return Ok(());
+        }
+        let id = match read_varint(payload) {
+            Some((id, n)) if n == payload.len() => id,
             _ => {
                 return Err(Fatal(
                     Code::FrameError,
                     "a control frame of the wrong length",
                 ))
             }
+        };
+        let id_error = |why| Err(Fatal(Code::IdError, why));
+        match k {
+            // §5.2: a GOAWAY's id never grows.
+            kind::GOAWAY if self.goaway.is_some_and(|last| id > last) => {
+                return id_error("a GOAWAY whose id grew")
+            }
+            kind::GOAWAY => {
+                self.goaway = Some(id);
+                said.push(Said::Goaway);
+            }
+            // §7.2.7: nor does MAX_PUSH_ID shrink (we never push).
+            kind::MAX_PUSH_ID if self.max_push_id.is_some_and(|last| id < last) => {
+                return id_error("a MAX_PUSH_ID that shrank")
+            }
+            kind::MAX_PUSH_ID => self.max_push_id = Some(id),
+            // §7.2.3: a CANCEL_PUSH names a push we never promised.
+            _ => return id_error("CANCEL_PUSH of a push never promised"),
         }
         Ok(())
     }
