@@ -87,18 +87,18 @@ impl Decoder {
                     return Err(DecompressionFailed);
                 }
                 let (n, v) = *STATIC.get(r.int(6)?).ok_or(DecompressionFailed)?;
-                (Name::Static(n), Value::Static(v))
+                (Part::Static(n), Part::Static(v))
             } else if first & 0x40 != 0 {
                 // Literal with name reference (§4.5.4): T must say static.
                 if first & 0x10 == 0 {
                     return Err(DecompressionFailed);
                 }
                 let (n, _) = *STATIC.get(r.int(4)?).ok_or(DecompressionFailed)?;
-                (Name::Static(n), Value::Literal(r.string(7)?))
+                (Part::Static(n), Part::Literal(r.string(7)?))
             } else if first & 0x20 != 0 {
                 // Literal with literal name (§4.5.6).
                 let name = r.string(3)?;
-                (Name::Literal(name), Value::Literal(r.string(7)?))
+                (Part::Literal(name), Part::Literal(r.string(7)?))
             } else {
                 // 0001: indexed with post-base index (§4.5.3); 0000:
                 // literal with post-base name reference (§4.5.5). Both
@@ -115,12 +115,12 @@ impl Decoder {
                 continue;
             }
             let name = match name {
-                Name::Static(n) => n,
-                Name::Literal(s) => s.decode(section, &mut self.scratch)?,
+                Part::Static(n) => n,
+                Part::Literal(s) => s.decode(section, &mut self.scratch)?,
             };
             let value = match value {
-                Value::Static(v) => v,
-                Value::Literal(s) => s.decode(section, &mut self.value)?,
+                Part::Static(v) => v,
+                Part::Literal(s) => s.decode(section, &mut self.value)?,
             };
             size += name.len() + value.len() + FIELD_OVERHEAD;
             if size > list_max {
@@ -140,48 +140,26 @@ impl Decoder {
     }
 }
 
-/// Where a line's name is.
+/// Where a line's name or value is: the static table's, or a string
+/// literal in the section.
 #[derive(Clone, Copy)]
-enum Name {
+enum Part {
     Static(&'static [u8]),
     Literal(Str),
 }
 
-/// Where a line's value is.
-#[derive(Clone, Copy)]
-enum Value {
-    Static(&'static [u8]),
-    Literal(Str),
-}
-
-impl Name {
+impl Part {
     fn min_len(&self) -> usize {
         match self {
-            Name::Static(n) => n.len(),
-            Name::Literal(s) => s.min_len(),
+            Part::Static(b) => b.len(),
+            Part::Literal(s) => s.min_len(),
         }
     }
 
     fn check(&self, section: &[u8]) -> Result<(), Malformed> {
         match self {
-            Name::Static(_) => Ok(()),
-            Name::Literal(s) => s.check(section),
-        }
-    }
-}
-
-impl Value {
-    fn min_len(&self) -> usize {
-        match self {
-            Value::Static(v) => v.len(),
-            Value::Literal(s) => s.min_len(),
-        }
-    }
-
-    fn check(&self, section: &[u8]) -> Result<(), Malformed> {
-        match self {
-            Value::Static(_) => Ok(()),
-            Value::Literal(s) => s.check(section),
+            Part::Static(_) => Ok(()),
+            Part::Literal(s) => s.check(section),
         }
     }
 }
