@@ -121,6 +121,20 @@ struct Stream {
     over: bool,
 }
 
+impl Stream {
+    /// A stream just seen: reading, or `over` from the start (refused).
+    fn new(reader: Reader, over: bool) -> Stream {
+        Stream {
+            reader,
+            taking: Taking::Done,
+            declared: None,
+            received: 0,
+            handed: false,
+            over,
+        }
+    }
+}
+
 pub(crate) struct Core {
     limits: Limits,
     decoder: Decoder,
@@ -239,17 +253,7 @@ impl Core {
                 return Ok(());
             }
             let reader = Reader::new(4 * self.limits.max_list + 1024);
-            self.streams.insert(
-                id,
-                Stream {
-                    reader,
-                    taking: Taking::Done,
-                    declared: None,
-                    received: 0,
-                    handed: false,
-                    over: false,
-                },
-            );
+            self.streams.insert(id, Stream::new(reader, false));
         }
         let mut pieces = std::mem::take(&mut self.pieces);
         let stream = self.streams.get_mut(&id).expect("inserted above");
@@ -282,17 +286,7 @@ impl Core {
         if self.goaway.is_some_and(|g| id >= g) {
             // Remembered, over, so what else arrives on it is not refused
             // again.
-            self.streams.insert(
-                id,
-                Stream {
-                    reader: Reader::new(0),
-                    taking: Taking::Done,
-                    declared: None,
-                    received: 0,
-                    handed: false,
-                    over: true,
-                },
-            );
+            self.streams.insert(id, Stream::new(Reader::new(0), true));
             self.reset(id, Code::RequestRejected);
             return false;
         }
