@@ -272,6 +272,9 @@ fn no_links(
     made: &mut Made,
 ) -> Result<OwnedFd, Error> {
     let mut at = rustix::fs::openat(root, ".", DIR, Perm::empty()).map_err(|e| io_error(e, dir))?;
+    // The last level's stat, for the mark (the root's is taken only when
+    // there is no level below it).
+    let mut last = None;
     for component in dir.as_os_str().as_bytes().split(|&b| b == b'/') {
         match component {
             b"" | b"." => continue,
@@ -301,8 +304,12 @@ fn no_links(
         };
         let st = rustix::fs::fstat(&at).map_err(|e| io_error(e, dir))?;
         guard.check(&st, dir)?;
+        last = Some(st);
     }
-    let st = rustix::fs::fstat(&at).map_err(|e| io_error(e, dir))?;
+    let st = match last {
+        Some(st) => st,
+        None => rustix::fs::fstat(&at).map_err(|e| io_error(e, dir))?,
+    };
     made.in_use = Some(InUse::mark(&st));
     Ok(at)
 }
