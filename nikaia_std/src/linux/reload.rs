@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reloaded {
     /// The keys that changed in the file but keep their old value until a
-    /// restart (or an upgrade): `listen`, `workers`, `io-threads`,
+    /// restart (or an upgrade): `listen`, `http3`, `workers`, `io-threads`,
     /// `tls-cert` or `certificate` (every certificate added where there was
     /// none, or all removed: TLS switched on or off).
     pub restart_needed: Vec<&'static str>,
@@ -58,6 +58,11 @@ pub(crate) fn reload(
     if new.listen != old.listen {
         restart_needed.push("listen");
         new.listen = old.listen.clone();
+    }
+    // HTTP/3's UDP sockets are bound (or passed) with the listeners.
+    if new.http3 != old.http3 {
+        restart_needed.push("http3");
+        new.http3 = old.http3;
     }
     if new.workers != old.workers {
         restart_needed.push("workers");

@@ -44,6 +44,31 @@ pub enum SendFile {
     AtLeast(u64),
 }
 
+/// `http3-retry`: when a QUIC handshake's address is validated by a Retry
+/// before the server keeps any state for it (`spec/http3.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Http3Retry {
+    /// Once `http3-retry-handshakes` handshakes are in progress at once
+    /// (the default): a flood pays a round trip, a quiet server none.
+    #[default]
+    Auto,
+    /// Every handshake.
+    Always,
+    /// No handshake.
+    Never,
+}
+
+impl Http3Retry {
+    /// The value in the runtime file: `auto`, `always`, `never`.
+    pub fn token(self) -> &'static str {
+        match self {
+            Http3Retry::Auto => "auto",
+            Http3Retry::Always => "always",
+            Http3Retry::Never => "never",
+        }
+    }
+}
+
 /// Which missing names `fallback` answers (`fallback-for`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FallbackFor {
@@ -155,6 +180,17 @@ pub struct Runtime {
     /// `http2-max-requests`: streams one HTTP/2 connection may open before
     /// it is sent GOAWAY (nginx's `keepalive_requests`).
     pub http2_max_requests: u32,
+    /// `http3`: HTTP/3 is served on the UDP port of every TCP listener
+    /// that speaks TLS ([`Runtime::http3_addresses`]); needs one.
+    pub http3: bool,
+    /// `http3-retry`: when a handshake is sent a Retry first.
+    pub http3_retry: Http3Retry,
+    /// `http3-retry-handshakes`: under [`Http3Retry::Auto`], the handshakes
+    /// in progress at once from which Retry is sent; at least 1.
+    pub http3_retry_handshakes: usize,
+    /// `alt-svc-max-age`: the `ma` of `Alt-Svc: h3=":PORT"; ma=SECONDS`
+    /// (whole seconds; 0 sends `ma=0`).
+    pub alt_svc_max_age: Duration,
     /// Where the access log goes; `Off` only for this log.
     pub access_log: LogTarget,
     /// How each access line is written.
@@ -270,7 +306,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 47] = [
+pub const KEYS: [&str; 51] = [
     "listen",
     "workers",
     "io-threads",
@@ -296,6 +332,10 @@ pub const KEYS: [&str; 47] = [
     "write-free-floor",
     "http2",
     "http2-max-requests",
+    "http3",
+    "http3-retry",
+    "http3-retry-handshakes",
+    "alt-svc-max-age",
     "access-log",
     "access-log-format",
     "error-log",
@@ -348,6 +388,10 @@ impl Default for Runtime {
             write_free_floor: 64 << 20,
             http2: true,
             http2_max_requests: 1000,
+            http3: false,
+            http3_retry: Http3Retry::Auto,
+            http3_retry_handshakes: 64,
+            alt_svc_max_age: Duration::from_secs(86_400),
             access_log: LogTarget::Stderr,
             access_log_format: AccessLogFormat::Combined,
             error_log: LogTarget::Stderr,
@@ -399,6 +443,23 @@ impl Runtime {
         short
             .into_iter()
             .chain(self.certificates.iter().cloned())
+            .collect()
+    }
+
+    /// The UDP addresses HTTP/3 is served on: with `http3`, each TCP
+    /// listener's that speaks TLS, the same IP and port, in `listen`'s
+    /// order (a port-0 listener's UDP socket takes the port its TCP one is
+    /// given); none without `http3`.
+    pub fn http3_addresses(&self) -> Vec<SocketAddr> {
+        if !self.http3 {
+            return Vec::new();
+        }
+        (self.listen.iter())
+            .filter(|l| self.speaks_tls(l))
+            .filter_map(|l| match l.address {
+                ListenAddr::Tcp(addr) => Some(addr),
+                ListenAddr::Unix(_) => None,
+            })
             .collect()
     }
 

@@ -9,6 +9,7 @@ use toml::Spanned;
 
 mod acme;
 mod certificate;
+mod http3;
 mod listen;
 mod pages;
 mod resumable;
@@ -200,6 +201,15 @@ impl Checker<'_> {
                     let n = self.integer(name, value, HTTP2_MAX_REQUESTS);
                     put(&mut rt.http2_max_requests, n.map(|n| n as u32));
                 }
+                "http3" => put(&mut rt.http3, self.boolean(name, value)),
+                "http3-retry" => put(&mut rt.http3_retry, self.http3_retry(name, value)),
+                "http3-retry-handshakes" => {
+                    let n = self.count(name, value, http3::RETRY_HANDSHAKES);
+                    put(&mut rt.http3_retry_handshakes, n);
+                }
+                "alt-svc-max-age" => {
+                    put(&mut rt.alt_svc_max_age, self.alt_svc_max_age(name, value));
+                }
                 "access-log" => put(&mut rt.access_log, self.log(name, value, true)),
                 "access-log-format" => {
                     put(&mut rt.access_log_format, self.log_format(name, value));
@@ -239,6 +249,7 @@ impl Checker<'_> {
         }
         self.tls_pair(&entries);
         self.proxy_protocol_trust(&entries, &rt);
+        self.http3_needs_tls(&entries, &rt, pair);
         rt
     }
 

@@ -76,6 +76,13 @@ impl Runtime {
             "http2-max-requests",
             Some(self.http2_max_requests.to_string()),
         );
+        line("http3", Some(self.http3.to_string()));
+        line("http3-retry", Some(string(self.http3_retry.token())));
+        line(
+            "http3-retry-handshakes",
+            Some(self.http3_retry_handshakes.to_string()),
+        );
+        line("alt-svc-max-age", Some(duration(self.alt_svc_max_age)));
         line("access-log", Some(log(&self.access_log)));
         let format = match self.access_log_format {
             AccessLogFormat::Combined => "combined",

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The header names no rule may set, add or remove: framing, validators
-/// and negotiation, the connection's own (HTTP/2 forbids them), and `Date`.
-pub const RESERVED_HEADERS: [&str; 13] = [
+/// and negotiation, the connection's own (HTTP/2 forbids them), `Alt-Svc`
+/// (which the server sends where it serves HTTP/3), and `Date`.
+pub const RESERVED_HEADERS: [&str; 14] = [
     "content-length",
     "content-range",
     "transfer-encoding",
@@ -27,6 +28,7 @@ pub const RESERVED_HEADERS: [&str; 13] = [
     "upgrade",
     "te",
     "trailer",
+    "alt-svc",
 ];
 
 /// Whether `name` is one of [`RESERVED_HEADERS`] or `Date`.

@@ -19,6 +19,11 @@ impl Checker<'_> {
     fn rule_header_name(&mut self, key: &str, at: usize, name: &str) -> bool {
         let why = if !is_token(name) {
             format!("\"{name}\" is not a header name (letters, digits and !#$%&'*+-.^_`|~)")
+        } else if name.eq_ignore_ascii_case("alt-svc") {
+            format!(
+                "`{name}` is the server's own header: it advertises HTTP/3 where this process \
+                 serves it (`http3`, `alt-svc-max-age`); a rule may not set, add or remove it"
+            )
         } else if reserved_header(name) {
             format!(
                 "`{name}` is the server's own header (framing, validators, the connection's, or \
