@@ -6,7 +6,8 @@ use crate::domain::DomainArgs;
 use nikaia_std::rt::{format_utc, AcmeNames, Runtime};
 
 /// Valid: the effective configuration on stdout, then each certificate pair
-/// that loads (as comments: its names and its end), 0. `dir` is the
+/// that loads (as comments: its names and its end) and, with `http3`, each
+/// UDP address beside its TLS listener, 0. `dir` is the
 /// directory a server would serve with it (`[resumable] dir` is checked
 /// against it); `domains`, the `--domain` names it would be given (an
 /// `[acme]` without `domains` is valid without them: a warning says its
@@ -38,6 +39,7 @@ pub fn run(file: &Path, dir: &Path, domains: &DomainArgs) -> u8 {
             }
             print!("{}", runtime.to_toml());
             print!("{}", certificates(&runtime));
+            print!("{}", http3(&runtime));
             for w in warnings {
                 eprintln!("{}: warning: {w}", file.display());
             }
@@ -90,6 +92,27 @@ fn certificates(runtime: &Runtime) -> String {
             pair.files.cert.display(),
             pair.names.join(", ")
         );
+    }
+    out
+}
+
+/// With `http3`, the UDP addresses HTTP/3 is served on, as comments after
+/// the pairs: each beside the TCP listener whose IP and port it shares.
+fn http3(runtime: &Runtime) -> String {
+    let addresses = runtime.http3_addresses();
+    if addresses.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "# HTTP/3 on {} UDP address(es), each beside its TLS listener:\n",
+        addresses.len()
+    );
+    for addr in addresses {
+        let chosen = match addr.port() {
+            0 => " (the same port, chosen at start)",
+            _ => "",
+        };
+        out += &format!("#   udp {addr} beside tcp {addr}{chosen}\n");
     }
     out
 }

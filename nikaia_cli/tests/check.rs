@@ -226,3 +226,68 @@ fn resumable_partials_live_outside_the_served_tree_on_its_file_system() {
         "{err}"
     );
 }
+
+/// With `http3 = true`, `nikaia check` shows the UDP address HTTP/3 takes
+/// beside each TLS listener (its IP and port), and none beside a plain or
+/// Unix one; without it, no such line. `http3` with no TLS listener is
+/// refused at the key.
+#[test]
+fn http3_shows_a_udp_address_beside_each_tls_listener() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = nikaia_tests::TestPki::new();
+    // A port free now; `check` only tries to bind it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let write = |http3: bool| {
+        let text = format!(
+            "tls-cert = \"{}\"\ntls-key = \"{}\"\nhttp3 = {http3}\nlisten = [\"127.0.0.1:{port}\", \
+             {{ address = \"127.0.0.1:0\", tls = false }}, \"unix:web.sock\", \"[::1]:0\"]\n",
+            pki.cert.display(),
+            pki.key.display()
+        );
+        std::fs::write(dir.path().join("runtime.toml"), text).expect("write");
+    };
+    write(true);
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let out = text(&output.stdout);
+    assert!(out.contains("\nhttp3 = true\n"), "{out}");
+    let udp: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("# HTTP/3"))
+        .collect();
+    assert_eq!(
+        udp,
+        [
+            "# HTTP/3 on 2 UDP address(es), each beside its TLS listener:".to_owned(),
+            format!("#   udp 127.0.0.1:{port} beside tcp 127.0.0.1:{port}"),
+            "#   udp [::1]:0 beside tcp [::1]:0 (the same port, chosen at start)".to_owned(),
+        ],
+        "{out}"
+    );
+
+    write(false);
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let out = text(&output.stdout);
+    assert!(
+        out.contains("\nhttp3 = false\n") && !out.contains("udp"),
+        "{out}"
+    );
+
+    std::fs::write(
+        dir.path().join("runtime.toml"),
+        "workers = 1\nhttp3 = true\n",
+    )
+    .expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(text(&output.stdout), "");
+    let err = text(&output.stderr);
+    assert!(
+        err.starts_with("runtime.toml:2:1: error: key `http3`: HTTP/3 needs TLS"),
+        "{err}"
+    );
+}
