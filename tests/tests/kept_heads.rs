@@ -140,7 +140,7 @@ fn over_http2_a_kept_block_follows_the_answer() {
     let pki = TestPki::new();
     let server = start(Server::with_runtime(pki.runtime()).route("/n", move |_| {
         let n = c.fetch_add(1, Relaxed);
-        let body = if n / 3 % 2 == 0 {
+        let body = if (n / 3).is_multiple_of(2) {
             "<p>held</p>"
         } else {
             "<p>held, longer</p>"

@@ -409,7 +409,7 @@ mod tests {
     impl Wire for Short {
         fn send(&mut self, iov: &[IoSlice<'_>], more: bool) -> Result<usize, Errno> {
             self.calls += 1;
-            if self.calls % 2 == 0 {
+            if self.calls.is_multiple_of(2) {
                 return Err(Errno::AGAIN);
             }
             self.more.push(more);

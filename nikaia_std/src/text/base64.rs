@@ -27,7 +27,7 @@ pub(crate) fn standard(bytes: &[u8]) -> String {
             c => c,
         })
         .collect();
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push('=');
     }
     out

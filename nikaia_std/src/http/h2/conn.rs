@@ -253,7 +253,7 @@ impl Used {
 
     fn contains(&self, id: u32) -> bool {
         let i = self.runs.partition_point(|&(start, _)| start <= id);
-        i > 0 && id <= self.runs[i - 1].1 && (id - self.runs[i - 1].0) % 2 == 0
+        i > 0 && id <= self.runs[i - 1].1 && (id - self.runs[i - 1].0).is_multiple_of(2)
     }
 }
 
@@ -380,7 +380,7 @@ impl Core {
                     return Err((ErrorCode::Protocol, "PRIORITY on stream 0"));
                 }
                 let bad = p.len() != 5 || dependency(p) == h.stream;
-                if bad && h.stream % 2 == 0 {
+                if bad && h.stream.is_multiple_of(2) {
                     // A stream only the server could open: no stream of
                     // the client's to reset.
                     return Err((

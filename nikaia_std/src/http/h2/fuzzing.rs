@@ -45,7 +45,7 @@ fn intake(stream: u32, policy: u8) -> Intake {
 }
 
 fn paused(stream: u32, policy: u8) -> bool {
-    policy & 0x80 != 0 && (stream / 2) % 2 == 0
+    policy & 0x80 != 0 && (stream / 2).is_multiple_of(2)
 }
 
 /// What a core wrote and handed over for `input` fed `step` octets at a

@@ -63,7 +63,7 @@ pub(crate) mod stream {
 /// 0x1f·N + 0x21, sent to exercise the peer's tolerance (§7.2.8, §6.2.3,
 /// §7.2.4.1): frames and streams of such a type are ignored.
 pub(crate) fn reserved(t: u64) -> bool {
-    t >= 0x21 && (t - 0x21) % 0x1f == 0
+    t >= 0x21 && (t - 0x21).is_multiple_of(0x1f)
 }
 
 /// Error codes (§8.1, RFC 9204 §6), for CONNECTION_CLOSE and stream resets.

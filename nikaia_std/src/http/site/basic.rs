@@ -54,7 +54,7 @@ fn trim_ows(value: &[u8]) -> &[u8] {
 /// characters, and the bits the padding leaves over zero, so each text has
 /// one encoding. `None` for anything else.
 fn base64(text: &[u8]) -> Option<Vec<u8>> {
-    if text.is_empty() || text.len() % 4 != 0 {
+    if text.is_empty() || !text.len().is_multiple_of(4) {
         return None;
     }
     let padding = text.iter().rev().take_while(|&&b| b == b'=').count();

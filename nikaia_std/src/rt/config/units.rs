@@ -115,7 +115,7 @@ fn split_number(text: &str) -> (&str, &str) {
 pub fn format_size(bytes: u64) -> String {
     let (unit, scale) = SIZE_UNITS
         .iter()
-        .find(|(_, scale)| bytes != 0 && bytes % scale == 0)
+        .find(|(_, scale)| bytes != 0 && bytes.is_multiple_of(*scale))
         .copied()
         .unwrap_or(("B", 1));
     format!("{}{unit}", bytes / scale)

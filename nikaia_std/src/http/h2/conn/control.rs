@@ -62,7 +62,7 @@ impl Core {
             }
             return Ok(());
         }
-        if p.len() % 6 != 0 {
+        if !p.len().is_multiple_of(6) {
             return Err((ErrorCode::FrameSize, "SETTINGS not a multiple of 6 octets"));
         }
         self.spend(now)?;

@@ -94,7 +94,7 @@ impl Core {
             }
             return self.end_of_request(i);
         }
-        if id % 2 == 0 {
+        if id.is_multiple_of(2) {
             return Err((
                 ErrorCode::Protocol,
                 "a client stream with an even identifier",
