@@ -45,11 +45,15 @@ impl Server {
             .map(|l| (l.address.clone(), l.tls))
             .collect();
         let (asked, max_writes) = (self.rt.max_connections, self.rt.max_writes);
-        let shared = Shared::new(self.router, self.rt, opened.listeners)?;
+        let mut notices = opened.notices;
+        let udp = super::quic::open(&self.rt, &opened.listeners, passed.as_ref(), &mut notices)?;
+        let mut shared = Shared::new(self.router, self.rt, opened.listeners)?;
+        shared.h3_addresses = udp.iter().map(|u| u.address).collect();
+        *crate::sync::lock(&shared.udp) = udp;
         let budget = connection_budget(&shared, asked, workers, max_writes);
         shared.max_connections.store(budget, Ordering::Relaxed);
         let shared = Arc::new(shared);
-        for notice in &opened.notices {
+        for notice in &notices {
             shared.logs.notice(format_args!("{notice}"));
         }
         let rt = shared.runtime();

@@ -48,6 +48,11 @@ pub(crate) struct Shared {
     /// The ACME manager, while `[acme]` is set.
     #[cfg(feature = "acme")]
     pub(crate) acme: Mutex<Option<Arc<super::acme::Manager>>>,
+    /// HTTP/3's UDP sockets until the worker that owns them takes them
+    /// (`spec/http3.md`: one worker, in this version).
+    pub(crate) udp: Mutex<Vec<super::quic::socket::Udp>>,
+    /// Where HTTP/3 is served (each UDP socket's address).
+    pub(crate) h3_addresses: Vec<std::net::SocketAddr>,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) connections: AtomicUsize,
     /// `max-connections`, lowered if the descriptor limit cannot hold it.
@@ -251,9 +256,42 @@ impl Shared {
             max_connections: AtomicUsize::new(rt.max_connections),
             current,
             listeners: Mutex::new(listeners.into_iter().map(Arc::new).collect()),
+            udp: Mutex::default(),
+            h3_addresses: Vec::new(),
             stop: Arc::default(),
             connections: AtomicUsize::new(0),
         })
+    }
+
+    /// `Alt-Svc`'s value for the answers of a connection `listener`
+    /// accepted: HTTP/3 on its port with `alt-svc-max-age`, when this
+    /// process serves HTTP/3 on its address (never on Unix, PROXY-protocol
+    /// or redirecting listeners).
+    pub(crate) fn alt_svc(&self, listener: &Listener, rt: &Runtime) -> Option<bytes::Bytes> {
+        let crate::rt::ListenAddr::Tcp(addr) = &listener.address else {
+            return None;
+        };
+        let serves = listener.tls
+            && !listener.proxy
+            && listener.redirect.is_none()
+            && self.h3_addresses.contains(addr);
+        serves.then(|| {
+            let ma = rt.alt_svc_max_age.as_secs();
+            bytes::Bytes::from(format!("h3=\":{}\"; ma={ma}", addr.port()))
+        })
+    }
+
+    /// The QUIC endpoint over HTTP/3's UDP sockets, for the first worker
+    /// that asks; `None` for the others, and without HTTP/3.
+    pub(crate) fn take_quic(&self) -> io::Result<Option<super::quic::endpoint::Quic>> {
+        let sockets = std::mem::take(&mut *crate::sync::lock(&self.udp));
+        match (&self.tls, sockets.is_empty()) {
+            (Some(tls), false) => {
+                let rt = self.runtime();
+                super::quic::endpoint::Quic::new(tls.clone(), &rt, sockets).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The runtime new requests use now.
@@ -317,6 +355,7 @@ impl Shared {
                 certificates: self.certificates(t),
             }),
             h2: self.stats.h2.report(),
+            h3: self.stats.h3.report(),
             bodies: self.stats.bodies.report(),
             writes: self.stats.writes.report(),
             produced: self.stats.produced.report(),

@@ -25,6 +25,7 @@ pub(crate) struct Stats {
     /// Responses by status class, 1xx to 5xx.
     statuses: [AtomicU64; 5],
     pub h2: H2Stats,
+    pub h3: H3Stats,
     pub bodies: std::sync::Arc<BodyStats>,
     pub writes: std::sync::Arc<WriteStats>,
     /// Produced response bodies (`http::produce`).
@@ -125,6 +126,51 @@ pub(crate) struct H2Stats {
     pub stalled: AtomicU64,
     /// The error log's rate limit for connection errors.
     pub logged: crate::linux::log::Throttle,
+}
+
+/// What QUIC connections and their HTTP/3 count (`spec/http3.md`,
+/// "What an operator sees").
+#[derive(Default)]
+pub(crate) struct H3Stats {
+    /// QUIC connections accepted (their handshake began).
+    pub connections: AtomicU64,
+    /// Handshakes refused (CONNECTION_REFUSED) at `max-connections`.
+    pub refused: AtomicU64,
+    /// Retry packets sent (address validation).
+    pub retries: AtomicU64,
+    /// Request streams clients opened.
+    pub streams: AtomicU64,
+    /// Streams we reset, and streams the client reset or stopped.
+    pub resets_sent: AtomicU64,
+    pub resets_received: AtomicU64,
+    /// Connections closed for a flood (H3_EXCESSIVE_LOAD).
+    pub floods: AtomicU64,
+    /// Streams reset because they made no progress for send-timeout.
+    pub stalled: AtomicU64,
+    /// Connections closed with no request head by header-timeout.
+    pub header_timeouts: AtomicU64,
+    /// Datagrams read.
+    pub datagrams: AtomicU64,
+    /// The error log's rate limit for connection errors.
+    pub logged: crate::linux::log::Throttle,
+}
+
+impl H3Stats {
+    pub(crate) fn report(&self) -> crate::rt::H3Report {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        crate::rt::H3Report {
+            connections: load(&self.connections),
+            refused: load(&self.refused),
+            retries: load(&self.retries),
+            streams: load(&self.streams),
+            resets_sent: load(&self.resets_sent),
+            resets_received: load(&self.resets_received),
+            floods: load(&self.floods),
+            stalled: load(&self.stalled),
+            header_timeouts: load(&self.header_timeouts),
+            datagrams: load(&self.datagrams),
+        }
+    }
 }
 
 impl H2Stats {

@@ -4,6 +4,7 @@
 use super::clock::DateCache;
 use super::conn::{Conn, Expired, IoDone, Mailbox, Next, Turn, Via};
 use super::listen::{watch_listener, Listener, LISTENERS};
+use super::quic::endpoint::{Quic, QUIC_SLOT, SOCKETS};
 use super::shared::Shared;
 use crate::http::client::trusted;
 use crate::http::redirect::ToHttps;
@@ -51,6 +52,9 @@ pub(crate) struct Worker {
     window: super::cache::Window,
     access: Vec<u8>,
     accept_paused_until: Option<Instant>,
+    /// HTTP/3: the QUIC endpoint, on the one worker that owns the UDP
+    /// sockets (`spec/http3.md`).
+    quic: Option<Quic>,
     stopping: bool,
     grace_end: Option<Instant>,
 }
@@ -68,6 +72,10 @@ impl Worker {
             epoll::EventData::new_u64(WAKER),
             epoll::EventFlags::IN,
         )?;
+        let quic = shared.take_quic()?;
+        if let Some(q) = &quic {
+            q.watch(&epoll)?;
+        }
         Ok(Worker {
             rt: shared.runtime(),
             generation: shared.generation(),
@@ -84,6 +92,7 @@ impl Worker {
             window: super::cache::Window::new(),
             access: Vec::with_capacity(16 << 10),
             accept_paused_until: None,
+            quic,
             stopping: false,
             grace_end: None,
         })
@@ -106,8 +115,15 @@ impl Worker {
         let mut tick = self.tick();
         let mut next_sweep = Instant::now() + tick;
         loop {
-            let timeout = if self.again.is_empty() {
-                rustix::time::Timespec::try_from(tick).unwrap_or(rustix::time::Timespec {
+            let quic_more = self.quic.as_ref().is_some_and(|q| q.more);
+            let timeout = if self.again.is_empty() && !quic_more {
+                // QUIC's timers (acknowledgements, loss, pacing) are finer
+                // than the sweep's tick.
+                let wait = match self.quic.as_ref().and_then(Quic::next_timer) {
+                    Some(t) => tick.min(t.saturating_duration_since(Instant::now())),
+                    None => tick,
+                };
+                rustix::time::Timespec::try_from(wait).unwrap_or(rustix::time::Timespec {
                     tv_sec: 0,
                     tv_nsec: 100_000_000,
                 })
@@ -141,6 +157,9 @@ impl Worker {
             }
             let now = Instant::now();
             let again = std::mem::take(&mut self.again);
+            if let Some(q) = self.quic.as_mut() {
+                q.more = false;
+            }
             self.dispatch(&events, now);
             // Connections that used their share last turn go on, one at a
             // time; between two of them, anything newly ready goes first, so
@@ -164,6 +183,7 @@ impl Worker {
                 }
                 self.drive(i, Instant::now());
             }
+            self.with_quic(Instant::now(), Quic::drive);
             if now >= next_sweep {
                 self.sweep(now);
                 next_sweep = now + tick;
@@ -172,10 +192,15 @@ impl Worker {
                 self.shared.logs.access.write(&self.access);
                 self.access.clear();
             }
-            if self.stopping && (self.live == 0 || self.grace_end.is_some_and(|end| now >= end)) {
+            let quic_live = self.quic.as_ref().map_or(0, Quic::live);
+            if self.stopping
+                && ((self.live == 0 && quic_live == 0)
+                    || self.grace_end.is_some_and(|end| now >= end))
+            {
                 for conn in self.conns.iter_mut().flatten() {
                     conn.stop();
                 }
+                self.with_quic(Instant::now(), Quic::stop);
                 break;
             }
         }
@@ -193,7 +218,7 @@ impl Worker {
         let closed = epoll::EventFlags::RDHUP | epoll::EventFlags::HUP | epoll::EventFlags::ERR;
         for ev in events {
             let (i, flags) = (ev.data.u64(), ev.flags);
-            if i >= LISTENERS || !flags.intersects(input) {
+            if i >= SOCKETS || !flags.intersects(input) {
                 continue;
             }
             self.with_conn(i as usize, now, |conn, turn| {
@@ -204,6 +229,10 @@ impl Worker {
         for ev in events {
             match ev.data.u64() {
                 WAKER => self.wake(now),
+                token if (SOCKETS..LISTENERS).contains(&token) => {
+                    let i = (token - SOCKETS) as usize;
+                    self.with_quic(now, |q, turn| q.readable(i, turn));
+                }
                 token if token >= LISTENERS => self.accept((token - LISTENERS) as usize, now),
                 i => {
                     let i = i as usize;
@@ -255,6 +284,27 @@ impl Worker {
             slot: i,
         };
         Some(f(conn, &mut turn))
+    }
+
+    /// Lends the QUIC endpoint what the worker holds for this turn.
+    fn with_quic<R>(
+        &mut self,
+        now: Instant,
+        f: impl FnOnce(&mut Quic, &mut Turn<'_>) -> R,
+    ) -> Option<R> {
+        let quic = self.quic.as_mut()?;
+        let mut turn = Turn {
+            shared: &self.shared,
+            rt: &self.rt,
+            date: self.date.get(),
+            access: &mut self.access,
+            now,
+            window: &self.window,
+            stopping: self.stopping,
+            mailbox: &self.mailbox,
+            slot: QUIC_SLOT,
+        };
+        Some(f(quic, &mut turn))
     }
 
     fn close(&mut self, i: usize) {
@@ -355,6 +405,7 @@ impl Worker {
                 Via {
                     redirect,
                     proxy_header: listener.proxy,
+                    alt_svc: self.shared.alt_svc(&listener, &self.rt),
                 },
             ));
             self.live += 1;
@@ -406,6 +457,10 @@ impl Worker {
     fn wake(&mut self, now: Instant) {
         for done in self.mailbox.take() {
             let (slot, id) = done.target();
+            if slot == QUIC_SLOT {
+                self.with_quic(now, |q, turn| q.io_done(turn, done));
+                continue;
+            }
             let Some(Some(conn)) = self.conns.get_mut(slot) else {
                 continue;
             };
@@ -423,6 +478,9 @@ impl Worker {
                 if self.accept_paused_until.is_none() {
                     let _ = epoll::delete(&self.epoll, l.fd.as_fd());
                 }
+            }
+            if let Some(q) = self.quic.as_mut() {
+                q.stop_producing();
             }
             for i in 0..self.conns.len() {
                 // Produced bodies end now, so their clients (an event
@@ -443,6 +501,7 @@ impl Worker {
     /// Closes connections past their deadline; resumes accepting after a
     /// back-off.
     fn sweep(&mut self, now: Instant) {
+        self.with_quic(now, Quic::sweep);
         if self.stopping {
             // The graceful GOAWAY's second step may be due (its PING's
             // answer did not come).

@@ -18,7 +18,7 @@ pub use config::{
     KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
 };
 pub use stats::{
-    BodiesReport, CertReport, CompressedReport, H2Report, ProducedReport, Report, ResumableReport,
-    TlsReport, WritesReport,
+    BodiesReport, CertReport, CompressedReport, H2Report, H3Report, ProducedReport, Report,
+    ResumableReport, TlsReport, WritesReport,
 };
 pub(crate) use vehicle::Vehicle;

@@ -47,6 +47,8 @@ pub struct Report {
     pub tls: Option<TlsReport>,
     /// What HTTP/2 connections did (h2 and h2c).
     pub h2: H2Report,
+    /// HTTP/3 over QUIC; all zero while `http3` is off.
+    pub h3: H3Report,
     /// What became of request bodies (`spec/http.md`, "Request bodies").
     pub bodies: BodiesReport,
     /// What the directory writer did (`spec/site.md`, "Writes").
@@ -177,6 +179,32 @@ pub struct H2Report {
     pub floods: u64,
     /// Streams reset because they made no progress for `send-timeout`.
     pub stalled: u64,
+}
+
+/// What QUIC connections and their HTTP/3 did (`spec/http3.md`, "What an
+/// operator sees").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct H3Report {
+    /// QUIC connections accepted.
+    pub connections: u64,
+    /// Handshakes refused at `max-connections` (CONNECTION_REFUSED).
+    pub refused: u64,
+    /// Retry packets sent (address validation).
+    pub retries: u64,
+    /// Request streams clients opened.
+    pub streams: u64,
+    /// Streams reset by us, and by the client (RESET_STREAM or
+    /// STOP_SENDING).
+    pub resets_sent: u64,
+    pub resets_received: u64,
+    /// Connections closed for a flood (H3_EXCESSIVE_LOAD).
+    pub floods: u64,
+    /// Streams reset because they made no progress for `send-timeout`.
+    pub stalled: u64,
+    /// Connections closed with no request head by `header-timeout`.
+    pub header_timeouts: u64,
+    /// Datagrams read.
+    pub datagrams: u64,
 }
 
 /// What a TLS listener did.

@@ -4,6 +4,31 @@
 
 use super::frame::{self, kind};
 use super::qpack;
+use crate::http::response::{each_field, Response};
+
+/// A response's HEADERS frame as every backend heads it (`date`, then
+/// [`each_field`]), names lowercased and the fields HTTP/3 forbids
+/// (connection-specific ones, RFC 9114 §4.2) left out.
+pub(crate) fn head(resp: &Response, length: u64, date: &[u8]) -> Vec<u8> {
+    let mut names: Vec<Vec<u8>> = vec![b"date".to_vec()];
+    let mut values: Vec<Vec<u8>> = vec![date.to_vec()];
+    each_field(resp, length, |name, value| {
+        let lower = name.to_ascii_lowercase();
+        if !matches!(
+            lower.as_slice(),
+            b"keep-alive" | b"transfer-encoding" | b"upgrade" | b"proxy-connection"
+        ) {
+            names.push(lower);
+            values.push(value.to_vec());
+        }
+    });
+    let fields: Vec<(&[u8], &[u8])> = names
+        .iter()
+        .zip(&values)
+        .map(|(n, v)| (&n[..], &v[..]))
+        .collect();
+    headers_frame(resp.status(), &fields)
+}
 
 /// A response's HEADERS frame: `:status` then `fields` (lowercase names),
 /// encoded by QPACK with the static table only.

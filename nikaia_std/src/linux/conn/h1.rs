@@ -434,10 +434,18 @@ fn may_keep(turn: &Turn<'_>) -> bool {
 
 /// Writes an error an answer hides from its client to the error log.
 pub(super) fn log_error<'a>(turn: &'a Turn<'_>, link: &'a Link) -> impl FnMut(&Request, &str) + 'a {
+    log_error_by(turn, &link.peer)
+}
+
+/// The error log's line for a request from `peer`, whatever carried it.
+pub(super) fn log_error_by<'a>(
+    turn: &'a Turn<'_>,
+    peer: &'a crate::http::Peer,
+) -> impl FnMut(&Request, &str) + 'a {
     move |req, e| {
         turn.shared.logs.error(format_args!(
             "{} {} {}: {e}",
-            link.peer,
+            peer,
             req.method(),
             req.target()
         ))

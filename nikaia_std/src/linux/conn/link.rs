@@ -155,40 +155,13 @@ impl Link {
         len: usize,
         stream: u32,
     ) {
-        turn.shared.stats.cold_reads.fetch_add(1, Relaxed);
-        let mailbox = turn.mailbox.clone();
-        let (slot, conn) = (turn.slot, self.id);
-        let len = len.min(COLD_READ);
-        turn.shared.pool.submit(move || {
-            let mut data = vec![0u8; len];
-            let result = nfs::read_full_at(&file, &mut data, offset).map(|got| {
-                data.truncate(got);
-                data
-            });
-            mailbox.post(IoDone::Read {
-                slot,
-                conn,
-                stream,
-                result: result.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO)),
-            });
-        });
+        read_on_pool(turn, self.id, file, offset, len, stream);
     }
 
     /// Runs the pipeline's job (an open, a listing) on the io pool; the
     /// answer goes on in [`Conn::io_done`].
     pub(super) fn open_on_pool(&mut self, turn: &mut Turn<'_>, job: Job, stream: u32) {
-        turn.shared.stats.pool_opens.fetch_add(1, Relaxed);
-        let mailbox = turn.mailbox.clone();
-        let (slot, conn) = (turn.slot, self.id);
-        turn.shared.pool.submit(move || {
-            let fetched = job.run();
-            mailbox.post(IoDone::Opened {
-                slot,
-                conn,
-                stream,
-                fetched,
-            });
-        });
+        open_on_pool(turn, self.id, job, stream);
         self.deadline = turn.now + turn.rt.send_timeout;
     }
 
@@ -201,17 +174,7 @@ impl Link {
         check: Box<Check>,
         stream: u32,
     ) -> Result<(), Box<Check>> {
-        let mailbox = turn.mailbox.clone();
-        let (slot, conn) = (turn.slot, self.id);
-        turn.shared.auth.submit(check, move |check, verdict| {
-            mailbox.post(IoDone::Verified {
-                slot,
-                conn,
-                stream,
-                check,
-                verdict,
-            });
-        })?;
+        verify_off_loop(turn, self.id, check, stream)?;
         self.deadline = turn.now + turn.rt.send_timeout;
         Ok(())
     }
@@ -261,4 +224,70 @@ pub(super) fn close_gently(link: &mut Link, turn: &Turn<'_>) -> Next {
         true => Next::Close,
         false => Next::Wait,
     }
+}
+
+/// Reads cold file pages of connection `conn`'s `stream` on the io pool
+/// (D9); the result comes back through the worker's mailbox.
+pub(super) fn read_on_pool(
+    turn: &Turn<'_>,
+    conn: u64,
+    file: Arc<nfs::OpenFile>,
+    offset: u64,
+    len: usize,
+    stream: u32,
+) {
+    turn.shared.stats.cold_reads.fetch_add(1, Relaxed);
+    let mailbox = turn.mailbox.clone();
+    let slot = turn.slot;
+    let len = len.min(COLD_READ);
+    turn.shared.pool.submit(move || {
+        let mut data = vec![0u8; len];
+        let result = nfs::read_full_at(&file, &mut data, offset).map(|got| {
+            data.truncate(got);
+            data
+        });
+        mailbox.post(IoDone::Read {
+            slot,
+            conn,
+            stream,
+            result: result.map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO)),
+        });
+    });
+}
+
+/// Runs a request's pipeline job (an open, a listing) on the io pool.
+pub(super) fn open_on_pool(turn: &Turn<'_>, conn: u64, job: Job, stream: u32) {
+    turn.shared.stats.pool_opens.fetch_add(1, Relaxed);
+    let mailbox = turn.mailbox.clone();
+    let slot = turn.slot;
+    turn.shared.pool.submit(move || {
+        let fetched = job.run();
+        mailbox.post(IoDone::Opened {
+            slot,
+            conn,
+            stream,
+            fetched,
+        });
+    });
+}
+
+/// Checks a request's credentials on the verifier threads. `Err`: too
+/// many checks wait (the check comes back, to be answered 503).
+pub(super) fn verify_off_loop(
+    turn: &Turn<'_>,
+    conn: u64,
+    check: Box<Check>,
+    stream: u32,
+) -> Result<(), Box<Check>> {
+    let mailbox = turn.mailbox.clone();
+    let slot = turn.slot;
+    turn.shared.auth.submit(check, move |check, verdict| {
+        mailbox.post(IoDone::Verified {
+            slot,
+            conn,
+            stream,
+            check,
+            verdict,
+        });
+    })
 }

@@ -10,6 +10,7 @@
 mod access;
 mod h1;
 mod h2;
+pub(crate) mod h3;
 mod link;
 mod sink;
 
@@ -191,6 +192,8 @@ pub(crate) struct Link {
     client: Peer,
     /// The listener it came on answers with a redirect to HTTPS.
     redirect: Option<ToHttps>,
+    /// `Alt-Svc`'s value, when HTTP/3 is served on the address it came to.
+    alt_svc: Option<bytes::Bytes>,
     deadline: Instant,
     /// When the connection last began to wait for a request (accepted, or
     /// its last response written): the oldest idle one is closed first
@@ -213,6 +216,8 @@ pub(crate) struct Via {
     pub redirect: Option<ToHttps>,
     /// It begins with a PROXY protocol header (`spec/site.md`).
     pub proxy_header: bool,
+    /// `Alt-Svc`'s value, when HTTP/3 is served on its address.
+    pub alt_svc: Option<bytes::Bytes>,
 }
 
 pub(crate) struct Conn {
@@ -253,6 +258,7 @@ impl Conn {
         let Via {
             redirect,
             proxy_header,
+            alt_svc,
         } = via;
         Conn {
             link: Link {
@@ -262,6 +268,7 @@ impl Conn {
                 client: peer.clone(),
                 peer,
                 redirect,
+                alt_svc,
                 // The first request's head must arrive within header-timeout.
                 deadline: now + rt.header_timeout,
                 idle_since: now,
@@ -488,12 +495,22 @@ impl Conn {
     }
 }
 
-/// An answer whose body this link can send as it is. Through TLS rustls
-/// reads the body in user mode: a program's mapping is copied by the
-/// kernel first, where a file cut short is an error and not SIGBUS (then
-/// the answer is a logged 500).
-fn readable(link: &Link, turn: &Turn<'_>, req: &Request, decided: Answer) -> Answer {
-    let (Payload::Mapped(b), true) = (&decided.payload, link.transport.encrypts()) else {
+/// An answer as this link sends it: with `Alt-Svc` where HTTP/3 is
+/// served on its address, its body one it can send as it is (see
+/// [`user_mode`]).
+fn readable(link: &Link, turn: &Turn<'_>, req: &Request, mut decided: Answer) -> Answer {
+    if let Some(alt) = &link.alt_svc {
+        decided.resp.push_header("Alt-Svc", alt.clone());
+    }
+    user_mode(turn, &link.peer, link.transport.encrypts(), req, decided)
+}
+
+/// An answer whose body can be read in user mode when `copied` (through
+/// TLS, rustls reads it; over QUIC, quinn does until it is acknowledged):
+/// a program's mapping is copied by the kernel first, where a file cut
+/// short is an error and not SIGBUS (then the answer is a logged 500).
+fn user_mode(turn: &Turn<'_>, peer: &Peer, copied: bool, req: &Request, decided: Answer) -> Answer {
+    let (Payload::Mapped(b), true) = (&decided.payload, copied) else {
         return decided;
     };
     match guarded_copy(b) {
@@ -506,7 +523,7 @@ fn readable(link: &Link, turn: &Turn<'_>, req: &Request, decided: Answer) -> Ans
                 "the mapped body could not be read ({}); did its file shrink?",
                 std::io::Error::from(e)
             );
-            h1::log_error(turn, link)(req, &why);
+            h1::log_error_by(turn, peer)(req, &why);
             answer::page(req, Response::status_page(500), decided.close)
         }
     }

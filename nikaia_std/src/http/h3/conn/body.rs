@@ -85,6 +85,26 @@ impl Core {
         Ok(())
     }
 
+    /// The unit will not read the rest of a body it took whole or
+    /// streamed (its answer went before it): let it arrive and drop it, up
+    /// to `drain` more octets, or with `None` ask the client to stop
+    /// sending it.
+    pub(crate) fn abandon_body(&mut self, id: u64, drain: Option<u64>) {
+        let Some(stream) = self.streams.get_mut(&id).filter(|s| !s.over) else {
+            return;
+        };
+        if !matches!(stream.taking, Taking::Whole { .. } | Taking::Stream) {
+            return;
+        }
+        match drain {
+            Some(max) => stream.taking = Taking::Drain(max),
+            None => {
+                stream.taking = Taking::Discard;
+                self.stop(id, Code::NoError);
+            }
+        }
+    }
+
     /// The unit decided how the body of a request handed as
     /// [`Event::Head`] is taken; what already arrived is taken so now.
     pub(crate) fn take_body(&mut self, id: u64, intake: Intake) -> Result<(), Fatal> {

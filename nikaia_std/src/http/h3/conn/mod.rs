@@ -143,6 +143,8 @@ pub(crate) struct Core {
     streams: HashMap<u64, Stream>,
     /// Request streams the client opened.
     requests: u32,
+    /// The first request stream id past every one opened.
+    next_request: u64,
     /// The first request stream no longer served, once GOAWAY names it.
     goaway: Option<u64>,
     peer: Option<PeerSettings>,
@@ -164,6 +166,7 @@ impl Core {
             unis: HashMap::new(),
             streams: HashMap::new(),
             requests: 0,
+            next_request: 0,
             goaway: None,
             peer: None,
             peer_gone: false,
@@ -283,6 +286,7 @@ impl Core {
 
     /// A new request stream: counted, or refused past GOAWAY and the cap.
     fn admit(&mut self, id: u64) -> bool {
+        self.next_request = self.next_request.max(id + 4);
         if self.goaway.is_some_and(|g| id >= g) {
             // Remembered, over, so what else arrives on it is not refused
             // again.
@@ -433,16 +437,27 @@ impl Core {
             if !s.over
                 && matches!(
                     s.taking,
-                    Taking::Undecided(..) | Taking::Whole { .. } | Taking::Stream
+                    Taking::Undecided(..)
+                        | Taking::Whole { .. }
+                        | Taking::Stream
+                        | Taking::Drain(_)
                 )
             {
                 // The answer went before the body ended: what is left is
-                // not wanted (§4.1: the server may answer first).
+                // not wanted (§4.1: the server may answer first). Unlike a
+                // TCP reset, STOP_SENDING loses nothing of the answer, so
+                // a drained body stops here too.
                 self.stop(id, Code::NoError);
             }
         }
         self.close(id);
         self.reset_budget = (self.reset_budget + 1).min(RESET_BUDGET);
+    }
+
+    /// The first request stream id the client has not opened: what a
+    /// GOAWAY for a graceful close names.
+    pub(crate) fn next_request_stream(&self) -> u64 {
+        self.next_request
     }
 
     /// GOAWAY for a graceful close: the octets for our control stream, and

@@ -1,0 +1,559 @@
+//! The HTTP/3 unit of a QUIC connection: the octets of the client's
+//! streams go to the sans-IO core (`http::h3::conn`), each request it
+//! hands back goes to the answer pipeline, and the answers go onto their
+//! request streams as QUIC's flow control takes them — kept and in-memory
+//! bytes as one DATA frame handed to quinn without a copy, files read by
+//! `pread` a piece at a time under D9 (cold pages on the io pool while the
+//! other streams go on), produced bodies pulled as they come.
+//!
+//! quinn-proto owns the connection (packets, TLS, loss, flow control);
+//! `linux/quic` drives it on the worker's loop and lends it here.
+//! Normative text: `spec/http3.md`.
+
+mod intake;
+mod send;
+
+use super::{IoDone, Turn};
+use crate::http::answer::{self, Done, Progress};
+use crate::http::fields::request::Parsed;
+use crate::http::h3::conn::{Action, Core, Event, Fatal, Limits, Tally};
+use crate::http::h3::frame::Code;
+use crate::http::site::Verdict;
+use crate::http::{Peer, Request};
+use crate::linux::shared::Serving;
+use bytes::Bytes;
+use intake::Inbound;
+use quinn_proto::{Connection, Dir, ReadError, StreamEvent, StreamId, VarInt};
+use send::Body;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+/// Requests one connection may start in one turn before others go.
+const BATCH_REQUESTS: usize = 32;
+
+pub(crate) struct H3 {
+    /// Unique in its worker: io results for a connection gone are dropped.
+    id: u64,
+    peer: Peer,
+    core: Core,
+    /// Our control stream, once the handshake is done.
+    control: Option<StreamId>,
+    bodies: Vec<Body>,
+    inbound: Vec<Inbound>,
+    /// Request streams not read while their body's sink holds it: quinn
+    /// returns no credit for what is not read, so the client waits.
+    held: HashSet<u64>,
+    /// Streams whose receiving side is over (ended, reset, or stopped by
+    /// us) and whose sending side is over: both, and the core forgets it.
+    recv_over: HashSet<u64>,
+    send_over: HashSet<u64>,
+    goaway: bool,
+    /// header-timeout: from the first Initial to the first request head.
+    first_deadline: Option<Instant>,
+    /// When the last stream ended, for `keepalive-timeout = 0`.
+    idle_since: Option<Instant>,
+}
+
+impl H3 {
+    pub(crate) fn new(id: u64, peer: Peer, turn: &Turn<'_>) -> H3 {
+        let limits = Limits {
+            max_requests: turn.rt.http2_max_requests,
+            max_list: turn.rt.max_header_bytes,
+        };
+        H3 {
+            id,
+            peer,
+            core: Core::new(limits),
+            control: None,
+            bodies: Vec::new(),
+            inbound: Vec::new(),
+            held: HashSet::new(),
+            recv_over: HashSet::new(),
+            send_over: HashSet::new(),
+            goaway: false,
+            first_deadline: Some(turn.now + turn.rt.header_timeout),
+            idle_since: None,
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// No request being answered or arriving.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.bodies.is_empty() && self.inbound.is_empty()
+    }
+
+    /// Runs the connection's HTTP/3 as far as it goes: quinn's events,
+    /// the streams' octets into the core, the core's requests into the
+    /// pipeline, its stream actions, and the answers onto their streams.
+    pub(crate) fn drive(&mut self, conn: &mut Connection, turn: &mut Turn<'_>) {
+        while let Some(event) = conn.poll() {
+            match event {
+                quinn_proto::Event::Connected => self.open_control(conn),
+                quinn_proto::Event::Stream(StreamEvent::Opened { .. }) => {}
+                quinn_proto::Event::Stream(StreamEvent::Readable { id }) => {
+                    self.read(conn, turn, id);
+                }
+                quinn_proto::Event::Stream(StreamEvent::Stopped { id, .. }) => {
+                    let fatal = self.core.stopped(u64::from(id)).err();
+                    self.send_over(u64::from(id));
+                    self.fail(conn, turn, fatal);
+                }
+                quinn_proto::Event::Stream(
+                    StreamEvent::Writable { .. }
+                    | StreamEvent::Finished { .. }
+                    | StreamEvent::Available { .. },
+                )
+                | quinn_proto::Event::HandshakeDataReady
+                | quinn_proto::Event::ConnectionLost { .. }
+                | quinn_proto::Event::DatagramReceived
+                | quinn_proto::Event::DatagramsUnblocked => {}
+            }
+        }
+        for dir in [Dir::Uni, Dir::Bi] {
+            while let Some(id) = conn.streams().accept(dir) {
+                self.read(conn, turn, id);
+            }
+        }
+        if turn.stopping && !self.goaway {
+            self.go_away(conn);
+        }
+        let mut requests = 0;
+        while requests < BATCH_REQUESTS {
+            let Some(event) = self.core.poll_event() else {
+                break;
+            };
+            requests += usize::from(self.event(conn, turn, event));
+        }
+        self.act(conn, turn);
+        self.write(conn, turn);
+        self.count(turn);
+        if self.is_idle() {
+            self.idle_since.get_or_insert(turn.now);
+        } else {
+            self.idle_since = None;
+        }
+    }
+
+    /// Our control stream, opened first, with SETTINGS. We open no QPACK
+    /// streams: with a table of capacity 0 neither would carry anything
+    /// (RFC 9204 §4.2 lets an endpoint leave them unopened).
+    fn open_control(&mut self, conn: &mut Connection) {
+        if self.control.is_some() {
+            return;
+        }
+        let Some(id) = conn.streams().open(Dir::Uni) else {
+            return;
+        };
+        let mut grease = [0u8; 4];
+        let _ = crate::fs::random(&mut grease);
+        let start = self.core.control_stream_start(u32::from_le_bytes(grease));
+        // The client's credit for our first stream is at least its
+        // initial_max_stream_data_uni; SETTINGS fit in any sane one.
+        let _ = conn.send_stream(id).write(&start);
+        self.control = Some(id);
+    }
+
+    /// GOAWAY on the control stream: no new request is taken; streams
+    /// already open are answered.
+    fn go_away(&mut self, conn: &mut Connection) {
+        self.goaway = true;
+        let next = self.next_unopened(conn);
+        let frame = self.core.goaway(next);
+        if let Some(id) = self.control {
+            let _ = conn.send_stream(id).write(&frame);
+        }
+    }
+
+    /// The first client request stream not yet opened.
+    fn next_unopened(&self, conn: &mut Connection) -> u64 {
+        let _ = conn;
+        self.core.next_request_stream()
+    }
+
+    /// Reads what stream `id` holds into the core.
+    fn read(&mut self, conn: &mut Connection, turn: &mut Turn<'_>, id: StreamId) {
+        let raw = u64::from(id);
+        if self.held.contains(&raw) {
+            return;
+        }
+        let mut recv = conn.recv_stream(id);
+        let Ok(mut chunks) = recv.read(true) else {
+            return;
+        };
+        let mut pieces: Vec<Bytes> = Vec::new();
+        let mut end = End::Open;
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => pieces.push(chunk.bytes),
+                Ok(None) => {
+                    end = End::Fin;
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+                Err(ReadError::Reset(_)) => {
+                    end = End::Reset;
+                    break;
+                }
+            }
+        }
+        let _ = chunks.finalize();
+        let fatal = match id.dir() {
+            Dir::Uni => self.uni(raw, &pieces, end),
+            Dir::Bi => self.request(raw, pieces, end),
+        };
+        if end != End::Open {
+            self.recv_over(raw);
+        }
+        self.fail(conn, turn, fatal.err());
+    }
+
+    fn uni(&mut self, id: u64, pieces: &[Bytes], end: End) -> Result<(), Fatal> {
+        let last = pieces.len().saturating_sub(1);
+        for (i, p) in pieces.iter().enumerate() {
+            self.core.uni_data(id, p, end == End::Fin && i == last)?;
+        }
+        match end {
+            End::Fin if pieces.is_empty() => self.core.uni_data(id, &[], true),
+            End::Reset => self.core.uni_closed(id),
+            _ => Ok(()),
+        }
+    }
+
+    fn request(&mut self, id: u64, pieces: Vec<Bytes>, end: End) -> Result<(), Fatal> {
+        let count = pieces.len();
+        let empty = pieces.is_empty();
+        for (i, p) in pieces.into_iter().enumerate() {
+            self.core
+                .request_data(id, p, end == End::Fin && i + 1 == count)?;
+        }
+        match end {
+            End::Fin if empty => self.core.request_data(id, Bytes::new(), true),
+            End::Reset => self.core.request_reset(id),
+            _ => Ok(()),
+        }
+    }
+
+    /// A connection error: QUIC closes it with the core's code.
+    fn fail(&mut self, conn: &mut Connection, turn: &Turn<'_>, fatal: Option<Fatal>) {
+        let Some(Fatal { code, reason }) = fatal else {
+            return;
+        };
+        let stats = &turn.shared.stats.h3;
+        if code == Code::ExcessiveLoad {
+            stats.floods.fetch_add(1, Relaxed);
+        }
+        if let Some(unlogged) = stats.logged.pass() {
+            turn.shared.logs.error(format_args!(
+                "{}: HTTP/3 connection closed: {reason} ({code:?}){unlogged}",
+                self.peer
+            ));
+        }
+        conn.close(
+            turn.now,
+            VarInt::from_u64(code.value()).unwrap_or(VarInt::from_u32(0x102)),
+            Bytes::from_static(reason.as_bytes()),
+        );
+    }
+
+    /// One event of the core. Whether a request was started.
+    fn event(&mut self, conn: &mut Connection, turn: &mut Turn<'_>, event: Event) -> bool {
+        self.first_deadline = None;
+        match event {
+            Event::Request {
+                stream,
+                request: Ok(parsed),
+            } => {
+                if reads_only(&parsed) {
+                    let started = Instant::now();
+                    let req = self.request_of(parsed);
+                    self.answer_request(conn, turn, stream, req, started);
+                } else {
+                    self.head(conn, turn, stream, parsed, false);
+                }
+                true
+            }
+            Event::Request {
+                stream,
+                request: Err(refused),
+            } => {
+                self.drop_body(stream);
+                self.refuse(conn, turn, stream, refused);
+                true
+            }
+            Event::Head { stream, request } => {
+                self.head(conn, turn, stream, request, true);
+                true
+            }
+            Event::Body { stream, body } => self.whole_body(conn, turn, stream, body),
+            Event::Data { stream, data, end } => self.data(conn, turn, stream, data, end),
+            Event::TooLarge { stream } => self.too_large(conn, turn, stream),
+            Event::Cancel { stream } => {
+                self.forget_answer(stream);
+                false
+            }
+        }
+    }
+
+    /// A request of this connection, as the pipeline takes it.
+    fn request_of(&self, parsed: Parsed) -> Request {
+        Request::new(parsed.fields, parsed.text, Bytes::new(), self.peer.clone())
+    }
+
+    /// Applies the core's stream actions.
+    fn act(&mut self, conn: &mut Connection, turn: &Turn<'_>) {
+        while let Some(action) = self.core.poll_action() {
+            let (id, code, reset) = match action {
+                Action::Reset { stream, code } => (stream, code, true),
+                Action::StopSending { stream, code } => (stream, code, false),
+            };
+            let Ok(varint) = VarInt::from_u64(id) else {
+                continue;
+            };
+            let sid = StreamId::from(varint);
+            let code = VarInt::from_u64(code.value()).unwrap_or(VarInt::from_u32(0x102));
+            if sid.dir() == Dir::Uni {
+                // A reserved or unknown stream type: never read again.
+                let _ = conn.recv_stream(sid).stop(code);
+                continue;
+            }
+            let _ = conn.recv_stream(sid).stop(code);
+            self.held.remove(&id);
+            self.recv_over(id);
+            if reset {
+                let _ = conn.send_stream(sid).reset(code);
+                self.bodies.retain(|b| b.stream != id);
+                self.send_over(id);
+            }
+        }
+        let _ = turn;
+    }
+
+    fn recv_over(&mut self, id: u64) {
+        if self.send_over.remove(&id) {
+            self.core.forget(id);
+        } else {
+            self.recv_over.insert(id);
+        }
+    }
+
+    fn send_over(&mut self, id: u64) {
+        if self.recv_over.remove(&id) {
+            self.core.forget(id);
+        } else {
+            self.send_over.insert(id);
+        }
+    }
+
+    fn count(&mut self, turn: &Turn<'_>) {
+        let Tally {
+            streams,
+            resets_sent,
+            resets_received,
+        } = self.core.take_tally();
+        let h3 = &turn.shared.stats.h3;
+        h3.streams.fetch_add(streams, Relaxed);
+        h3.resets_sent.fetch_add(resets_sent, Relaxed);
+        h3.resets_received.fetch_add(resets_received, Relaxed);
+    }
+
+    /// The answer pipeline's ports for a request of this connection.
+    fn serving<'a>(turn: &Turn<'a>) -> Serving<'a> {
+        Serving {
+            shared: turn.shared,
+            rt: turn.rt,
+            tls: true,
+            window: turn.window,
+        }
+    }
+
+    /// Hands a request (its body, if any, in it) to the answer pipeline.
+    fn answer_request(
+        &mut self,
+        conn: &mut Connection,
+        turn: &mut Turn<'_>,
+        stream: u64,
+        mut req: Request,
+        started: Instant,
+    ) {
+        let progress = answer::answer(
+            &Self::serving(turn),
+            &turn.shared.router,
+            None,
+            &mut req,
+            true,
+            &mut super::h1::log_error_by(turn, &self.peer),
+        );
+        self.go_on(conn, turn, stream, req, progress, started);
+    }
+
+    fn go_on(
+        &mut self,
+        conn: &mut Connection,
+        turn: &mut Turn<'_>,
+        stream: u64,
+        req: Request,
+        progress: Progress,
+        started: Instant,
+    ) {
+        match progress {
+            Progress::Ready(decided) => self.respond(conn, turn, stream, &req, decided, started),
+            Progress::Open(job, waiting) => {
+                super::link::open_on_pool(turn, self.id, job, short(stream));
+                self.bodies
+                    .push(Body::opening(stream, req, waiting, started, turn.now));
+            }
+            Progress::Verify(check, waiting) => {
+                match super::link::verify_off_loop(turn, self.id, check, short(stream)) {
+                    Ok(()) => {
+                        (self.bodies).push(Body::opening(stream, req, waiting, started, turn.now))
+                    }
+                    Err(check) => {
+                        let progress = waiting.verified(
+                            &Self::serving(turn),
+                            &req,
+                            *check,
+                            Verdict::Busy,
+                            &mut super::h1::log_error_by(turn, &self.peer),
+                        );
+                        self.go_on(conn, turn, stream, req, progress, started);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A result from the io pool (or the verifier threads) for a stream of
+    /// this connection.
+    pub(crate) fn io_done(&mut self, conn: &mut Connection, turn: &mut Turn<'_>, done: IoDone) {
+        let resumed = match done {
+            IoDone::Opened {
+                stream, fetched, ..
+            } => (stream, Done::Opened(fetched)),
+            IoDone::Verified {
+                stream,
+                check,
+                verdict,
+                ..
+            } => (stream, Done::Verified(check, verdict)),
+            IoDone::Resume { stream, pause, .. } => {
+                return self.resume_body(conn, turn, long(stream), pause);
+            }
+            IoDone::Pull { stream, .. } => return self.pull_again(turn, long(stream)),
+            IoDone::Answered { stream, resp, .. } => {
+                return self.answered(conn, turn, long(stream), *resp);
+            }
+            IoDone::Read { stream, result, .. } => {
+                return self.read_done(conn, turn, long(stream), result);
+            }
+        };
+        let (stream, done) = (long(resumed.0), resumed.1);
+        let Some(i) = self.bodies.iter().position(|b| b.stream == stream) else {
+            return;
+        };
+        let Some((req, waiting, started)) = self.bodies[i].take_opening() else {
+            return;
+        };
+        self.bodies.swap_remove(i);
+        let progress = waiting.resume(
+            &Self::serving(turn),
+            &req,
+            done,
+            &mut super::h1::log_error_by(turn, &self.peer),
+        );
+        self.go_on(conn, turn, stream, req, progress, started);
+    }
+
+    /// A stream's answer waits for the sink its body went to.
+    fn wait_for_sink(&mut self, turn: &Turn<'_>, stream: u64, req: Request, started: Instant) {
+        self.bodies
+            .push(Body::answering(stream, req, started, turn.now));
+    }
+
+    /// The sink a stream's body went to answered.
+    fn sink_answered(
+        &mut self,
+        conn: &mut Connection,
+        turn: &mut Turn<'_>,
+        stream: u64,
+        resp: crate::http::Response,
+    ) {
+        let Some(i) = self.bodies.iter().position(|b| b.stream == stream) else {
+            return;
+        };
+        let Some((mut req, started)) = self.bodies[i].take_answering() else {
+            return;
+        };
+        self.bodies.swap_remove(i);
+        let progress = answer::answer_with(
+            &Self::serving(turn),
+            &mut req,
+            resp,
+            true,
+            &mut super::h1::log_error_by(turn, &self.peer),
+        );
+        self.go_on(conn, turn, stream, req, progress, started);
+    }
+
+    /// The server stops: a body still arriving tells its sink so.
+    pub(crate) fn stop(&mut self) {
+        self.stop_bodies();
+    }
+
+    /// Past the deadlines the unit keeps: no request head by
+    /// header-timeout (the connection closes), answers that made no
+    /// progress for send-timeout (their streams are reset with
+    /// H3_REQUEST_CANCELLED), bodies past their clocks (408), and
+    /// `keepalive-timeout = 0` once the last stream ended. Whether the
+    /// connection should close.
+    pub(crate) fn expire(&mut self, conn: &mut Connection, turn: &mut Turn<'_>) -> bool {
+        if self.first_deadline.is_some_and(|d| turn.now >= d) {
+            turn.shared.stats.h3.header_timeouts.fetch_add(1, Relaxed);
+            return true;
+        }
+        if turn.rt.keepalive_timeout.is_zero() && self.idle_since.is_some() && self.served() {
+            return true;
+        }
+        let late = self.bodies_expired(conn, turn);
+        if late > 0 {
+            turn.shared
+                .stats
+                .bodies
+                .timeouts
+                .fetch_add(late as u64, Relaxed);
+        }
+        self.stalled(conn, turn);
+        false
+    }
+
+    /// Whether a request was answered on it.
+    fn served(&self) -> bool {
+        self.first_deadline.is_none()
+    }
+}
+
+/// How a read of a stream ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Open,
+    Fin,
+    Reset,
+}
+
+/// A client request stream's id in an io result: its index (ids are
+/// `4 × index`; a connection opens at most `http2-max-requests`).
+fn short(stream: u64) -> u32 {
+    u32::try_from(stream >> 2).unwrap_or(u32::MAX)
+}
+
+fn long(stream: u32) -> u64 {
+    u64::from(stream) << 2
+}
+
+/// Whether a request's method is GET (no route takes a body with it).
+fn reads_only(parsed: &Parsed) -> bool {
+    &parsed.fields[parsed.text.method.clone()] == b"GET"
+}

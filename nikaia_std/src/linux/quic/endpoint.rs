@@ -1,0 +1,398 @@
+//! The QUIC endpoint one worker drives: quinn-proto's sans-IO endpoint and
+//! connections on the worker's loop — datagrams read from the UDP sockets
+//! a bounded number per turn, handshakes admitted, retried or refused,
+//! each connection's HTTP/3 unit run, its datagrams sent (GSO), and its
+//! timers kept for the loop's wait. No tokio: quinn-proto is a state
+//! machine, and this is its driver (`spec/http3.md`, "Transport").
+
+use super::socket::{Batch, Udp};
+use crate::http::Peer;
+use crate::linux::conn::h3::H3;
+use crate::linux::conn::{IoDone, Turn};
+use crate::rt::{Http3Retry, Runtime};
+use bytes::{Bytes, BytesMut};
+use quinn_proto::{
+    Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, VarInt,
+};
+use rustix::event::epoll;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The epoll token of UDP socket `i` is `SOCKETS + i`.
+pub(crate) const SOCKETS: u64 = (1 << 62) - (1 << 20);
+/// The `slot` io results for a QUIC connection carry: their connection
+/// is found by its id among the endpoint's.
+pub(crate) const QUIC_SLOT: usize = usize::MAX;
+/// Reads (each up to a batch of datagrams) per socket per loop turn: a
+/// flood of datagrams cannot starve the worker's TCP connections.
+const READS_PER_TURN: usize = 4;
+/// Sends (each up to the GSO segment count) per connection per turn.
+const SENDS_PER_TURN: usize = 16;
+
+struct Entry {
+    conn: Connection,
+    unit: H3,
+    /// The socket its datagrams came to, and leave from.
+    socket: usize,
+    /// Its handshake is over (it no longer counts for Retry).
+    connected: bool,
+    /// Something happened to it since it was last driven.
+    dirty: bool,
+    /// When quinn wants to be told the time.
+    timer: Option<Instant>,
+    /// We closed it; it waits out its draining period.
+    closing: bool,
+}
+
+pub(crate) struct Quic {
+    endpoint: Endpoint,
+    sockets: Vec<Udp>,
+    /// By quinn's connection handle (its slab index).
+    conns: Vec<Option<Entry>>,
+    live: usize,
+    handshaking: usize,
+    batch: Batch,
+    /// A datagram's response (a Retry, a refusal, a version negotiation).
+    scratch: Vec<u8>,
+    /// Outgoing datagrams of one connection, one transmit at a time.
+    out: Vec<u8>,
+    next_id: u64,
+    /// Datagrams may wait unread, or datagrams unsent: turn again
+    /// without waiting.
+    pub more: bool,
+}
+
+impl Quic {
+    /// The endpoint for `sockets`, its TLS the server's set.
+    pub(crate) fn new(
+        tls: Arc<crate::linux::tls::Tls>,
+        rt: &Runtime,
+        sockets: Vec<Udp>,
+    ) -> io::Result<Quic> {
+        let server = super::config::server(tls, rt).map_err(io::Error::other)?;
+        let endpoint = Endpoint::new(
+            Arc::new(EndpointConfig::default()),
+            Some(Arc::new(server)),
+            true,
+            None,
+        );
+        Ok(Quic {
+            endpoint,
+            sockets,
+            conns: Vec::new(),
+            live: 0,
+            handshaking: 0,
+            batch: Batch::default(),
+            scratch: Vec::new(),
+            out: Vec::new(),
+            next_id: 0,
+            more: false,
+        })
+    }
+
+    /// Waits on each socket, level-triggered: what a turn leaves unread
+    /// wakes the next one.
+    pub(crate) fn watch(&self, epoll_fd: &OwnedFd) -> io::Result<()> {
+        for (i, s) in self.sockets.iter().enumerate() {
+            epoll::add(
+                epoll_fd,
+                s.fd(),
+                epoll::EventData::new_u64(SOCKETS + i as u64),
+                epoll::EventFlags::IN,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Connections not yet closed by us.
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Reads socket `i`'s datagrams, a bounded number, and hands them to
+    /// the endpoint.
+    pub(crate) fn readable(&mut self, i: usize, turn: &mut Turn<'_>) {
+        for _ in 0..READS_PER_TURN {
+            let n = match self.sockets[i].recv(&mut self.batch) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(e) => {
+                    turn.shared
+                        .logs
+                        .error(format_args!("HTTP/3: reading UDP: {e}"));
+                    return;
+                }
+            };
+            let mut datagrams = Vec::new();
+            self.batch.each(n, |data, meta| {
+                datagrams.push((
+                    BytesMut::from(data),
+                    meta.addr,
+                    meta.dst_ip,
+                    meta.ecn
+                        .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8)),
+                ));
+            });
+            let stats = &turn.shared.stats.h3;
+            stats.datagrams.fetch_add(datagrams.len() as u64, Relaxed);
+            for (data, from, to, ecn) in datagrams {
+                self.datagram(turn, i, data, from, to, ecn);
+            }
+            if n < super::socket::RECV_BATCH {
+                return;
+            }
+        }
+        // The turn's share is read; the rest waits for the next turn.
+        self.more = true;
+    }
+
+    fn datagram(
+        &mut self,
+        turn: &mut Turn<'_>,
+        socket: usize,
+        data: BytesMut,
+        from: std::net::SocketAddr,
+        to: Option<std::net::IpAddr>,
+        ecn: Option<quinn_proto::EcnCodepoint>,
+    ) {
+        self.scratch.clear();
+        let event = (self.endpoint).handle(turn.now, from, to, ecn, data, &mut self.scratch);
+        match event {
+            Some(DatagramEvent::NewConnection(incoming)) => self.incoming(turn, socket, incoming),
+            Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+                if let Some(Some(e)) = self.conns.get_mut(handle.0) {
+                    e.conn.handle_event(event);
+                    e.dirty = true;
+                }
+            }
+            Some(DatagramEvent::Response(t)) => {
+                let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+            }
+            None => {}
+        }
+    }
+
+    /// A new handshake: refused at `max-connections`, asked to prove its
+    /// address (Retry) as `http3-retry` says, or accepted.
+    fn incoming(&mut self, turn: &mut Turn<'_>, socket: usize, incoming: Incoming) {
+        let shared = turn.shared;
+        let stats = &shared.stats.h3;
+        let full = shared.connections.load(Relaxed) >= shared.max_connections.load(Relaxed)
+            || turn.stopping;
+        self.scratch.clear();
+        if full {
+            stats.refused.fetch_add(1, Relaxed);
+            let t = self.endpoint.refuse(incoming, &mut self.scratch);
+            let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+            return;
+        }
+        let retry = match turn.rt.http3_retry {
+            Http3Retry::Always => true,
+            Http3Retry::Never => false,
+            Http3Retry::Auto => self.handshaking >= turn.rt.http3_retry_handshakes,
+        };
+        if retry && !incoming.remote_address_validated() && incoming.may_retry() {
+            match self.endpoint.retry(incoming, &mut self.scratch) {
+                Ok(t) => {
+                    stats.retries.fetch_add(1, Relaxed);
+                    let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+                }
+                Err(e) => self.endpoint.ignore(e.into_incoming()),
+            }
+            return;
+        }
+        let peer = Peer::Tcp(incoming.remote_address());
+        match self
+            .endpoint
+            .accept(incoming, turn.now, &mut self.scratch, None)
+        {
+            Ok((handle, conn)) => {
+                shared.connections.fetch_add(1, Relaxed);
+                stats.connections.fetch_add(1, Relaxed);
+                self.next_id += 1;
+                let unit = H3::new(self.next_id, peer, turn);
+                if self.conns.len() <= handle.0 {
+                    self.conns.resize_with(handle.0 + 1, || None);
+                }
+                self.conns[handle.0] = Some(Entry {
+                    conn,
+                    unit,
+                    socket,
+                    connected: false,
+                    dirty: true,
+                    timer: None,
+                    closing: false,
+                });
+                self.live += 1;
+                self.handshaking += 1;
+            }
+            Err(e) => {
+                if let Some(t) = e.response {
+                    let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+                }
+            }
+        }
+    }
+
+    /// Runs every connection something happened to, or whose timer is
+    /// due: quinn's events, its HTTP/3, its datagrams out.
+    pub(crate) fn drive(&mut self, turn: &mut Turn<'_>) {
+        for i in 0..self.conns.len() {
+            let due = match &self.conns[i] {
+                Some(e) => e.dirty || e.timer.is_some_and(|t| t <= turn.now) || turn.stopping,
+                None => false,
+            };
+            if due {
+                self.drive_one(i, turn);
+            }
+        }
+    }
+
+    fn drive_one(&mut self, i: usize, turn: &mut Turn<'_>) {
+        let Some(e) = self.conns[i].as_mut() else {
+            return;
+        };
+        e.dirty = false;
+        if e.timer.is_some_and(|t| t <= turn.now) {
+            e.conn.handle_timeout(turn.now);
+        }
+        let handle = ConnectionHandle(i);
+        while let Some(event) = e.conn.poll_endpoint_events() {
+            if let Some(back) = self.endpoint.handle_event(handle, event) {
+                e.conn.handle_event(back);
+            }
+        }
+        if !e.connected && !e.conn.is_handshaking() {
+            e.connected = true;
+            self.handshaking -= 1;
+        }
+        if !e.closing {
+            e.unit.drive(&mut e.conn, turn);
+            if turn.stopping && e.unit.is_idle() && !e.conn.is_handshaking() {
+                e.conn
+                    .close(turn.now, VarInt::from_u32(0x100), Bytes::new());
+            }
+        }
+        if e.conn.is_closed() && !e.closing {
+            e.closing = true;
+            self.live -= 1;
+            e.unit.stop();
+        }
+        let socket = &self.sockets[e.socket];
+        let mut sent = 0;
+        loop {
+            if sent == SENDS_PER_TURN {
+                e.dirty = true;
+                self.more = true;
+                break;
+            }
+            self.out.clear();
+            let Some(t) = e
+                .conn
+                .poll_transmit(turn.now, socket.max_segments(), &mut self.out)
+            else {
+                break;
+            };
+            sent += 1;
+            match socket.send(&t, &self.out[..t.size]) {
+                Ok(true) => {}
+                // The socket's buffer is full: the rest waits a turn.
+                Ok(false) => {
+                    e.dirty = true;
+                    self.more = true;
+                    break;
+                }
+                Err(err) => {
+                    turn.shared
+                        .logs
+                        .error(format_args!("HTTP/3: sending UDP: {err}"));
+                    break;
+                }
+            }
+        }
+        while let Some(event) = e.conn.poll_endpoint_events() {
+            if let Some(back) = self.endpoint.handle_event(handle, event) {
+                e.conn.handle_event(back);
+            }
+        }
+        e.timer = e.conn.poll_timeout();
+        if e.conn.is_drained() {
+            self.remove(i, turn);
+        }
+    }
+
+    fn remove(&mut self, i: usize, turn: &Turn<'_>) {
+        let Some(e) = self.conns[i].take() else {
+            return;
+        };
+        if !e.closing {
+            self.live -= 1;
+        }
+        if !e.connected {
+            self.handshaking -= 1;
+        }
+        turn.shared.connections.fetch_sub(1, Relaxed);
+    }
+
+    /// The soonest timer of any connection.
+    pub(crate) fn next_timer(&self) -> Option<Instant> {
+        self.conns.iter().flatten().filter_map(|e| e.timer).min()
+    }
+
+    /// An io result for the connection whose unit has id `id`.
+    pub(crate) fn io_done(&mut self, turn: &mut Turn<'_>, done: IoDone) {
+        let (_, id) = done.target();
+        let Some(e) = self.conns.iter_mut().flatten().find(|e| e.unit.id() == id) else {
+            return;
+        };
+        if e.closing {
+            return;
+        }
+        e.unit.io_done(&mut e.conn, turn, done);
+        e.dirty = true;
+    }
+
+    /// The units' clocks: a connection past header-timeout or idle with
+    /// `keepalive-timeout = 0` closes; stalled streams are reset.
+    pub(crate) fn sweep(&mut self, turn: &mut Turn<'_>) {
+        for e in self.conns.iter_mut().flatten() {
+            if e.closing || !e.connected {
+                continue;
+            }
+            if e.unit.expire(&mut e.conn, turn) {
+                e.conn
+                    .close(turn.now, VarInt::from_u32(0x100), Bytes::new());
+            }
+            e.dirty = true;
+        }
+    }
+
+    /// The server stops now (the grace is over): every connection is
+    /// closed and its sinks told.
+    pub(crate) fn stop(&mut self, turn: &mut Turn<'_>) {
+        for e in self.conns.iter_mut().flatten() {
+            e.unit.stop();
+            if !e.closing {
+                e.conn
+                    .close(turn.now, VarInt::from_u32(0x100), Bytes::new());
+                e.dirty = true;
+            }
+        }
+        self.drive(turn);
+    }
+
+    /// Produced bodies end now (the server stops). Whether there was one.
+    pub(crate) fn stop_producing(&mut self) -> bool {
+        let mut any = false;
+        for e in self.conns.iter_mut().flatten() {
+            if e.unit.stop_producing() {
+                e.dirty = true;
+                any = true;
+            }
+        }
+        any
+    }
+}
