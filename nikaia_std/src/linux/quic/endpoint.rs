@@ -270,7 +270,10 @@ impl Quic {
             self.handshaking -= 1;
         }
         if !e.closing {
-            e.unit.drive(&mut e.conn, turn);
+            if e.unit.drive(&mut e.conn, turn) {
+                e.dirty = true;
+                self.more = true;
+            }
             if turn.stopping && e.unit.is_idle() && !e.conn.is_handshaking() {
                 e.conn
                     .close(turn.now, VarInt::from_u32(0x100), Bytes::new());
@@ -279,7 +282,7 @@ impl Quic {
         if e.conn.is_closed() && !e.closing {
             e.closing = true;
             self.live -= 1;
-            e.unit.stop();
+            e.unit.lost();
         }
         let socket = &self.sockets[e.socket];
         let mut sent = 0;
@@ -299,10 +302,10 @@ impl Quic {
             sent += 1;
             match socket.send(&t, &self.out[..t.size]) {
                 Ok(true) => {}
-                // The socket's buffer is full: the rest waits a turn.
+                // The socket's buffer is full: that datagram is lost (QUIC
+                // sends it again); the rest waits for the next turn.
                 Ok(false) => {
                     e.dirty = true;
-                    self.more = true;
                     break;
                 }
                 Err(err) => {
@@ -359,7 +362,7 @@ impl Quic {
     /// `keepalive-timeout = 0` closes; stalled streams are reset.
     pub(crate) fn sweep(&mut self, turn: &mut Turn<'_>) {
         for e in self.conns.iter_mut().flatten() {
-            if e.closing || !e.connected {
+            if e.closing {
                 continue;
             }
             if e.unit.expire(&mut e.conn, turn) {

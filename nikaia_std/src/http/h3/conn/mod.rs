@@ -454,6 +454,20 @@ impl Core {
         self.reset_budget = (self.reset_budget + 1).min(RESET_BUDGET);
     }
 
+    /// Whether the request on `id` went to the unit (its head arrived).
+    pub(crate) fn is_handed(&self, id: u64) -> bool {
+        self.streams.get(&id).is_some_and(|s| s.handed || s.over)
+    }
+
+    /// The unit gives up on a stream (its head came too slowly): it is
+    /// reset and stopped with `code`, as a stream error.
+    pub(crate) fn cancel(&mut self, id: u64, code: Code) -> Result<(), Fatal> {
+        if self.is_over(id) {
+            return Ok(());
+        }
+        self.stream_error(id, code)
+    }
+
     /// The first request stream id the client has not opened: what a
     /// GOAWAY for a graceful close names.
     pub(crate) fn next_request_stream(&self) -> u64 {

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use intake::Inbound;
 use quinn_proto::{Connection, Dir, ReadError, StreamEvent, StreamId, VarInt};
 use send::Body;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
@@ -49,6 +49,9 @@ pub(crate) struct H3 {
     recv_over: HashSet<u64>,
     send_over: HashSet<u64>,
     goaway: bool,
+    /// Request streams whose head is arriving, since their first octet:
+    /// each has header-timeout to finish it.
+    heading: HashMap<u64, Instant>,
     /// header-timeout: from the first Initial to the first request head.
     first_deadline: Option<Instant>,
     /// When the last stream ended, for `keepalive-timeout = 0`.
@@ -72,6 +75,7 @@ impl H3 {
             recv_over: HashSet::new(),
             send_over: HashSet::new(),
             goaway: false,
+            heading: HashMap::new(),
             first_deadline: Some(turn.now + turn.rt.header_timeout),
             idle_since: None,
         }
@@ -89,7 +93,8 @@ impl H3 {
     /// Runs the connection's HTTP/3 as far as it goes: quinn's events,
     /// the streams' octets into the core, the core's requests into the
     /// pipeline, its stream actions, and the answers onto their streams.
-    pub(crate) fn drive(&mut self, conn: &mut Connection, turn: &mut Turn<'_>) {
+    /// Whether this turn's share ran out with work left (run it again).
+    pub(crate) fn drive(&mut self, conn: &mut Connection, turn: &mut Turn<'_>) -> bool {
         while let Some(event) = conn.poll() {
             match event {
                 quinn_proto::Event::Connected => self.open_control(conn),
@@ -118,24 +123,41 @@ impl H3 {
                 self.read(conn, turn, id);
             }
         }
-        if turn.stopping && !self.goaway {
+        if (turn.stopping || self.core.going_away()) && !self.goaway {
             self.go_away(conn);
         }
         let mut requests = 0;
-        while requests < BATCH_REQUESTS {
+        let mut more = false;
+        loop {
             let Some(event) = self.core.poll_event() else {
                 break;
             };
             requests += usize::from(self.event(conn, turn, event));
+            if requests == BATCH_REQUESTS {
+                more = true;
+                break;
+            }
         }
         self.act(conn, turn);
-        self.write(conn, turn);
+        more |= self.write(conn, turn);
         self.count(turn);
         if self.is_idle() {
             self.idle_since.get_or_insert(turn.now);
         } else {
             self.idle_since = None;
         }
+        more
+    }
+
+    /// The connection is gone (closed by either side, or timed out): the
+    /// answers are dropped, a produced one's producer told the client
+    /// went, and each sink told its body will not come whole.
+    pub(crate) fn lost(&mut self) {
+        for stream in self.bodies.iter().map(|b| b.stream).collect::<Vec<_>>() {
+            self.forget_answer(stream);
+        }
+        self.inbound.clear();
+        self.heading.clear();
     }
 
     /// Our control stream, opened first, with SETTINGS. We open no QPACK
@@ -203,7 +225,12 @@ impl H3 {
         let _ = chunks.finalize();
         let fatal = match id.dir() {
             Dir::Uni => self.uni(raw, &pieces, end),
-            Dir::Bi => self.request(raw, pieces, end),
+            Dir::Bi => {
+                if !pieces.is_empty() && !self.core.is_handed(raw) {
+                    self.heading.entry(raw).or_insert(turn.now);
+                }
+                self.request(raw, pieces, end)
+            }
         };
         if end != End::Open {
             self.recv_over(raw);
@@ -262,6 +289,9 @@ impl H3 {
     /// One event of the core. Whether a request was started.
     fn event(&mut self, conn: &mut Connection, turn: &mut Turn<'_>, event: Event) -> bool {
         self.first_deadline = None;
+        if let Event::Request { stream, .. } | Event::Head { stream, .. } = &event {
+            self.heading.remove(stream);
+        }
         match event {
             Event::Request {
                 stream,
@@ -322,6 +352,7 @@ impl H3 {
             }
             let _ = conn.recv_stream(sid).stop(code);
             self.held.remove(&id);
+            self.heading.remove(&id);
             self.recv_over(id);
             if reset {
                 let _ = conn.send_stream(sid).reset(code);

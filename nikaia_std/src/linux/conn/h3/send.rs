@@ -253,8 +253,8 @@ impl H3 {
 
     /// Hands each answer's octets to quinn as credit allows, making more
     /// (file pieces, produced pieces) as what was made is taken, within
-    /// the turn's byte budget.
-    pub(super) fn write(&mut self, conn: &mut Connection, turn: &mut super::Turn<'_>) {
+    /// the turn's byte budget. Whether the budget ran out first.
+    pub(super) fn write(&mut self, conn: &mut Connection, turn: &mut super::Turn<'_>) -> bool {
         let mut budget = turn.rt.send_file_max_chunk as usize;
         let mut i = 0;
         while i < self.bodies.len() {
@@ -265,9 +265,10 @@ impl H3 {
                 Some(false) | None => i += 1,
             }
             if budget == 0 {
-                break;
+                return true;
             }
         }
+        false
     }
 
     /// Writes body `i` as far as it goes. `Some(true)`: it is over and was
