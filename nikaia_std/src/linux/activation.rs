@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub(crate) const FIRST_FD: RawFd = 3;
 /// The name the stats socket is handed over under.
 pub(crate) const STATS_NAME: &str = "nikaia-stats";
+/// The name HTTP/3's UDP sockets are handed over under.
+pub(crate) const UDP_NAME: &str = "nikaia-h3";
 /// The name a listener without one is handed over under.
 pub(crate) const DEFAULT_NAME: &str = "nikaia";
 /// The variable an upgrade adds: `READY_FD OWN…`, one `OWN` per passed
@@ -29,6 +31,8 @@ pub(crate) struct Passed {
     /// The (device, inode) of its Unix path when the process that passed
     /// it had bound it (an upgrade); `None` for systemd's sockets and TCP.
     pub own: Option<(u64, u64)>,
+    /// A bound UDP socket (HTTP/3's), not a listening stream socket.
+    pub datagram: bool,
 }
 
 /// What the environment passed.
@@ -47,6 +51,15 @@ impl Activation {
     pub(crate) fn take_stats(&mut self) -> Option<Passed> {
         let i = self.sockets.iter().position(|p| p.name == STATS_NAME)?;
         Some(self.sockets.remove(i))
+    }
+
+    /// The UDP sockets passed (HTTP/3's), out of the listeners' way.
+    pub(crate) fn take_datagrams(&mut self) -> Vec<Passed> {
+        let (datagrams, streams) = std::mem::take(&mut self.sockets)
+            .into_iter()
+            .partition(|p| p.datagram);
+        self.sockets = streams;
+        datagrams
     }
 }
 
@@ -94,7 +107,8 @@ pub(crate) fn from_env() -> io::Result<Option<Activation>> {
         // SAFETY: the protocol hands descriptors 3..3+LISTEN_FDS to this
         // process, and TAKEN makes this the one place that takes them.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        check_listening(&fd)
+        let datagram = is_bound_udp(&fd);
+        (if datagram { Ok(()) } else { check_listening(&fd) })
             .and_then(|()| {
                 super::listen::socket_address(&fd)
                     .map(drop)
@@ -117,6 +131,7 @@ pub(crate) fn from_env() -> io::Result<Option<Activation>> {
                 .cloned()
                 .unwrap_or_else(|| "unknown".to_owned()),
             own: owns.get(i as usize).copied().flatten(),
+            datagram,
         });
     }
     let ready = match ready_fd {
@@ -131,6 +146,17 @@ pub(crate) fn from_env() -> io::Result<Option<Activation>> {
         _ => None,
     };
     Ok(Some(Activation { sockets, ready }))
+}
+
+/// Whether `fd` is a UDP socket bound to an IP address and port (one for
+/// HTTP/3, `spec/http3.md`, "Sockets").
+fn is_bound_udp(fd: &OwnedFd) -> bool {
+    use rustix::net::sockopt;
+    sockopt::socket_type(fd) == Ok(rustix::net::SocketType::DGRAM)
+        && rustix::net::getsockname(fd)
+            .ok()
+            .and_then(|a| std::net::SocketAddr::try_from(a).ok())
+            .is_some_and(|a| a.port() != 0)
 }
 
 /// Whether `fd` is a socket that listens for streams.

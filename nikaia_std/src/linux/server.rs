@@ -40,16 +40,25 @@ impl Server {
         let workers = self.rt.workers.max(1);
         let mut passed = activation::from_env()?;
         let stats_passed = passed.as_mut().and_then(Activation::take_stats);
+        let udp_passed = (passed.as_mut().map(Activation::take_datagrams)).unwrap_or_default();
+        let came = match &passed {
+            None => super::quic::Came::Bound,
+            Some(p) if p.is_upgrade() => super::quic::Came::Upgraded,
+            Some(_) => super::quic::Came::Activated,
+        };
         let opened = listen::open(&self.rt, passed.as_mut())?;
         let listening: Vec<(ListenAddr, bool)> = (opened.listeners.iter())
             .map(|l| (l.address.clone(), l.tls))
             .collect();
         let (asked, max_writes) = (self.rt.max_connections, self.rt.max_writes);
         let mut notices = opened.notices;
-        let udp = super::quic::open(&self.rt, &opened.listeners, passed.as_ref(), &mut notices)?;
+        let udp = super::quic::open(&self.rt, &opened.listeners, came, udp_passed, &mut notices)?;
         let mut shared = Shared::new(self.router, self.rt, opened.listeners)?;
-        shared.h3_addresses = udp.iter().map(|u| u.address).collect();
-        *crate::sync::lock(&shared.udp) = udp;
+        shared.h3_addresses = udp.sockets.iter().map(|u| u.address).collect();
+        shared.udp_fds = (udp.sockets.iter())
+            .map(|u| u.fd().try_clone_to_owned())
+            .collect::<io::Result<_>>()?;
+        *crate::sync::lock(&shared.udp) = udp.sockets;
         let budget = connection_budget(&shared, asked, workers, max_writes);
         shared.max_connections.store(budget, Ordering::Relaxed);
         let shared = Arc::new(shared);
@@ -63,6 +72,7 @@ impl Server {
         let mut acme_guard = StopAcmeUnlessStarted(Some(shared.clone()));
         let mut adopted: Vec<usize> = (shared.listeners().iter())
             .filter_map(|l| l.passed)
+            .chain(udp.adopted)
             .collect();
         let stats = match (&rt.stats_socket, stats_passed) {
             (Some(path), Some(passed)) if passed_path(&passed.fd).as_deref() == Some(path) => {
@@ -325,14 +335,23 @@ impl Control {
                 handed.push(Handed::stats(s.fd(), s.claim()));
                 count += 1;
             }
+            // HTTP/3's UDP sockets go too (`spec/http3.md`, "Lifecycle").
+            for fd in &self.shared.udp_fds {
+                handed.push(Handed::udp(std::os::fd::AsFd::as_fd(fd)));
+                count += 1;
+            }
             upgrade::spawn(program, &handed)
                 .map_err(|e| format!("cannot start {}: {e}", program.exe.display()))?
         };
         let pid = started.child.id();
         logs.notice(format_args!(
-            "SIGUSR2: starting {} (pid {pid}) with {} listening socket(s)",
+            "SIGUSR2: starting {} (pid {pid}) with {} listening socket(s){}",
             program.exe.display(),
-            listeners.len()
+            listeners.len(),
+            match self.shared.udp_fds.len() {
+                0 => String::new(),
+                n => format!(" and {n} HTTP/3 UDP socket(s)"),
+            }
         ));
         let (_child, adopted) = started.wait_ready()?;
         // What the new process took is its own now: this one never removes
@@ -352,6 +371,12 @@ impl Control {
         logs.notice(format_args!(
             "SIGUSR2: pid {pid} is ready; this process stops accepting and drains"
         ));
+        // The UDP sockets are shared with it now: this process stops
+        // reading them, so every datagram reaches the new one (its QUIC
+        // connections are closed; #48 keeps them).
+        if !self.shared.udp_fds.is_empty() {
+            self.shared.udp_handed.store(true, Ordering::SeqCst);
+        }
         if adopted.len() < count {
             logs.notice(format_args!(
                 "SIGUSR2: pid {pid} took {} of the {count} sockets; the others close with this process",

@@ -53,6 +53,10 @@ pub(crate) struct Shared {
     pub(crate) udp: Mutex<Vec<super::quic::socket::Udp>>,
     /// Where HTTP/3 is served (each UDP socket's address).
     pub(crate) h3_addresses: Vec<std::net::SocketAddr>,
+    /// The UDP sockets again, for an upgrade to hand over.
+    pub(crate) udp_fds: Vec<std::os::fd::OwnedFd>,
+    /// An upgrade took the UDP sockets: stop reading them.
+    pub(crate) udp_handed: AtomicBool,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) connections: AtomicUsize,
     /// `max-connections`, lowered if the descriptor limit cannot hold it.
@@ -258,6 +262,8 @@ impl Shared {
             listeners: Mutex::new(listeners.into_iter().map(Arc::new).collect()),
             udp: Mutex::default(),
             h3_addresses: Vec::new(),
+            udp_fds: Vec::new(),
+            udp_handed: AtomicBool::new(false),
             stop: Arc::default(),
             connections: AtomicUsize::new(0),
         })

@@ -4,7 +4,7 @@
 //! it is ready, and keeps serving if it does not (`spec/listeners.md`,
 //! "Upgrade without a refused connection").
 
-use super::activation::{DEFAULT_NAME, FIRST_FD, STATS_NAME, UPGRADE_ENV};
+use super::activation::{DEFAULT_NAME, FIRST_FD, STATS_NAME, UDP_NAME, UPGRADE_ENV};
 use super::listen::Listener;
 use super::unix_path::Claim;
 use std::ffi::{CString, OsStr, OsString};
@@ -94,6 +94,15 @@ impl<'a> Handed<'a> {
                 &l.name
             },
             claim: l.claim.as_ref(),
+        }
+    }
+
+    /// An HTTP/3 UDP socket: the new process finds it by its address.
+    pub(crate) fn udp(fd: BorrowedFd<'a>) -> Handed<'a> {
+        Handed {
+            fd,
+            name: UDP_NAME,
+            claim: None,
         }
     }
 

@@ -482,6 +482,12 @@ impl Worker {
             if let Some(q) = self.quic.as_mut() {
                 q.stop_producing();
             }
+            if self.shared.udp_handed.load(Ordering::SeqCst) {
+                if let Some(q) = self.quic.as_ref() {
+                    q.unwatch(&self.epoll);
+                }
+                self.with_quic(now, Quic::stop);
+            }
             for i in 0..self.conns.len() {
                 // Produced bodies end now, so their clients (an event
                 // stream's) reconnect to whoever serves next.

@@ -387,6 +387,15 @@ impl Quic {
         self.drive(turn);
     }
 
+    /// An upgrade took the UDP sockets: they are no longer read here, so
+    /// every datagram reaches the new process (this process's QUIC
+    /// connections are closed then: `spec/http3.md`, "Lifecycle").
+    pub(crate) fn unwatch(&self, epoll_fd: &OwnedFd) {
+        for s in &self.sockets {
+            let _ = epoll::delete(epoll_fd, s.fd());
+        }
+    }
+
     /// Produced bodies end now (the server stops). Whether there was one.
     pub(crate) fn stop_producing(&mut self) -> bool {
         let mut any = false;
