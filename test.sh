@@ -32,6 +32,9 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 # and a listing's upload control driven over --remote-debugging-pipe
 # (tests/tests/uploads_browser.rs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# gtlsclient (ngtcp2 with GnuTLS): an HTTP/3 client that is not ours, for
+# the HTTP/3 tests of issue #47.
+command -v gtlsclient >/dev/null 2>&1 || need+=(ngtcp2-client)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -61,6 +64,12 @@ python3 -c 'import h11' 2>/dev/null ||
 python3 -c 'import tusclient' 2>/dev/null ||
     python3 -m pip install -q tuspy 2>/dev/null ||
     python3 -m pip install -q --break-system-packages tuspy
+# The scripted HTTP/3 client (PyPI aioquic, which brings pylsqpack):
+# exact answers, malformed frames and floods (tests/h3/h3client.py).
+# 1.7.x: the attacks override some of its QuicConnection's private methods.
+python3 -c 'import aioquic, sys; sys.exit(aioquic.__version__[:4] != "1.7.")' 2>/dev/null ||
+    python3 -m pip install -q 'aioquic>=1.7.2,<1.8' 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages 'aioquic>=1.7.2,<1.8'
 # The HTTP/2 conformance suite tests/tests/h2.rs runs against an in-process
 # server (built only when missing; about 2 minutes on two cores).
 command -v httpwg >/dev/null 2>&1 || cargo install httpwg-cli --locked
