@@ -26,7 +26,11 @@ fn text(len: usize, seed: u64) -> Vec<u8> {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         out.extend_from_slice(words[(x >> 33) as usize % words.len()].as_bytes());
-        out.push(if (x >> 20).is_multiple_of(5) { b'\n' } else { b' ' });
+        out.push(if (x >> 20).is_multiple_of(5) {
+            b'\n'
+        } else {
+            b' '
+        });
     }
     out.truncate(len);
     out

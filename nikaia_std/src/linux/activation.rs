@@ -108,17 +108,21 @@ pub(crate) fn from_env() -> io::Result<Option<Activation>> {
         // process, and TAKEN makes this the one place that takes them.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let datagram = is_bound_udp(&fd);
-        (if datagram { Ok(()) } else { check_listening(&fd) })
-            .and_then(|()| {
-                super::listen::socket_address(&fd)
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            })
-            .map_err(|why| {
-                io::Error::other(format!(
-                    "socket activation: descriptor {raw} (of LISTEN_FDS={count}): {why}"
-                ))
-            })?;
+        (if datagram {
+            Ok(())
+        } else {
+            check_listening(&fd)
+        })
+        .and_then(|()| {
+            super::listen::socket_address(&fd)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+        .map_err(|why| {
+            io::Error::other(format!(
+                "socket activation: descriptor {raw} (of LISTEN_FDS={count}): {why}"
+            ))
+        })?;
         rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
         let flags = rustix::fs::fcntl_getfl(&fd)?;
         rustix::fs::fcntl_setfl(&fd, flags | rustix::fs::OFlags::NONBLOCK)?;

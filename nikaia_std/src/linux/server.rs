@@ -46,13 +46,11 @@ impl Server {
             Some(p) if p.is_upgrade() => super::quic::Came::Upgraded,
             Some(_) => super::quic::Came::Activated,
         };
-        let opened = listen::open(&self.rt, passed.as_mut())?;
+        let (opened, udp, notices) = open_sockets(&self.rt, passed.as_mut(), came, udp_passed)?;
         let listening: Vec<(ListenAddr, bool)> = (opened.listeners.iter())
             .map(|l| (l.address.clone(), l.tls))
             .collect();
         let (asked, max_writes) = (self.rt.max_connections, self.rt.max_writes);
-        let mut notices = opened.notices;
-        let udp = super::quic::open(&self.rt, &opened.listeners, came, udp_passed, &mut notices)?;
         let mut shared = Shared::new(self.router, self.rt, opened.listeners)?;
         shared.h3_addresses = udp.sockets.iter().map(|u| u.address).collect();
         shared.udp_fds = (udp.sockets.iter())
@@ -135,6 +133,41 @@ impl Server {
         running.wait();
         Ok(())
     }
+}
+
+/// How many times the listeners are bound again when the UDP port HTTP/3
+/// needs beside a port-0 TLS listener is taken.
+const PORT_TRIES: usize = 5;
+
+/// The listeners and HTTP/3's UDP sockets, and the notices of both. A TLS
+/// listener asked on port 0 gets a port the kernel chose for TCP; if that
+/// port is taken for UDP, every socket is closed and bound again, a few
+/// times, rather than failing (`spec/http3.md`, "Sockets").
+fn open_sockets(
+    rt: &crate::rt::Runtime,
+    mut passed: Option<&mut Activation>,
+    came: super::quic::Came,
+    udp_passed: Vec<activation::Passed>,
+) -> io::Result<(listen::Opened, super::quic::Opened, Vec<String>)> {
+    let any_port = rt.listen.iter().any(|l| match &l.address {
+        ListenAddr::Tcp(a) => a.port() == 0 && rt.speaks_tls(l),
+        ListenAddr::Unix(_) => false,
+    });
+    let retry = rt.http3 && any_port && matches!(came, super::quic::Came::Bound);
+    let mut udp_passed = Some(udp_passed);
+    for attempt in 1.. {
+        let opened = listen::open(rt, passed.as_deref_mut())?;
+        let mut notices = opened.notices.clone();
+        let given = udp_passed.take().unwrap_or_default();
+        match super::quic::open(rt, &opened.listeners, came.clone(), given, &mut notices) {
+            Ok(udp) => return Ok((opened, udp, notices)),
+            Err(e) if retry && e.kind() == io::ErrorKind::AddrInUse && attempt < PORT_TRIES => {
+                drop(opened);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 /// Starts obtaining and renewing the `[acme]` names, the stored pairs

@@ -28,6 +28,7 @@ pub(crate) struct Opened {
 }
 
 /// How this process came by its listeners.
+#[derive(Clone)]
 pub(crate) enum Came {
     /// It bound them itself.
     Bound,

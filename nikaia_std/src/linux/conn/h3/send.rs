@@ -34,19 +34,19 @@ const FILE_PIECE: usize = 64 << 10;
 /// One stream's answer, from its head on.
 pub(super) struct Body {
     pub stream: u64,
-    source: Source,
+    pub(super) source: Source,
     /// Octets quinn has not taken yet, in order.
     pending: VecDeque<Bytes>,
     /// What the access log says once the last byte is handed on.
     sent: Option<Sent>,
     /// When the stream last had octets taken (its send-timeout).
-    progress: Instant,
+    pub(super) progress: Instant,
     /// The answer to a malformed request: its stream is reset after it
     /// instead of finished.
     then_reset: bool,
 }
 
-enum Source {
+pub(super) enum Source {
     /// The file is being opened (or credentials checked) off the loop.
     Opening(Box<(Request, Waiting, Instant)>),
     /// The sink the body went to answers once its work is done.
@@ -57,7 +57,7 @@ enum Source {
     Produced(Box<Sending>),
 }
 
-struct FileBody {
+pub(super) struct FileBody {
     file: Arc<OpenFile>,
     offset: u64,
     end: u64,
@@ -65,7 +65,7 @@ struct FileBody {
     warm_to: u64,
     /// A read is on the io pool.
     waiting: bool,
-    name: Arc<str>,
+    pub(super) name: Arc<str>,
 }
 
 impl Body {
@@ -120,7 +120,7 @@ impl Body {
 
     /// Whether the stream's send clock runs: not while the server works
     /// on its answer, nor while a producer has nothing to give.
-    fn clocked(&self) -> bool {
+    pub(super) fn clocked(&self) -> bool {
         match &self.source {
             Source::Opening(_) | Source::Answering(_) => false,
             Source::Produced(p) => !p.waiting || !self.pending.is_empty(),
@@ -445,92 +445,10 @@ impl H3 {
         }
         any
     }
-
-    /// Answers that made no progress for send-timeout: their streams are
-    /// reset with H3_REQUEST_CANCELLED; the connection goes on.
-    pub(super) fn stalled(&mut self, conn: &mut Connection, turn: &mut super::Turn<'_>) {
-        let limit = turn.rt.send_timeout;
-        let mut i = 0;
-        while i < self.bodies.len() {
-            let b = &self.bodies[i];
-            if !b.clocked() || turn.now.saturating_duration_since(b.progress) < limit {
-                i += 1;
-                continue;
-            }
-            let mut body = self.bodies.swap_remove(i);
-            if let Source::Produced(p) = &mut body.source {
-                p.why = crate::http::Cancelled::TimedOut;
-            }
-            self.reset_stream(conn, body.stream, Code::RequestCancelled);
-            let stats = &turn.shared.stats;
-            stats.h3.stalled.fetch_add(1, Relaxed);
-            stats.send_timeouts.fetch_add(1, Relaxed);
-            if let Some(unlogged) = stats.send_timeouts_logged.pass() {
-                turn.shared.logs.error(format_args!(
-                    "{}: HTTP/3 stream {} reset: no progress for send-timeout ({limit:?}); \
-                     the connection's other streams go on{unlogged}",
-                    self.peer, body.stream,
-                ));
-            }
-        }
-    }
-
-    /// Resets our side of a request stream and stops the client's.
-    fn reset_stream(&mut self, conn: &mut Connection, stream: u64, code: Code) {
-        if let Some(sid) = stream_id(stream) {
-            let code = VarInt::from_u64(code.value()).unwrap_or(VarInt::from_u32(0));
-            let _ = conn.send_stream(sid).reset(code);
-            let _ = conn.recv_stream(sid).stop(code);
-        }
-        self.drop_body(stream);
-        self.recv_over(stream);
-        self.send_over(stream);
-    }
-
-    /// A produced body's producer failed: its stream is reset and the
-    /// failure logged; the others go on.
-    fn produced_failed(
-        &mut self,
-        conn: &mut Connection,
-        turn: &super::Turn<'_>,
-        i: usize,
-        why: String,
-    ) {
-        let body = self.bodies.swap_remove(i);
-        self.reset_stream(conn, body.stream, Code::InternalError);
-        turn.shared.logs.error(format_args!(
-            "{}: a produced body on HTTP/3 stream {} ended short: {why}; stream reset",
-            self.peer, body.stream
-        ));
-    }
-
-    /// A file body ended early or failed: its stream is reset and the
-    /// failure logged; the others go on.
-    fn file_failed(
-        &mut self,
-        conn: &mut Connection,
-        turn: &super::Turn<'_>,
-        i: usize,
-        cause: Option<Errno>,
-    ) {
-        let body = self.bodies.swap_remove(i);
-        self.reset_stream(conn, body.stream, Code::InternalError);
-        turn.shared.stats.truncated.fetch_add(1, Relaxed);
-        if let Source::File(f) = &body.source {
-            let why = match cause {
-                None => "the file ended early (truncated?)".to_owned(),
-                Some(errno) => format!("{}", std::io::Error::from(errno)),
-            };
-            turn.shared.logs.error(format_args!(
-                "{}: sending {:?} on HTTP/3 stream {}: {why}; stream reset",
-                self.peer, f.name, body.stream
-            ));
-        }
-    }
 }
 
 /// A request stream's id as quinn names it.
-fn stream_id(stream: u64) -> Option<StreamId> {
+pub(super) fn stream_id(stream: u64) -> Option<StreamId> {
     VarInt::from_u64(stream).ok().map(StreamId::from)
 }
 
