@@ -72,7 +72,10 @@ pub(crate) fn transport(rt: &Runtime) -> TransportConfig {
         .max_concurrent_uni_streams(VarInt::from_u32(MAX_UNI_STREAMS))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .receive_window(VarInt::from_u32(CONNECTION_WINDOW))
-        .send_window(SEND_WINDOW);
+        .send_window(SEND_WINDOW)
+        // No DATAGRAM frames (RFC 9221): nothing reads them, and quinn
+        // would buffer a client's for us by default.
+        .datagram_receive_buffer_size(None);
     let idle = u64::try_from(rt.keepalive_timeout.as_millis()).unwrap_or(u64::MAX);
     let idle = VarInt::from_u64(idle.max(1)).map_or(None, |v| Some(IdleTimeout::from(v)));
     t.max_idle_timeout(idle);
