@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 /// Whether the operator trusts `peer` to speak for others.
 pub(crate) fn trusted(proxies: &TrustedProxies, peer: &Peer) -> bool {
     match peer {
-        Peer::Tcp(addr) => proxies.trusts(addr.ip()),
+        Peer::Tcp(addr) | Peer::Quic(addr) => proxies.trusts(addr.ip()),
         Peer::Unix => proxies.unix,
     }
 }
@@ -79,7 +79,7 @@ mod tests {
         req.peer = peer.clone();
         req.client = peer;
         match resolve(&proxies(), &req) {
-            Peer::Tcp(a) => a.ip().to_string(),
+            Peer::Tcp(a) | Peer::Quic(a) => a.ip().to_string(),
             Peer::Unix => "unix".into(),
         }
     }

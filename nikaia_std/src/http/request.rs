@@ -32,12 +32,16 @@ impl Version {
 }
 
 /// Who is at the other end of a connection: an address and port for TCP,
-/// or a peer on a Unix socket (which has no address worth naming).
+/// the UDP address and port of a QUIC client (HTTP/3), or a peer on a
+/// Unix socket (which has no address worth naming).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Peer {
     Tcp(SocketAddr),
     Unix,
+    /// A QUIC client: the address its handshake came from (a connection
+    /// does not migrate, `spec/http3.md`).
+    Quic(SocketAddr),
 }
 
 impl Peer {
@@ -48,10 +52,10 @@ impl Peer {
         0,
     )));
 
-    /// The peer's IP address, for TCP.
+    /// The peer's IP address, for TCP and QUIC.
     pub fn ip(&self) -> Option<IpAddr> {
         match self {
-            Peer::Tcp(a) => Some(a.ip()),
+            Peer::Tcp(a) | Peer::Quic(a) => Some(a.ip()),
             Peer::Unix => None,
         }
     }
@@ -68,7 +72,7 @@ impl From<SocketAddr> for Peer {
 impl fmt::Display for Peer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Peer::Tcp(a) => a.fmt(f),
+            Peer::Tcp(a) | Peer::Quic(a) => a.fmt(f),
             Peer::Unix => f.write_str("unix:"),
         }
     }

@@ -204,7 +204,7 @@ impl Quic {
             }
             return;
         }
-        let peer = Peer::Tcp(incoming.remote_address());
+        let peer = Peer::Quic(incoming.remote_address());
         match self
             .endpoint
             .accept(incoming, turn.now, &mut self.scratch, None)
