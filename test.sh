@@ -16,6 +16,8 @@ command -v goaccess >/dev/null 2>&1 || need+=(goaccess)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
 # nghttp and h2load: many HTTP/2 streams on one connection (tests/tests/h2.rs).
 command -v nghttp >/dev/null 2>&1 && command -v h2load >/dev/null 2>&1 || need+=(nghttp2-client)
+# gtlsclient: ngtcp2's HTTP/3 client (nikaia_cli/tests/explain_h3.rs).
+command -v gtlsclient >/dev/null 2>&1 || need+=(ngtcp2-client)
 # systemd-socket-activate: socket activation's real parent (nikaia_cli/tests/lifecycle.rs).
 command -v systemd-socket-activate >/dev/null 2>&1 || need+=(systemd)
 # ACME (nikaia_cli/tests/acme*.rs): Debian's Pebble and its DNS, lego
