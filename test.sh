@@ -32,8 +32,8 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 # and a listing's upload control driven over --remote-debugging-pipe
 # (tests/tests/uploads_browser.rs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
-# gtlsclient (ngtcp2 with GnuTLS): an HTTP/3 client that is not ours, for
-# the HTTP/3 tests of issue #47.
+# gtlsclient (ngtcp2 with GnuTLS): an HTTP/3 client that is not ours
+# (nikaia_cli/tests/h3_lifecycle.rs, explain_h3.rs, tests/tests/h3*.rs).
 command -v gtlsclient >/dev/null 2>&1 || need+=(ngtcp2-client)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then

@@ -29,11 +29,17 @@ pub struct ExplainArgs {
 }
 
 pub fn run(args: ExplainArgs) -> u8 {
+    // Whether the runtime file read for the socket turns HTTP/3 on: the
+    // text then shows its counters even while they are all zero.
+    let mut http3 = false;
     let socket = match args.socket {
         Some(s) => s,
         None => match runtime(args.runtime) {
             Ok(rt) => match rt.stats_socket {
-                Some(s) => s,
+                Some(s) => {
+                    http3 = rt.http3;
+                    s
+                }
                 None => {
                     eprintln!(
                         "nikaia explain: no stats socket: give --socket PATH, or --runtime FILE whose `stats-socket` names it"
@@ -74,7 +80,7 @@ pub fn run(args: ExplainArgs) -> u8 {
     } else if args.prometheus {
         print!("{}", prometheus(&report));
     } else {
-        print!("{}", render(&socket, &report));
+        print!("{}", render(&socket, &report, http3));
     }
     0
 }
@@ -111,8 +117,10 @@ fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
 }
 
-/// The report as a person reads it.
-pub fn render(socket: &Path, r: &Value) -> String {
+/// The report as a person reads it; `http3`: the server's runtime file
+/// turns HTTP/3 on (its lines are shown then, else only once a counter
+/// moved).
+pub fn render(socket: &Path, r: &Value, http3: bool) -> String {
     let mut out = format!("nikaia explain — {}\n", socket.display());
     out += &format!("uptime        {}\n\n", duration(n(&r["uptime_ms"])));
     out += &vehicles(&r["vehicles"]);
@@ -171,6 +179,7 @@ pub fn render(socket: &Path, r: &Value) -> String {
             n(&h2["stalled"]),
         );
     }
+    out += &h3(&r["h3"], http3);
     let b = &r["bodies"];
     if b.is_object() {
         out += &format!(
@@ -266,6 +275,28 @@ pub fn render(socket: &Path, r: &Value) -> String {
         }
     }
     out
+}
+
+/// The HTTP/3 lines: shown when `on` (the runtime file turns HTTP/3 on)
+/// or once any of its counters moved; none while HTTP/3 was never used.
+fn h3(h3: &Value, on: bool) -> String {
+    let moved = h3.as_object().is_some_and(|m| m.values().any(|v| n(v) > 0));
+    if !(h3.is_object() && (on || moved)) {
+        return String::new();
+    }
+    format!(
+        "HTTP/3        {} connections, {} streams; resets {} sent, {} received\n              {} handshakes refused at max-connections, {} Retry sent, {} datagrams read\n              {} connections closed for a flood, {} stalled streams reset after send-timeout, {} closed by header-timeout\n",
+        n(&h3["connections"]),
+        n(&h3["streams"]),
+        n(&h3["resets_sent"]),
+        n(&h3["resets_received"]),
+        n(&h3["refused"]),
+        n(&h3["retries"]),
+        n(&h3["datagrams"]),
+        n(&h3["floods"]),
+        n(&h3["stalled"]),
+        n(&h3["header_timeouts"]),
+    )
 }
 
 /// The certificates handshakes choose among: each one's names, end and

@@ -5,34 +5,12 @@ use nikaia_std::http::{File, Server};
 use nikaia_std::rt::{LogTarget, Runtime};
 mod common;
 
+use common::{explain, explain_views as views};
 use common::{get, parse_prometheus, prometheus_sample, spawn_serve};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-
-fn explain(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_nikaia"))
-        .arg("explain")
-        .args(args)
-        .env("NIKAIA_RUNTIME", "")
-        .output()
-        .unwrap()
-}
-
-/// What `nikaia explain` shows of the server at `sock`, in each of its
-/// forms: the JSON, the text, and the Prometheus text parsed.
-fn views(sock: &Path) -> (serde_json::Value, String, serde_json::Value) {
-    let socket = sock.to_str().unwrap();
-    let json = serde_json::from_slice(&explain(&["--socket", socket, "--json"]).stdout).unwrap();
-    let text = String::from_utf8(explain(&["--socket", socket]).stdout).unwrap();
-    let prom = explain(&["--socket", socket, "--prometheus"]).stdout;
-    (
-        json,
-        text,
-        parse_prometheus(&String::from_utf8(prom).unwrap()),
-    )
-}
 
 /// `nikaia serve SITE` with one worker and a stats socket in `dir`: the
 /// child, its address, the socket and the runtime file.
@@ -123,6 +101,13 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     );
     assert_eq!(report["connections"], 0, "{report}");
     assert!(report["pool_queued"].is_u64(), "{report}");
+    // No HTTP/3 in this server: its counters are there, all zero.
+    assert_eq!(
+        report["h3"],
+        serde_json::json!({"connections": 0, "refused": 0, "retries": 0, "streams": 0,
+            "resets_sent": 0, "resets_received": 0, "floods": 0, "stalled": 0,
+            "header_timeouts": 0, "datagrams": 0})
+    );
 
     let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);
     assert!(out.status.success());
@@ -146,6 +131,11 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     assert_eq!(sample("nikaia_kept_entries", &[]), 1.0);
     assert_eq!(prom["nikaia_kept_entries"]["type"], "gauge");
     assert_eq!(prom["nikaia_connections"]["type"], "gauge");
+    assert_eq!(sample("nikaia_h3_connections", &[]), 0.0);
+    assert_eq!(
+        sample("nikaia_h3_resets", &[("direction", "received")]),
+        0.0
+    );
     for family in [
         "nikaia_kept_evictions",
         "nikaia_kept_invalidations",
@@ -175,6 +165,7 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("hits 1, misses 3, hit rate 25.0%"), "{text}");
     assert!(text.contains("kept mapping"), "{text}");
+    assert!(!text.contains("HTTP/3"), "HTTP/3 never used: {text}");
 
     // A body sent to a name that takes none: 405, the body thrown away.
     {

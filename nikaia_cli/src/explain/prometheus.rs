@@ -178,6 +178,7 @@ pub fn prometheus(r: &Value) -> String {
             vec![(vec![], n(&h2["stalled"]))],
         );
     }
+    h3(&mut p, &r["h3"]);
     let b = &r["bodies"];
     if b.is_object() {
         p.counter(
@@ -331,6 +332,69 @@ pub fn prometheus(r: &Value) -> String {
         );
     }
     p.0
+}
+
+/// What QUIC connections and their HTTP/3 did (all zero while `http3` is
+/// off).
+fn h3(p: &mut Exposition, h3: &Value) {
+    if !h3.is_object() {
+        return;
+    }
+    let one = |key: &str| vec![(vec![], n(&h3[key]))];
+    p.counter(
+        "nikaia_h3_connections_total",
+        "QUIC connections accepted (HTTP/3).",
+        one("connections"),
+    );
+    p.counter(
+        "nikaia_h3_refused_handshakes_total",
+        "QUIC handshakes refused at max-connections (CONNECTION_REFUSED).",
+        one("refused"),
+    );
+    p.counter(
+        "nikaia_h3_retries_total",
+        "QUIC Retry packets sent to have a handshake prove its address.",
+        one("retries"),
+    );
+    p.counter(
+        "nikaia_h3_streams_total",
+        "HTTP/3 request streams clients opened.",
+        one("streams"),
+    );
+    p.counter(
+        "nikaia_h3_resets_total",
+        "HTTP/3 request streams reset by the server (sent) or by the client (received: RESET_STREAM or STOP_SENDING).",
+        vec![
+            (
+                vec![("direction", "sent".to_owned())],
+                n(&h3["resets_sent"]),
+            ),
+            (
+                vec![("direction", "received".to_owned())],
+                n(&h3["resets_received"]),
+            ),
+        ],
+    );
+    p.counter(
+        "nikaia_h3_flood_closes_total",
+        "QUIC connections closed for a flood (H3_EXCESSIVE_LOAD).",
+        one("floods"),
+    );
+    p.counter(
+        "nikaia_h3_stalled_streams_total",
+        "HTTP/3 streams reset because they made no progress for send-timeout.",
+        one("stalled"),
+    );
+    p.counter(
+        "nikaia_h3_header_timeouts_total",
+        "QUIC connections closed by header-timeout before a request head.",
+        one("header_timeouts"),
+    );
+    p.counter(
+        "nikaia_h3_datagrams_received_total",
+        "UDP datagrams read on the HTTP/3 sockets.",
+        one("datagrams"),
+    );
 }
 
 /// A table's families (the kept table, the compressed variants): a

@@ -159,6 +159,30 @@ pub fn prometheus_sample(parsed: &serde_json::Value, family: &str, labels: &[(&s
         .unwrap()
 }
 
+/// `nikaia explain ARGS...` run to its end, `NIKAIA_RUNTIME` unset.
+pub fn explain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("explain")
+        .args(args)
+        .env("NIKAIA_RUNTIME", "")
+        .output()
+        .unwrap()
+}
+
+/// What `nikaia explain` shows of the server at `sock`, in each of its
+/// forms: the JSON, the text, and the Prometheus text parsed.
+pub fn explain_views(sock: &Path) -> (serde_json::Value, String, serde_json::Value) {
+    let socket = sock.to_str().unwrap();
+    let json = serde_json::from_slice(&explain(&["--socket", socket, "--json"]).stdout).unwrap();
+    let text = String::from_utf8(explain(&["--socket", socket]).stdout).unwrap();
+    let prom = explain(&["--socket", socket, "--prometheus"]).stdout;
+    (
+        json,
+        text,
+        parse_prometheus(&String::from_utf8(prom).unwrap()),
+    )
+}
+
 /// `nikaia serve` running, and the directory it serves kept alive.
 pub struct Serving {
     pub child: Served,

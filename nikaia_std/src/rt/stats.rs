@@ -333,6 +333,12 @@ impl Report {
             s.push_str(&format!("{}:{count}", json_string(code)));
         }
         s.push_str("}}");
+        let h = &self.h3;
+        s.push_str(&format!(
+            ",\"h3\":{{\"connections\":{},\"refused\":{},\"retries\":{},\"streams\":{},\"resets_sent\":{},\"resets_received\":{},\"floods\":{},\"stalled\":{},\"header_timeouts\":{},\"datagrams\":{}}}",
+            h.connections, h.refused, h.retries, h.streams, h.resets_sent, h.resets_received,
+            h.floods, h.stalled, h.header_timeouts, h.datagrams
+        ));
         let b = &self.bodies;
         s.push_str(&format!(
             ",\"bodies\":{{\"whole\":{},\"streamed\":{},\"bytes\":{},\"refused\":{},\"drained\":{},\"timeouts\":{},\"aborted\":{},\"files_written\":{},\"files_refused\":{},\"files_failed\":{}}}",
