@@ -154,6 +154,9 @@ impl Worker {
                 self.rt = self.shared.runtime();
                 self.generation = generation;
                 tick = self.tick();
+                if let (Some(q), Some(tls)) = (self.quic.as_mut(), &self.shared.tls) {
+                    q.reconfigure(tls.clone(), &self.rt);
+                }
             }
             let now = Instant::now();
             let again = std::mem::take(&mut self.again);

@@ -93,6 +93,14 @@ impl Quic {
         })
     }
 
+    /// A reload: new connections take the new runtime's transport (its
+    /// `keepalive-timeout`); the TLS set was shared all along.
+    pub(crate) fn reconfigure(&mut self, tls: Arc<crate::linux::tls::Tls>, rt: &Runtime) {
+        if let Ok(server) = super::config::server(tls, rt) {
+            self.endpoint.set_server_config(Some(Arc::new(server)));
+        }
+    }
+
     /// Waits on each socket, level-triggered: what a turn leaves unread
     /// wakes the next one.
     pub(crate) fn watch(&self, epoll_fd: &OwnedFd) -> io::Result<()> {
@@ -274,15 +282,18 @@ impl Quic {
                 e.dirty = true;
                 self.more = true;
             }
-            if turn.stopping && e.unit.is_idle() && !e.conn.is_handshaking() {
+            if turn.stopping && (e.conn.is_handshaking() || e.unit.may_close(turn.now)) {
                 e.conn
                     .close(turn.now, VarInt::from_u32(0x100), Bytes::new());
             }
         }
         if e.conn.is_closed() && !e.closing {
+            // Closed: it no longer counts against max-connections while it
+            // waits out its draining period (a few round trips).
             e.closing = true;
             self.live -= 1;
             e.unit.lost();
+            turn.shared.connections.fetch_sub(1, Relaxed);
         }
         let socket = &self.sockets[e.socket];
         let mut sent = 0;
@@ -333,11 +344,11 @@ impl Quic {
         };
         if !e.closing {
             self.live -= 1;
+            turn.shared.connections.fetch_sub(1, Relaxed);
         }
         if !e.connected {
             self.handshaking -= 1;
         }
-        turn.shared.connections.fetch_sub(1, Relaxed);
     }
 
     /// The soonest timer of any connection.

@@ -50,7 +50,13 @@ pub(crate) struct H3 {
     /// us) and whose sending side is over: both, and the core forgets it.
     recv_over: HashSet<u64>,
     send_over: HashSet<u64>,
+    /// Streams whose answer is all handed to quinn and not yet all
+    /// acknowledged: the connection is not idle (a close now would lose
+    /// their tails).
+    unacked: HashSet<u64>,
     goaway: bool,
+    /// When our GOAWAY went out.
+    goaway_at: Option<Instant>,
     /// Request streams whose head is arriving, since their first octet:
     /// each has header-timeout to finish it.
     heading: HashMap<u64, Instant>,
@@ -76,7 +82,9 @@ impl H3 {
             held: HashSet::new(),
             recv_over: HashSet::new(),
             send_over: HashSet::new(),
+            unacked: HashSet::new(),
             goaway: false,
+            goaway_at: None,
             heading: HashMap::new(),
             first_deadline: Some(turn.now + turn.rt.header_timeout),
             idle_since: None,
@@ -87,9 +95,10 @@ impl H3 {
         self.id
     }
 
-    /// No request being answered or arriving.
+    /// No request being answered or arriving, and every answer
+    /// acknowledged.
     pub(crate) fn is_idle(&self) -> bool {
-        self.bodies.is_empty() && self.inbound.is_empty()
+        self.bodies.is_empty() && self.inbound.is_empty() && self.unacked.is_empty()
     }
 
     /// Runs the connection's HTTP/3 as far as it goes: quinn's events,
@@ -105,14 +114,16 @@ impl H3 {
                     self.read(conn, turn, id);
                 }
                 quinn_proto::Event::Stream(StreamEvent::Stopped { id, .. }) => {
+                    self.unacked.remove(&u64::from(id));
                     let fatal = self.core.stopped(u64::from(id)).err();
                     self.send_over(u64::from(id));
                     self.fail(conn, turn, fatal);
                 }
+                quinn_proto::Event::Stream(StreamEvent::Finished { id }) => {
+                    self.unacked.remove(&u64::from(id));
+                }
                 quinn_proto::Event::Stream(
-                    StreamEvent::Writable { .. }
-                    | StreamEvent::Finished { .. }
-                    | StreamEvent::Available { .. },
+                    StreamEvent::Writable { .. } | StreamEvent::Available { .. },
                 )
                 | quinn_proto::Event::HandshakeDataReady
                 | quinn_proto::Event::ConnectionLost { .. }
@@ -126,7 +137,7 @@ impl H3 {
             }
         }
         if (turn.stopping || self.core.going_away()) && !self.goaway {
-            self.go_away(conn);
+            self.go_away(conn, turn.now);
         }
         let mut requests = 0;
         let mut more = false;
@@ -151,6 +162,16 @@ impl H3 {
         more
     }
 
+    /// The server stops and this connection may close now: its GOAWAY
+    /// went out a while ago (a request the client sent before it heard it
+    /// is in by then) and it has nothing left to answer.
+    pub(crate) fn may_close(&self, now: Instant) -> bool {
+        self.is_idle()
+            && self
+                .goaway_at
+                .is_some_and(|at| now >= at + crate::linux::worker::DRAIN_IDLE)
+    }
+
     /// The connection is gone (closed by either side, or timed out): the
     /// answers are dropped, a produced one's producer told the client
     /// went, and each sink told its body will not come whole.
@@ -160,6 +181,7 @@ impl H3 {
         }
         self.inbound.clear();
         self.heading.clear();
+        self.unacked.clear();
     }
 
     /// Our control stream, opened first, with SETTINGS. We open no QPACK
@@ -183,8 +205,9 @@ impl H3 {
 
     /// GOAWAY on the control stream: no new request is taken; streams
     /// already open are answered.
-    fn go_away(&mut self, conn: &mut Connection) {
+    fn go_away(&mut self, conn: &mut Connection, now: Instant) {
         self.goaway = true;
+        self.goaway_at = Some(now);
         let next = self.next_unopened(conn);
         let frame = self.core.goaway(next);
         if let Some(id) = self.control {

@@ -369,7 +369,9 @@ impl H3 {
             turn.shared.stats.h3.resets_sent.fetch_add(1, Relaxed);
             self.recv_over(body.stream);
         } else {
-            let _ = conn.send_stream(sid).finish();
+            if conn.send_stream(sid).finish().is_ok() {
+                self.unacked.insert(body.stream);
+            }
             self.core.answered(body.stream);
             self.act(conn, turn);
         }
