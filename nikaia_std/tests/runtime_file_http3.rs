@@ -40,12 +40,14 @@ fn off_by_default_with_retry_on_a_crowd_and_a_day_of_alt_svc() {
     assert!(!rt.http3);
     assert_eq!(rt.http3_retry, Http3Retry::Auto);
     assert_eq!(rt.http3_retry_handshakes, 64);
+    assert!(rt.http3_gso);
     assert_eq!(rt.alt_svc_max_age, Duration::from_secs(86_400));
     let printed = rt.to_toml();
     for line in [
         "\nhttp3 = false\n",
         "\nhttp3-retry = \"auto\"\n",
         "\nhttp3-retry-handshakes = 64\n",
+        "\nhttp3-gso = true\n",
         "\nalt-svc-max-age = \"24h\"\n",
     ] {
         assert!(printed.contains(line), "{line:?} missing from:\n{printed}");
@@ -62,12 +64,13 @@ fn off_by_default_with_retry_on_a_crowd_and_a_day_of_alt_svc() {
 fn every_key_is_read_and_printed_back() {
     let text = format!(
         "{PAIR}listen = \"127.0.0.1:8443\"\nhttp3 = true\nhttp3-retry = \"always\"\n\
-         http3-retry-handshakes = 1\nalt-svc-max-age = \"0s\"\n"
+         http3-retry-handshakes = 1\nhttp3-gso = false\nalt-svc-max-age = \"0s\"\n"
     );
     let rt = ok(&text);
     assert!(rt.http3);
     assert_eq!(rt.http3_retry, Http3Retry::Always);
     assert_eq!(rt.http3_retry_handshakes, 1);
+    assert!(!rt.http3_gso);
     assert_eq!(rt.alt_svc_max_age, Duration::ZERO);
     assert_eq!(ok(&rt.to_toml()), rt);
 

@@ -188,6 +188,8 @@ pub struct Runtime {
     /// `http3-retry-handshakes`: under [`Http3Retry::Auto`], the handshakes
     /// in progress at once from which Retry is sent; at least 1.
     pub http3_retry_handshakes: usize,
+    /// `http3-gso`: datagrams sent in batches the kernel cuts (GSO).
+    pub http3_gso: bool,
     /// `alt-svc-max-age`: the `ma` of `Alt-Svc: h3=":PORT"; ma=SECONDS`
     /// (whole seconds; 0 sends `ma=0`).
     pub alt_svc_max_age: Duration,
@@ -306,7 +308,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 51] = [
+pub const KEYS: [&str; 52] = [
     "listen",
     "workers",
     "io-threads",
@@ -335,6 +337,7 @@ pub const KEYS: [&str; 51] = [
     "http3",
     "http3-retry",
     "http3-retry-handshakes",
+    "http3-gso",
     "alt-svc-max-age",
     "access-log",
     "access-log-format",
@@ -391,6 +394,7 @@ impl Default for Runtime {
             http3: false,
             http3_retry: Http3Retry::Auto,
             http3_retry_handshakes: 64,
+            http3_gso: true,
             alt_svc_max_age: Duration::from_secs(86_400),
             access_log: LogTarget::Stderr,
             access_log_format: AccessLogFormat::Combined,

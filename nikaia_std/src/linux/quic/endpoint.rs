@@ -296,6 +296,10 @@ impl Quic {
             turn.shared.connections.fetch_sub(1, Relaxed);
         }
         let socket = &self.sockets[e.socket];
+        let segments = match turn.rt.http3_gso {
+            true => socket.max_segments(),
+            false => 1,
+        };
         let mut sent = 0;
         loop {
             if sent == SENDS_PER_TURN {
@@ -304,10 +308,7 @@ impl Quic {
                 break;
             }
             self.out.clear();
-            let Some(t) = e
-                .conn
-                .poll_transmit(turn.now, socket.max_segments(), &mut self.out)
-            else {
+            let Some(t) = e.conn.poll_transmit(turn.now, segments, &mut self.out) else {
                 break;
             };
             sent += 1;

@@ -203,6 +203,7 @@ impl Checker<'_> {
                 }
                 "http3" => put(&mut rt.http3, self.boolean(name, value)),
                 "http3-retry" => put(&mut rt.http3_retry, self.http3_retry(name, value)),
+                "http3-gso" => put(&mut rt.http3_gso, self.boolean(name, value)),
                 "http3-retry-handshakes" => {
                     let n = self.count(name, value, http3::RETRY_HANDSHAKES);
                     put(&mut rt.http3_retry_handshakes, n);

@@ -82,6 +82,7 @@ impl Runtime {
             "http3-retry-handshakes",
             Some(self.http3_retry_handshakes.to_string()),
         );
+        line("http3-gso", Some(self.http3_gso.to_string()));
         line("alt-svc-max-age", Some(duration(self.alt_svc_max_age)));
         line("access-log", Some(log(&self.access_log)));
         let format = match self.access_log_format {
