@@ -257,6 +257,17 @@ impl H3 {
                 self.request(raw, pieces, end)
             }
         };
+        if end == End::Reset && id.dir() == Dir::Bi {
+            // The client cancelled its request: its answer is aborted
+            // (RFC 9114 §4.1.1), and our side ends too, so the stream's
+            // state is freed on both ends (a no-op if the answer was done).
+            self.forget_answer(raw);
+            self.unacked.remove(&raw);
+            let code =
+                VarInt::from_u64(Code::RequestCancelled.value()).unwrap_or(VarInt::from_u32(0));
+            let _ = conn.send_stream(id).reset(code);
+            self.send_over(raw);
+        }
         if end != End::Open {
             self.recv_over(raw);
         }
