@@ -331,7 +331,8 @@ impl H3 {
                 Source::Produced(p) => {
                     let mut make = super::super::link::puller(turn, self.id, short(body.stream));
                     match p.next(FILE_PIECE, &mut make) {
-                        Next::Bytes(b) if b.is_empty() => continue,
+                        // `next` never gives an empty piece; were it to, wait.
+                        Next::Bytes(b) if b.is_empty() => return Some(false),
                         Next::Bytes(b) => {
                             body.pending.push_back(data_frame_head(b.len() as u64));
                             b
