@@ -7,12 +7,18 @@
 //! log's `HTTP/3.0`; Debian's `gtlsclient`; and headless Chromium forced
 //! onto QUIC for a page of 100 images. The attacks are elsewhere.
 
+#[path = "h3/bodies.rs"]
+mod bodies;
+#[path = "h3/browser.rs"]
+mod browser;
 #[path = "h3/cases.rs"]
 mod cases;
 #[path = "h3/corpus.rs"]
 mod corpus;
 #[path = "h3/equality.rs"]
 mod equality;
+#[path = "h3/quic.rs"]
+mod quic;
 
 use nikaia_std::rt::Runtime;
 use nikaia_tests::TestPki;
@@ -180,7 +186,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 }
 
 /// Standard base64 (with padding) decoded.
-fn base64_decode(text: &str) -> Vec<u8> {
+pub fn base64_decode(text: &str) -> Vec<u8> {
     let value = |c: u8| match c {
         b'A'..=b'Z' => c - b'A',
         b'a'..=b'z' => c - b'a' + 26,
@@ -231,7 +237,12 @@ pub fn curl_answer(dir: &Path, args: &[&str], url: &str) -> CurlAnswer {
         .output()
         .expect("curl runs (test.sh installs it)");
     assert!(out.status.success(), "curl {all:?}: {out:?}");
-    let head = std::fs::read_to_string(&head).unwrap();
+    let heads = std::fs::read_to_string(&head).unwrap();
+    // The final answer's head: an interim one (100 Continue) comes first.
+    let head = (heads.split("\r\n\r\n"))
+        .filter(|h| !h.trim().is_empty())
+        .last()
+        .unwrap_or_default();
     let mut lines = head.lines();
     let status = (lines.next().unwrap_or_default().split(' ').nth(1))
         .and_then(|s| s.parse().ok())
@@ -255,14 +266,15 @@ pub fn curl_answer(dir: &Path, args: &[&str], url: &str) -> CurlAnswer {
 
 /// `headers` less the fields that differ between protocols by design:
 /// `date` (the clock), `alt-svc` (only HTTP/1.1 and HTTP/2 answers
-/// advertise HTTP/3), and HTTP/1.1's `connection`.
+/// advertise HTTP/3), and HTTP/1.1's `connection` and `transfer-encoding`
+/// (its framing).
 pub fn comparable(headers: &[(String, String)]) -> Vec<(String, String)> {
     headers
         .iter()
         .filter(|(n, _)| {
             !matches!(
                 &n.to_ascii_lowercase()[..],
-                "date" | "alt-svc" | "connection"
+                "date" | "alt-svc" | "connection" | "transfer-encoding"
             )
         })
         .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))

@@ -5,7 +5,7 @@
 use super::cases::{case, cases, Case, Validators};
 use super::corpus::{dir_server, rows_app, runtime_from, site, site_server, Site};
 use super::corpus::{FALLBACK_RUNTIME, ROWS_RUNTIME, SITE_RUNTIME, USERS};
-use super::{comparable, curl_answer, h3_get, sha256, CurlAnswer, H3Request};
+use super::{comparable, curl_answer, h3_get, sha256, CurlAnswer, H3Answer, H3Request};
 use nikaia_std::http::Running;
 use nikaia_tests::TestPki;
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ impl Corpus {
     }
 }
 
-fn header<'a>(a: &'a CurlAnswer, name: &str) -> Option<&'a str> {
+pub fn header<'a>(a: &'a CurlAnswer, name: &str) -> Option<&'a str> {
     a.headers
         .iter()
         .find(|(n, _)| n == name)
@@ -124,13 +124,24 @@ pub fn h3_request(path: &str, args: &[String]) -> H3Request {
                 let field = ("authorization".into(), format!("Basic {credentials}"));
                 r.headers.insert(0, field);
             }
-            "-d" => {
-                let data = args.next().unwrap().as_bytes().to_vec();
+            "-d" | "--data-binary" => {
+                let data = args.next().unwrap();
+                let data = match data.strip_prefix('@') {
+                    Some(file) => std::fs::read(file).unwrap(),
+                    None => data.as_bytes().to_vec(),
+                };
                 method.get_or_insert_with(|| "POST".to_owned());
                 r.headers
                     .push(("content-length".into(), data.len().to_string()));
                 let form = "application/x-www-form-urlencoded";
                 r.headers.push(("content-type".into(), form.into()));
+                r.body = data;
+            }
+            "-T" => {
+                let data = std::fs::read(args.next().unwrap()).unwrap();
+                method.get_or_insert_with(|| "PUT".to_owned());
+                r.headers
+                    .push(("content-length".into(), data.len().to_string()));
                 r.body = data;
             }
             other => panic!("a curl argument the corpus does not use: {other}"),
@@ -142,78 +153,25 @@ pub fn h3_request(path: &str, args: &[String]) -> H3Request {
 
 /// Runs `cases` on `server` over the three protocols: curl for HTTP/1.1
 /// and HTTP/2 (one connection a request), then h3client.py for them all,
-/// one after the other on one QUIC connection. Each answer must be the
-/// same: status, the fields less `date`, `alt-svc` and `connection` (names,
-/// order, values), the bytes of the body. HTTP/1.1 and HTTP/2 answers carry
-/// `Alt-Svc` for the server's port, HTTP/3 answers none. The statuses
-/// HTTP/1.1 answered.
+/// one after the other on one QUIC connection; each answer must be the
+/// same ([`compare`]). The statuses HTTP/1.1 answered.
 pub fn run(server: &Running, pki: &TestPki, work: &Path, cases: &[&Case]) -> Vec<u16> {
     let port = server.local_addr().port();
-    let alt_svc = format!("h3=\":{port}\"; ma=86400");
-    let curl = |version: &str, c: &Case| {
-        let flag = if version == "2" {
-            "--http2"
-        } else {
-            "--http1.1"
-        };
-        let mut all = vec![flag, "--cacert", pki.ca_pem.to_str().unwrap()];
-        all.extend(c.args.iter().map(String::as_str));
-        curl_answer(work, &all, &format!("https://localhost:{port}{}", c.path))
-    };
-    let seen: Vec<(CurlAnswer, CurlAnswer)> = cases
-        .iter()
-        .map(|c| (curl("1.1", c), curl("2", c)))
+    let seen: Vec<(CurlAnswer, CurlAnswer)> = (cases.iter())
+        .map(|c| {
+            let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+            let url = format!("https://localhost:{port}{}", c.path);
+            (
+                curl_over("1.1", pki, work, &args, &url),
+                curl_over("2", pki, work, &args, &url),
+            )
+        })
         .collect();
     let requests: Vec<H3Request> = cases.iter().map(|c| h3_request(c.path, &c.args)).collect();
     let (three, stderr) = h3_get(port, &pki.ca_pem, &["--serial"], &requests);
     let mut failures = Vec::new();
     for ((c, (one, two)), three) in cases.iter().zip(&seen).zip(&three) {
-        let mut wrong = Vec::new();
-        if one.version != "1.1" || two.version != "2" {
-            let (v1, v2) = (&one.version, &two.version);
-            wrong.push(format!("curl spoke {v1:?} and {v2:?}, not 1.1 and 2"));
-        }
-        if one.status != c.status {
-            wrong.push(format!("HTTP/1.1 status {}, not {}", one.status, c.status));
-        }
-        // Refusals (a request that never reaches the pipeline) miss it:
-        // alt_svc_is_on_refusals_too below.
-        if one.status != 400 {
-            for (label, a) in [("HTTP/1.1", one), ("HTTP/2", two)] {
-                if header(a, "alt-svc") != Some(&alt_svc) {
-                    wrong.push(format!("{label} alt-svc {:?}", header(a, "alt-svc")));
-                }
-            }
-        }
-        if three.header("alt-svc").is_some() {
-            wrong.push("HTTP/3 carries alt-svc".into());
-        }
-        if let Some(e) = &three.error {
-            wrong.push(format!("HTTP/3: {e}"));
-        }
-        let statuses = [one.status, two.status, three.status];
-        if statuses.iter().any(|&s| s != one.status) {
-            wrong.push(format!("statuses (h1, h2, h3): {statuses:?}"));
-        }
-        let fields = [&one.headers, &two.headers, &three.headers].map(|h| comparable(h));
-        if fields.iter().any(|f| *f != fields[0]) {
-            wrong.push(format!(
-                "fields:\n      HTTP/1.1 {:?}\n      HTTP/2   {:?}\n      HTTP/3   {:?}",
-                fields[0], fields[1], fields[2]
-            ));
-        }
-        if one.body != two.body
-            || three.body_len != two.body.len() as u64
-            || three.sha256 != sha256(&two.body)
-        {
-            wrong.push(format!(
-                "body: HTTP/1.1 {} bytes, HTTP/2 {} bytes {:?}, HTTP/3 {} bytes",
-                one.body.len(),
-                two.body.len(),
-                String::from_utf8_lossy(&two.body[..two.body.len().min(80)]),
-                three.body_len,
-            ));
-        }
+        let wrong = compare(port, c.status, one, two, three);
         if !wrong.is_empty() {
             failures.push(format!(
                 "{} ({} {:?}):\n    {}",
@@ -235,6 +193,87 @@ pub fn run(server: &Running, pki: &TestPki, work: &Path, cases: &[&Case]) -> Vec
     assert_eq!(h3.connections, 1, "{h3:?}");
     assert_eq!(h3.streams, cases.len() as u64, "{h3:?}");
     seen.iter().map(|(one, _)| one.status).collect()
+}
+
+/// curl over `version` ("1.1" or "2"), trusting `pki`'s CA.
+pub fn curl_over(
+    version: &str,
+    pki: &TestPki,
+    work: &Path,
+    args: &[&str],
+    url: &str,
+) -> CurlAnswer {
+    let flag = if version == "2" {
+        "--http2"
+    } else {
+        "--http1.1"
+    };
+    let mut all = vec![flag, "--cacert", pki.ca_pem.to_str().unwrap()];
+    all.extend_from_slice(args);
+    curl_answer(work, &all, url)
+}
+
+/// What differs between the answers to one request over HTTP/1.1, HTTP/2
+/// and HTTP/3 from a server on `port`, and HTTP/1.1's status if not
+/// `status`. They must agree on the status, the fields less `date`,
+/// `alt-svc` and `connection` (names, order, values), and the bytes of the
+/// body. HTTP/1.1 and HTTP/2 answers carry `Alt-Svc` for the port, HTTP/3
+/// answers none.
+pub fn compare(
+    port: u16,
+    status: u16,
+    one: &CurlAnswer,
+    two: &CurlAnswer,
+    three: &H3Answer,
+) -> Vec<String> {
+    let alt_svc = format!("h3=\":{port}\"; ma=86400");
+    let mut wrong = Vec::new();
+    if one.version != "1.1" || two.version != "2" {
+        let (v1, v2) = (&one.version, &two.version);
+        wrong.push(format!("curl spoke {v1:?} and {v2:?}, not 1.1 and 2"));
+    }
+    if one.status != status {
+        wrong.push(format!("HTTP/1.1 status {}, not {status}", one.status));
+    }
+    // Refusals (a request that never reaches the pipeline) miss it:
+    // alt_svc_is_on_refusals_too below.
+    if one.status != 400 {
+        for (label, a) in [("HTTP/1.1", one), ("HTTP/2", two)] {
+            if header(a, "alt-svc") != Some(&alt_svc) {
+                wrong.push(format!("{label} alt-svc {:?}", header(a, "alt-svc")));
+            }
+        }
+    }
+    if three.header("alt-svc").is_some() {
+        wrong.push("HTTP/3 carries alt-svc".into());
+    }
+    if let Some(e) = &three.error {
+        wrong.push(format!("HTTP/3: {e}"));
+    }
+    let statuses = [one.status, two.status, three.status];
+    if statuses.iter().any(|&s| s != one.status) {
+        wrong.push(format!("statuses (h1, h2, h3): {statuses:?}"));
+    }
+    let fields = [&one.headers, &two.headers, &three.headers].map(|h| comparable(h));
+    if fields.iter().any(|f| *f != fields[0]) {
+        wrong.push(format!(
+            "fields:\n      HTTP/1.1 {:?}\n      HTTP/2   {:?}\n      HTTP/3   {:?}",
+            fields[0], fields[1], fields[2]
+        ));
+    }
+    if one.body != two.body
+        || three.body_len != two.body.len() as u64
+        || three.sha256 != sha256(&two.body)
+    {
+        wrong.push(format!(
+            "body: HTTP/1.1 {} bytes, HTTP/2 {} bytes {:?}, HTTP/3 {} bytes",
+            one.body.len(),
+            two.body.len(),
+            String::from_utf8_lossy(&two.body[..two.body.len().min(80)]),
+            three.body_len,
+        ));
+    }
+    wrong
 }
 
 /// The cases of one of the corpus's servers.
