@@ -220,7 +220,7 @@ fn an_event_stream_reaches_an_h3_client_as_it_is_sent() {
     // The client stops at its deadline (the stream never ends) with what
     // it received.
     let client = std::thread::spawn(move || {
-        let flags = ["--bodies", "--timeout", "3"];
+        let flags = ["--bodies", "--timeout", "4"];
         h3_get(port, &ca, &flags, &[H3Request::get("/open")])
     });
     let events = feeds
