@@ -10,7 +10,8 @@ GET MODE (the default mode word is `get`)
 
     h3client.py [get] --connect 127.0.0.1:PORT --authority localhost \
         --cafile CERT.pem [--insecure] [--timeout 10] [--alpn h3] [--serial] \
-        [--bodies] [--body-chunks N [--chunk-pause 0.2]] [--early-data] \
+        [--bodies] [--body-chunks N [--chunk-pause 0.2]] \
+        [--early-data | --force-early-data] \
         [REQUEST_JSON ...]  < requests.jsonl
 
 Each request is one JSON object, given as an argument or (when none is) as
@@ -23,7 +24,8 @@ optional keys: "authority" and "scheme" (defaults: --authority, "https");
 "raw_headers": [[name, value], ...] replaces the whole field section
 (pseudo-headers included) with exactly that list, for malformed requests.
 Header names and values are sent exactly as given (no lowercasing, no
-content-length added).
+content-length added). The answer to a HEAD is not checked against its
+content-length (aioquic would close the connection: see BodilessStream).
 
 All requests go on ONE QUIC connection, opened all at once (aioquic waits
 for stream credit when the server grants fewer), or one after the other
@@ -42,8 +44,10 @@ whole run. Output: one JSON line per request on stdout, in input order:
               | "connection closed by server: application 0x105 ..."
               | "timeout" | "handshake failed: ...",
      "error_code": 268                  (with a reset or a close)
-     "early_data": {"ticket": true, "offered": true, "accepted": false}
-                                        (only with --early-data)}
+     "early_data": {"ticket": true, "ticket_allows": true,
+                    "offered": true, "zero_rtt_packets": 2,
+                    "request_bytes_0rtt": 40, "accepted": false}
+                         (only with --early-data or --force-early-data)}
 
 "headers" are the response's fields exactly as received and in order, less
 the ":status" pseudo-header; names and values are latin-1 decoded (one
@@ -52,9 +56,16 @@ connection ended. Exit status 0 if the connection handshook, 1 otherwise.
 
 --early-data: a first connection fetches a session ticket (and is closed),
 the second offers 0-RTT with it and sends the requests before its handshake
-completes; "early_data" says whether the ticket allowed early data
-("offered") and whether the server accepted it. Rejected early data is
-resent by aioquic in 1-RTT, so the requests are answered either way.
+completes; "early_data" says whether a ticket came, whether it allowed
+early data ("ticket_allows": it carried the early_data extension with
+max_early_data_size 0xffffffff, RFC 9001 §4.6.1), whether 0-RTT was offered
+(the early_data extension in the ClientHello), how many 0-RTT packets went
+out and how many bytes of the request streams they carried (sent before
+anything came back), and whether the server accepted them. --force-early-data offers 0-RTT
+even with a ticket that does not allow it (its max_early_data_size is set
+to 0xffffffff before use), as a client that ignores the ticket would.
+Rejected early data is resent by aioquic in 1-RTT, so the requests are
+answered either way.
 
 ATTACK MODE
 
@@ -87,7 +98,31 @@ import h3attacks
 import h3wire
 import quicattacks  # noqa: F401 (registers the QUIC-layer attacks)
 from aioquic.h3 import events as h3ev
+from aioquic.h3.connection import H3Stream
 from aioquic.quic import events as qev
+
+
+class BodilessStream(H3Stream):
+    """A request stream whose answer has no content whatever its
+    content-length says: the answer to a HEAD (RFC 9110 §9.3.2, §8.6).
+
+    aioquic 1.7 reads a response's content-length into its stream state
+    (`H3Stream.expected_content_length`, set in `validate_headers`) and, at
+    the stream's end, closes the connection with H3_MESSAGE_ERROR when the
+    DATA received disagrees (`H3Connection._check_content_length`), HEAD or
+    not: a HEAD answered `content-length: 10` with no DATA, as it must be,
+    would kill the connection. A HEAD's stream gets this class at run time
+    (after `send_headers` made its state), whose `expected_content_length`
+    always reads None, so aioquic's check never applies to it; every other
+    stream is still checked."""
+
+    @property
+    def expected_content_length(self):
+        return None
+
+    @expected_content_length.setter
+    def expected_content_length(self, value):
+        pass
 
 
 class Request:
@@ -118,6 +153,13 @@ class Request:
             self.spec.get("headers", []),
             self.spec.get("scheme", "https"),
         )
+
+    def method(self):
+        """The request's method as sent (from raw_headers when given)."""
+        if "raw_headers" in self.spec:
+            found = [v for n, v in self.spec["raw_headers"] if n == ":method"]
+            return h3wire.to_bytes(found[0]) if found else None
+        return h3wire.to_bytes(self.spec.get("method", "GET"))
 
     def fail(self, error, code=None):
         if not self.done:
@@ -173,11 +215,16 @@ def run_get(args, specs):
     requests = [Request(s) for s in specs]
     early = None
     cfg = h3wire.configuration(args)
-    if args.early_data:
+    if args.early_data or args.force_early_data:
         ticket = fetch_ticket(args, addr, deadline)
+        allows = ticket is not None and ticket.max_early_data_size is not None
+        if ticket is not None and args.force_early_data:
+            ticket.max_early_data_size = 0xFFFFFFFF
         early = {
             "ticket": ticket is not None,
+            "ticket_allows": allows,
             "offered": ticket is not None and ticket.max_early_data_size is not None,
+            "zero_rtt_packets": 0,
             "accepted": None,
         }
         cfg.session_ticket = ticket
@@ -221,6 +268,8 @@ def run_get(args, specs):
         by_stream[sid] = req
         body = req.body
         d.h3.send_headers(sid, req.fields(args), end_stream=not body)
+        if req.method() == b"HEAD":
+            d.h3._stream[sid].__class__ = BodilessStream
         if not body:
             return
         n = max(1, min(args.body_chunks, len(body)))
@@ -240,6 +289,12 @@ def run_get(args, specs):
     if queue:
         start(queue.pop(0))
     d.flush()
+    if early is not None:
+        # Nothing came back yet: the request bytes sent so far went out in
+        # 0-RTT packets, the only application keys there are.
+        early["request_bytes_0rtt"] = sum(
+            s.sender.highest_offset for sid, s in d.quic._streams.items() if sid in by_stream
+        )
 
     while True:
         if queue and all(r.done for r in requests if r.stream_id is not None):
@@ -283,6 +338,7 @@ def run_get(args, specs):
             r.fail("timeout")
     if early is not None:
         early["accepted"] = d.early_data_accepted
+        early["zero_rtt_packets"] = d.sent_zero_rtt
     print(f"alpn: {d.alpn}", file=sys.stderr)
     if close is not None:
         print(describe_close(close), file=sys.stderr)
@@ -312,6 +368,11 @@ def parser():
     g.add_argument("--body-chunks", type=int, default=1, help="DATA frames per request body")
     g.add_argument("--chunk-pause", type=float, default=0.2, help="seconds between them")
     g.add_argument("--early-data", action="store_true", help="offer 0-RTT (second connection)")
+    g.add_argument(
+        "--force-early-data",
+        action="store_true",
+        help="offer 0-RTT even when the ticket does not allow it",
+    )
     h3attacks.add_options(p.add_argument_group("attack mode"))
     return p
 

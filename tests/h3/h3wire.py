@@ -30,7 +30,8 @@ from aioquic.h3.connection import (
 from aioquic.quic import events as qev
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.connection import END_STATES, QuicConnection
-from aioquic.quic.packet import QuicFrameType, QuicPacketType
+from aioquic.buffer import Buffer
+from aioquic.quic.packet import QuicFrameType, QuicPacketType, pull_quic_header
 from aioquic.quic.packet_builder import QuicPacketBuilderStop
 
 # HTTP/3 frame and stream types (RFC 9114 §7.2, §6.2).
@@ -410,6 +411,23 @@ def configuration(args, alpn=None):
     return cfg
 
 
+def long_packet_types(datagram):
+    """The types of the long-header packets coalesced in one datagram we
+    send (their headers are readable: header protection hides only the low
+    bits of the first byte); a short-header (1-RTT) packet ends the list."""
+    types = []
+    buf = Buffer(data=datagram)
+    while not buf.eof() and datagram[buf.tell()] & 0x80:
+        start = buf.tell()
+        try:
+            header = pull_quic_header(buf)
+        except ValueError:
+            break
+        types.append(header.packet_type)
+        buf.seek(start + header.packet_length)
+    return types
+
+
 class Driver:
     """One QUIC connection (ClientQuic, plus an H3Client when `h3`) on its own
     connected UDP socket; `pump` moves it forward until a condition holds."""
@@ -433,6 +451,7 @@ class Driver:
         self.want_h3 = h3
         self.h3 = None
         self.sent_bytes = self.sent_datagrams = 0
+        self.sent_zero_rtt = 0  # 0-RTT packets among them
         self.recv_bytes = self.recv_datagrams = 0
         self.unreachable = 0  # ICMP port unreachable seen (nothing listens)
         self.alpn = None
@@ -463,6 +482,8 @@ class Driver:
                 continue
             self.sent_bytes += len(data)
             self.sent_datagrams += 1
+            if data[0] & 0x80:
+                self.sent_zero_rtt += long_packet_types(data).count(QuicPacketType.ZERO_RTT)
 
     def _dispatch(self):
         while True:
