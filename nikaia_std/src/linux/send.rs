@@ -90,7 +90,8 @@ pub(crate) fn guarded_copy(src: &[u8]) -> Result<Vec<u8>, Errno> {
     while done < src.len() {
         let left = src.len() - done;
         let local = libc::iovec {
-            iov_base: dst.spare_capacity_mut()[done..].as_mut_ptr().cast(),
+            // The spare capacity begins at `done` already.
+            iov_base: dst.spare_capacity_mut().as_mut_ptr().cast(),
             iov_len: left,
         };
         let remote = libc::iovec {
@@ -164,6 +165,21 @@ mod tests {
             &data[..10]
         );
         assert_eq!(guarded_copy_by_pipe(&map, Vec::new(), 0), Err(Errno::FAULT));
+    }
+
+    #[test]
+    fn a_copy_cut_short_after_a_first_part_is_efault_not_a_panic() {
+        // The first call copies what is left of the file; the second one
+        // starts where it stopped and faults. It once started twice as far
+        // (an offset counted twice) and panicked the worker.
+        let mut f = tempfile::tempfile().unwrap();
+        let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 253) as u8).collect();
+        f.write_all(&data).unwrap();
+        // SAFETY: a private temporary file only this test writes.
+        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        f.set_len(768 << 10).unwrap();
+        assert_eq!(guarded_copy(&map), Err(Errno::FAULT));
+        assert_eq!(guarded_copy(&map[..768 << 10]).unwrap(), &data[..768 << 10]);
     }
 }
 

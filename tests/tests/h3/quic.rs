@@ -60,7 +60,6 @@ fn zero_rtt_is_refused_and_the_request_answered_after_the_handshake() {
 /// the bytes as they were, whole, or no answer; the next request for the
 /// mapping is a logged 500, and the server goes on answering.
 #[test]
-#[ignore = "defect: fails when the truncation lands inside guarded_copy past half the mapping (linux/send.rs, see a_mapped_file_cut_past_half_its_length_is_a_logged_500): the worker panics"]
 fn a_mapped_file_truncated_under_an_h3_download_leaves_the_process_serving() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
@@ -131,7 +130,6 @@ fn a_mapped_file_truncated_under_an_h3_download_leaves_the_process_serving() {
 /// (`process_vm_readv` returns what it copied before the fault), and the
 /// answer is a logged 500, over h3 as over HTTP/1.1 with TLS.
 #[test]
-#[ignore = "defect: guarded_copy (linux/send.rs) indexes spare_capacity_mut()[done..] after a partial copy; past half the mapping the worker panics (range start out of range)"]
 fn a_mapped_file_cut_past_half_its_length_is_a_logged_500() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");

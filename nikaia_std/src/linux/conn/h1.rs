@@ -353,8 +353,9 @@ impl H1 {
         link: &mut Link,
         turn: &mut Turn<'_>,
         reject: Reject,
-        resp: Response,
+        mut resp: Response,
     ) {
+        link.advertise(&mut resp);
         let (length, body) = resp.memory_body();
         let head = self.heads.write(Inputs {
             resp: &resp,

@@ -499,10 +499,18 @@ impl Conn {
 /// served on its address, its body one it can send as it is (see
 /// [`user_mode`]).
 fn readable(link: &Link, turn: &Turn<'_>, req: &Request, mut decided: Answer) -> Answer {
-    if let Some(alt) = &link.alt_svc {
-        decided.resp.push_header("Alt-Svc", alt.clone());
-    }
+    link.advertise(&mut decided.resp);
     user_mode(turn, &link.peer, link.transport.encrypts(), req, decided)
+}
+
+impl Link {
+    /// `Alt-Svc` on an answer of this link, where HTTP/3 is served on the
+    /// address it came to: every answer says so, refusals too.
+    fn advertise(&self, resp: &mut Response) {
+        if let Some(alt) = &self.alt_svc {
+            resp.push_header("Alt-Svc", alt.clone());
+        }
+    }
 }
 
 /// An answer whose body can be read in user mode when `copied` (through

@@ -220,7 +220,8 @@ impl H2 {
         refused: Refused,
     ) {
         let Refused { reject, reset } = refused;
-        let resp = Response::status_page(reject.status);
+        let mut resp = Response::status_page(reject.status);
+        link.advertise(&mut resp);
         let (length, body) = resp.memory_body();
         let date = turn.date;
         let kept = &mut self.kept;
