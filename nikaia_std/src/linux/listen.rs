@@ -235,17 +235,19 @@ pub(crate) fn bind_tcp(addr: SocketAddr) -> io::Result<OwnedFd> {
     if addr.is_ipv6() {
         rustix::net::sockopt::set_ipv6_v6only(&fd, true)?;
     }
-    rustix::net::bind(&fd, &addr).map_err(|e| {
-        let why = match e {
-            Errno::ADDRINUSE => "address already in use".to_owned(),
-            e => io::Error::from(e).to_string(),
-        };
-        io::Error::new(
-            io::Error::from(e).kind(),
-            format!("cannot listen on {addr}: {why}"),
-        )
-    })?;
+    rustix::net::bind(&fd, &addr).map_err(|e| bind_error(e, format_args!("listen on {addr}")))?;
     Ok(fd)
+}
+
+/// A refused bind as the operator reads it: what could not be done
+/// (`cannot WHAT: why`), of the errno's kind (`AddrInUse` for an address
+/// someone holds).
+pub(crate) fn bind_error(e: Errno, what: std::fmt::Arguments<'_>) -> io::Error {
+    let why = match e {
+        Errno::ADDRINUSE => "address already in use".to_owned(),
+        e => io::Error::from(e).to_string(),
+    };
+    io::Error::new(io::Error::from(e).kind(), format!("cannot {what}: {why}"))
 }
 
 /// Where a listening socket listens: its IP address and port, or its path.

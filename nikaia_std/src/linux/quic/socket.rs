@@ -4,7 +4,6 @@
 //! address each datagram came to, through quinn-udp.
 
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
-use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::io::{self, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
@@ -79,14 +78,7 @@ impl Udp {
             rustix::net::sockopt::set_ipv6_v6only(&fd, true)?;
         }
         rustix::net::bind(&fd, &addr).map_err(|e| {
-            let why = match e {
-                Errno::ADDRINUSE => "address already in use".to_owned(),
-                e => io::Error::from(e).to_string(),
-            };
-            io::Error::new(
-                io::Error::from(e).kind(),
-                format!("cannot bind UDP {addr} for HTTP/3: {why}"),
-            )
+            crate::linux::listen::bind_error(e, format_args!("bind UDP {addr} for HTTP/3"))
         })?;
         Udp::adopt(fd)
     }
