@@ -1,5 +1,6 @@
 //! curl as the tests' client: what it saw of an answer.
 
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 /// What curl saw: status, headers (lowercase names), body.
@@ -73,5 +74,55 @@ pub fn parse_seen(raw: &[u8]) -> Seen {
         status,
         headers,
         body: raw[split + 4..].to_vec(),
+    }
+}
+
+/// What curl saw of an answer, with the HTTP version it spoke: the
+/// version (`%{http_version}`: `1.1`, `2`), the final answer's status,
+/// its fields in order (names lowercased), the body.
+#[derive(Debug)]
+pub struct CurlAnswer {
+    pub version: String,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl CurlAnswer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// curl with `args` on `url`, its head and body to files in `dir`.
+pub fn curl_answer(dir: &Path, args: &[&str], url: &str) -> CurlAnswer {
+    let head = dir.join("head");
+    let body = dir.join("body");
+    let _ = std::fs::remove_file(&head);
+    let _ = std::fs::remove_file(&body);
+    let mut all = vec!["-s", "--max-time", "20", "-w", "%{http_version}"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-D", head.to_str().unwrap()]);
+    all.extend_from_slice(&["-o", body.to_str().unwrap(), url]);
+    let out = curl_output(&all);
+    assert!(
+        out.status.success(),
+        "curl {all:?}: {out:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The final answer's head: an interim one (100 Continue) comes first.
+    let seen = parse_seen(&std::fs::read(&head).unwrap());
+    CurlAnswer {
+        version: String::from_utf8_lossy(&out.stdout).into_owned(),
+        status: seen.status,
+        headers: seen.headers,
+        // With -I, curl writes the head where the body would go.
+        body: match args.contains(&"-I") {
+            true => Vec::new(),
+            false => std::fs::read(&body).unwrap_or_default(),
+        },
     }
 }

@@ -3,6 +3,7 @@
 //! the server sent.
 
 pub mod bodies;
+pub mod corpus;
 pub mod curl;
 pub mod https;
 pub mod load;

@@ -1,20 +1,17 @@
 //! HTTP/3 over QUIC with real clients (`spec/http3.md`): the equality
-//! corpora of `tests/tests/h2.rs` and `tests/tests/tls.rs` answered over h3
-//! as over HTTP/1.1 and HTTP/2 (status, headers but `date` and `alt-svc`,
-//! bytes), with PyPI aioquic's scripted client (`tests/h3/h3client.py`);
-//! uploads, request bodies and an event stream over h3; 0-RTT offered and
-//! refused; a program's mapping truncated under an h3 download; the access
-//! log's `HTTP/3.0`; Debian's `gtlsclient`; and headless Chromium forced
-//! onto QUIC for a page of 100 images. The attacks are elsewhere.
+//! corpora (`nikaia_tests::corpus`, which `tests/tests/h2.rs` asks over
+//! HTTP/2, and `tests/tests/tls.rs`'s) answered over h3 as over HTTP/1.1
+//! and HTTP/2 (status, headers but `date` and `alt-svc`, bytes), with PyPI
+//! aioquic's scripted client (`tests/h3/h3client.py`); uploads, request
+//! bodies and an event stream over h3; 0-RTT offered and refused; a
+//! program's mapping truncated under an h3 download; the access log's
+//! `HTTP/3.0`; Debian's `gtlsclient`; and headless Chromium forced onto
+//! QUIC for a page of 100 images. The attacks are elsewhere.
 
 #[path = "h3/bodies.rs"]
 mod bodies;
 #[path = "h3/browser.rs"]
 mod browser;
-#[path = "h3/cases.rs"]
-mod cases;
-#[path = "h3/corpus.rs"]
-mod corpus;
 #[path = "h3/equality.rs"]
 mod equality;
 #[path = "h3/quic.rs"]
@@ -209,59 +206,6 @@ pub fn base64_decode(text: &str) -> Vec<u8> {
         out.extend_from_slice(&n.to_be_bytes()[1..digits.len()]);
     }
     out
-}
-
-/// What curl saw over HTTP/1.1 or HTTP/2: the version it spoke, the status,
-/// the fields in order (names lowercased), the body.
-#[derive(Debug)]
-pub struct CurlAnswer {
-    pub version: String,
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-/// curl with `args` on `url`, its head and body to files in `dir`.
-pub fn curl_answer(dir: &Path, args: &[&str], url: &str) -> CurlAnswer {
-    let head = dir.join("head");
-    let body = dir.join("body");
-    let _ = std::fs::remove_file(&head);
-    let _ = std::fs::remove_file(&body);
-    let mut all = vec!["-s", "--max-time", "20", "-w", "%{http_version}"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["-D", head.to_str().unwrap()]);
-    all.extend_from_slice(&["-o", body.to_str().unwrap(), url]);
-    let out = Command::new("curl")
-        .args(&all)
-        .stdin(Stdio::null())
-        .output()
-        .expect("curl runs (test.sh installs it)");
-    assert!(out.status.success(), "curl {all:?}: {out:?}");
-    let heads = std::fs::read_to_string(&head).unwrap();
-    // The final answer's head: an interim one (100 Continue) comes first.
-    let head = (heads.split("\r\n\r\n"))
-        .filter(|h| !h.trim().is_empty())
-        .last()
-        .unwrap_or_default();
-    let mut lines = head.lines();
-    let status = (lines.next().unwrap_or_default().split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("a status line: {head:?}"));
-    let headers = lines
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    CurlAnswer {
-        version: String::from_utf8_lossy(&out.stdout).into_owned(),
-        status,
-        headers,
-        // With -I, curl writes the head where the body would go.
-        body: match args.contains(&"-I") {
-            true => Vec::new(),
-            false => std::fs::read(&body).unwrap_or_default(),
-        },
-    }
 }
 
 /// `headers` less the fields that differ between protocols by design:

@@ -2,11 +2,12 @@
 //! HTTP/1.1 and HTTP/2: bodies taken whole and streamed to a sink, uploads
 //! to `nikaia serve`'s writer read back, an event stream.
 
-use super::cases::{case, Case};
 use super::equality::{compare, curl_over, h3_request, run};
-use super::{h3_get, h3_runtime, sha256, CurlAnswer, H3Answer, H3Request};
+use super::{h3_get, h3_runtime, sha256, H3Answer, H3Request};
 use nikaia_std::http::{event_stream, Event, EventError, Events, Server};
 use nikaia_tests::bodies::{body_server, hash_answer};
+use nikaia_tests::corpus::{case, random, Case};
+use nikaia_tests::curl::CurlAnswer;
 use nikaia_tests::serve::serve_dir;
 use nikaia_tests::uploads::{Site, ALICE, RULES};
 use nikaia_tests::{start, TestPki};
@@ -31,8 +32,8 @@ fn request_bodies_whole_and_streamed_are_taken_the_same_over_h3() {
     let (server, probe) = body_server(h3_runtime(&pki));
     let server = start(server);
     let tmp = tempfile::tempdir().unwrap();
-    let small = super::corpus::random(10_000, 21);
-    let big = super::corpus::random((1 << 20) + 3, 22);
+    let small = random(10_000, 21);
+    let big = random((1 << 20) + 3, 22);
     let (s, b) = (
         file(tmp.path(), "small", &small),
         file(tmp.path(), "big", &big),
@@ -120,9 +121,9 @@ fn uploads_to_nikaia_serve_are_written_and_read_back_over_h3() {
     rt.http3 = true;
     let server = serve_dir(&site.root, rt, false, true);
     let port = server.local_addr().port();
-    let first = super::corpus::random(300_000, 31);
-    let second = super::corpus::random(200_000, 32);
-    let over = super::corpus::random((1 << 20) + 1, 33);
+    let first = random(300_000, 31);
+    let second = random(200_000, 32);
+    let over = random((1 << 20) + 1, 33);
     let dir = site.tmp.path();
     let (f, s, o) = (
         file(dir, "first", &first),

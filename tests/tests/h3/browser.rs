@@ -61,7 +61,7 @@ fn headless_chromium_loads_a_page_of_100_images_over_h3() {
     let tmp = tempfile::tempdir().unwrap();
     let png = super::base64_decode(PNG);
     for i in 0..100 {
-        super::corpus::write(&tmp.path().join(format!("img/{i}.png")), &png);
+        nikaia_tests::corpus::write(&tmp.path().join(format!("img/{i}.png")), &png);
     }
     let pki = TestPki::new();
     let (report_tx, reports) = mpsc::channel::<String>();

@@ -1,15 +1,23 @@
 //! The same answer over HTTP/1.1, HTTP/2 and HTTP/3 for every case of the
-//! corpus (`cases.rs`), on servers with `http3 = true`: curl speaks h1 and
-//! h2 (both carrying `Alt-Svc`), h3client.py h3 on one connection.
+//! corpus (`nikaia_tests::corpus`), on servers with `http3 = true`: curl
+//! speaks h1 and h2 (both carrying `Alt-Svc`), h3client.py h3 on one
+//! connection.
 
-use super::cases::{case, cases, Case, Validators};
-use super::corpus::{dir_server, rows_app, runtime_from, site, site_server, Site};
-use super::corpus::{FALLBACK_RUNTIME, ROWS_RUNTIME, SITE_RUNTIME, USERS};
-use super::{comparable, curl_answer, h3_get, sha256, CurlAnswer, H3Answer, H3Request};
+use super::{comparable, h3_get, sha256, H3Answer, H3Request};
 use nikaia_std::http::Running;
+use nikaia_std::rt::Runtime;
+use nikaia_tests::corpus::{case, cases, servers, site, Case, Site, Validators};
+use nikaia_tests::curl::{curl_answer, CurlAnswer};
 use nikaia_tests::TestPki;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+
+/// A runtime from runtime-file text over TLS with `pki`'s pair and HTTP/3
+/// on (loopback, port 0, two workers, no access log).
+fn runtime_from(toml: &str, pki: &TestPki) -> Runtime {
+    let mut rt = nikaia_tests::corpus::runtime_from(toml, Some(pki));
+    rt.http3 = true;
+    rt
+}
 
 /// The corpus's site and its three servers, over TLS with HTTP/3.
 struct Corpus {
@@ -24,14 +32,7 @@ impl Corpus {
     fn new() -> Corpus {
         let s = site();
         let pki = TestPki::new();
-        let htpasswd = s.tmp.path().join("users.htpasswd");
-        std::fs::write(&htpasswd, USERS).unwrap();
-        let site_rules = SITE_RUNTIME.replace("HTPASSWD", htpasswd.to_str().unwrap());
-        let servers = [
-            rows_app(runtime_from(ROWS_RUNTIME, &pki), &s.root),
-            dir_server(runtime_from(FALLBACK_RUNTIME, &pki), &s.root, false),
-            site_server(runtime_from(&site_rules, &pki), &s.root),
-        ];
+        let servers = servers(&s, |toml| runtime_from(toml, &pki));
         let work = s.tmp.path().join("curl");
         std::fs::create_dir(&work).unwrap();
         Corpus {
@@ -50,52 +51,10 @@ impl Corpus {
         curl_answer(&self.work, &all, &format!("https://localhost:{port}{path}"))
     }
 
-    /// The validators of the conditional cases, read over HTTP/1.1; the
-    /// kept variants of `app.js` made first (the first answers are the
-    /// identity).
+    /// The validators of the conditional cases, read over HTTP/1.1.
     fn validators(&self) -> Validators {
-        let etag = |a: &CurlAnswer| header(a, "etag").expect("an ETag").to_owned();
-        let big = self.curl(0, "/big.bin", &[]);
-        let mut variant_etag = String::new();
-        for coding in ["gzip", "br"] {
-            let started = Instant::now();
-            let ae = format!("Accept-Encoding: {coding}");
-            loop {
-                let seen = self.curl(0, "/app.js", &["-H", &ae]);
-                if header(&seen, "content-encoding") == Some(coding) {
-                    if coding == "gzip" {
-                        variant_etag = etag(&seen);
-                    }
-                    break;
-                }
-                assert!(
-                    started.elapsed() < Duration::from_secs(20),
-                    "app.js never kept as {coding}"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        Validators {
-            inm: format!("If-None-Match: {}", etag(&big)),
-            ims: format!(
-                "If-Modified-Since: {}",
-                header(&big, "last-modified").unwrap()
-            ),
-            variant_inm: format!("If-None-Match: {variant_etag}"),
-            list_inm: format!(
-                "If-None-Match: {}",
-                etag(&self.curl(0, "/sub/?format=json", &[]))
-            ),
-            small_inm: format!("If-None-Match: {}", etag(&self.curl(2, "/small.txt", &[]))),
-        }
+        Validators::read(|server, path, args| self.curl(server, path, args))
     }
-}
-
-pub fn header<'a>(a: &'a CurlAnswer, name: &str) -> Option<&'a str> {
-    a.headers
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
 }
 
 /// The request curl sends for a case's `args`, for h3client.py: the same
@@ -173,13 +132,7 @@ pub fn run(server: &Running, pki: &TestPki, work: &Path, cases: &[&Case]) -> Vec
     for ((c, (one, two)), three) in cases.iter().zip(&seen).zip(&three) {
         let wrong = compare(port, c.status, one, two, three);
         if !wrong.is_empty() {
-            failures.push(format!(
-                "{} ({} {:?}):\n    {}",
-                c.name,
-                c.path,
-                c.args,
-                wrong.join("\n    ")
-            ));
+            failures.push(c.failure(&wrong));
         }
     }
     assert!(
@@ -238,8 +191,8 @@ pub fn compare(
     // Refusals (a request that never reaches the pipeline) too:
     // alt_svc_is_on_refusals_too below.
     for (label, a) in [("HTTP/1.1", one), ("HTTP/2", two)] {
-        if header(a, "alt-svc") != Some(&alt_svc) {
-            wrong.push(format!("{label} alt-svc {:?}", header(a, "alt-svc")));
+        if a.header("alt-svc") != Some(&alt_svc) {
+            wrong.push(format!("{label} alt-svc {:?}", a.header("alt-svc")));
         }
     }
     if three.header("alt-svc").is_some() {
@@ -277,7 +230,7 @@ pub fn compare(
 /// The cases of one of the corpus's servers.
 fn run_corpus(server: usize) -> Vec<u16> {
     let corpus = Corpus::new();
-    let all = cases(&corpus.validators());
+    let all = cases(&corpus.validators(), true);
     let mine: Vec<&Case> = all.iter().filter(|c| c.server == server).collect();
     run(&corpus.servers[server], &corpus.pki, &corpus.work, &mine)
 }
@@ -326,7 +279,7 @@ fn the_tls_corpus_answers_the_same_over_h1_h2_and_h3() {
     let args = ["--http1.1", "--cacert", pki.ca_pem.to_str().unwrap()];
     let url = format!("https://localhost:{port}/f/file.bin");
     let first = curl_answer(&work, &args, &url);
-    let inm = format!("If-None-Match: {}", header(&first, "etag").unwrap());
+    let inm = format!("If-None-Match: {}", first.header("etag").unwrap());
     let cases = [
         case("html::Raw", 0, "/html", &[], 200),
         case("&'static str", 0, "/text", &[], 200),
@@ -406,7 +359,7 @@ fn alt_svc_is_on_refusals_too() {
                 &format!("https://localhost:{port}{path}"),
             );
             assert_eq!(a.status, 400, "{version} {path}");
-            if header(&a, "alt-svc") != Some(&want[..]) {
+            if a.header("alt-svc") != Some(&want[..]) {
                 missing.push(format!("{version} {path}: {:?}", a.headers));
             }
         }

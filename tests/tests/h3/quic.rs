@@ -2,11 +2,11 @@
 //! truncated under an h3 download, the access log's `HTTP/3.0`, and a
 //! client that is not aioquic (Debian's `gtlsclient`, ngtcp2).
 
-use super::corpus::random;
 use super::{h3_get, h3_runtime, sha256, H3Request};
 use nikaia_std::fs::{self, Root};
 use nikaia_std::http::Server;
 use nikaia_std::rt::{AccessLogFormat, LogTarget};
+use nikaia_tests::corpus::random;
 use nikaia_tests::{start, TestPki, TlsClient};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -236,7 +236,7 @@ fn gtlsclient_downloads_byte_exact_files() {
     let root = tmp.path().join("root");
     let sizes = [0usize, 1, 1200, 65_536, (5 << 20) + 3];
     for (i, &len) in sizes.iter().enumerate() {
-        super::corpus::write(&root.join(format!("s{i}.bin")), &random(len, 50 + i as u64));
+        nikaia_tests::corpus::write(&root.join(format!("s{i}.bin")), &random(len, 50 + i as u64));
     }
     std::thread::sleep(Duration::from_millis(30));
     let pki = TestPki::new();

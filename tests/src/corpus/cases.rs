@@ -1,5 +1,8 @@
-//! The cases of the equality corpus (`corpus.rs` serves them): h2.rs's,
-//! in curl's words, and the empty and large files.
+//! The cases of the equality corpus, in curl's words, and the validators
+//! the conditional ones send.
+
+use crate::curl::CurlAnswer;
+use std::time::{Duration, Instant};
 
 /// One request of the corpus, in curl's words (`-I`, `-X`, `-H`, `-d`,
 /// `-u`, `--path-as-is`), and the status HTTP/1.1 answers it with.
@@ -13,6 +16,7 @@ pub struct Case {
     pub status: u16,
 }
 
+/// A [`Case`].
 pub fn case(
     name: &'static str,
     server: usize,
@@ -26,6 +30,20 @@ pub fn case(
         path,
         args: args.iter().map(|s| s.to_string()).collect(),
         status,
+    }
+}
+
+impl Case {
+    /// The case and what went `wrong` with its answers, for a test's
+    /// failure message.
+    pub fn failure(&self, wrong: &[String]) -> String {
+        format!(
+            "{} ({} {:?}):\n    {}",
+            self.name,
+            self.path,
+            self.args,
+            wrong.join("\n    ")
+        )
     }
 }
 
@@ -43,14 +61,66 @@ pub struct Validators {
     pub small_inm: String,
 }
 
-/// Every case of h2.rs's corpus, and the empty and large files.
-pub fn cases(v: &Validators) -> Vec<Case> {
+impl Validators {
+    /// The validators, read from the corpus's servers with `curl(server,
+    /// path, args)` (over HTTP/1.1); the kept variants of the rows app's
+    /// `app.js` made first ([`keep_variants`]).
+    pub fn read(curl: impl Fn(usize, &str, &[&str]) -> CurlAnswer) -> Validators {
+        let etag = |a: &CurlAnswer| a.header("etag").expect("an ETag").to_owned();
+        let big = curl(0, "/big.bin", &[]);
+        let variant_etag = keep_variants(|args| curl(0, "/app.js", args));
+        Validators {
+            inm: format!("If-None-Match: {}", etag(&big)),
+            ims: format!(
+                "If-Modified-Since: {}",
+                big.header("last-modified").unwrap()
+            ),
+            variant_inm: format!("If-None-Match: {variant_etag}"),
+            list_inm: format!(
+                "If-None-Match: {}",
+                etag(&curl(0, "/sub/?format=json", &[]))
+            ),
+            small_inm: format!("If-None-Match: {}", etag(&curl(2, "/small.txt", &[]))),
+        }
+    }
+}
+
+/// Asks for `app.js` with `curl(args)` as gzip, then as br, until each
+/// is answered from a kept variant (the first answers are the identity,
+/// the server compresses and keeps the file meanwhile; each server keeps
+/// its own); the gzip variant's ETag.
+pub fn keep_variants(curl: impl Fn(&[&str]) -> CurlAnswer) -> String {
+    let mut variant_etag = String::new();
+    for coding in ["gzip", "br"] {
+        let started = Instant::now();
+        let ae = format!("Accept-Encoding: {coding}");
+        loop {
+            let seen = curl(&["-H", &ae]);
+            if seen.header("content-encoding") == Some(coding) {
+                if coding == "gzip" {
+                    variant_etag = seen.header("etag").expect("an ETag").to_owned();
+                }
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "app.js never kept as {coding}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    variant_etag
+}
+
+/// Every case of the corpus; with `empty_and_large`, the cases of the
+/// site's empty and large files too (HTTP/3's), after `dir: a file`.
+pub fn cases(v: &Validators, empty_and_large: bool) -> Vec<Case> {
     let (inm, ims) = (v.inm.clone(), v.ims.clone());
     let (variant_inm, list_inm) = (v.variant_inm.clone(), v.list_inm.clone());
     let small_inm = v.small_inm.clone();
     let origin = "Origin: https://app.example";
     let acrm = "Access-Control-Request-Method: GET";
-    vec![
+    let mut all = vec![
         case("String", 0, "/row/string?q=1", &[], 200),
         case("&'static str", 0, "/row/static", &[], 200),
         case("html::Raw", 0, "/row/html", &[], 200),
@@ -79,17 +149,23 @@ pub fn cases(v: &Validators) -> Vec<Case> {
         case("http::File", 0, "/file/big.bin", &[], 200),
         case("http::File, missing", 0, "/file/nope.bin", &[], 404),
         case("dir: a file", 0, "/big.bin", &[], 200),
-        case("an empty file", 0, "/empty.bin", &[], 200),
-        case("HEAD of an empty file", 0, "/empty.bin", &["-I"], 200),
-        case("a large file", 0, "/large.bin", &[], 200),
-        case(
-            "a large file, ranged",
-            0,
-            "/large.bin",
-            &["-H", "Range: bytes=1000000-2999999"],
-            206,
-        ),
-        case("HEAD of a large file", 0, "/large.bin", &["-I"], 200),
+    ];
+    if empty_and_large {
+        all.extend([
+            case("an empty file", 0, "/empty.bin", &[], 200),
+            case("HEAD of an empty file", 0, "/empty.bin", &["-I"], 200),
+            case("a large file", 0, "/large.bin", &[], 200),
+            case(
+                "a large file, ranged",
+                0,
+                "/large.bin",
+                &["-H", "Range: bytes=1000000-2999999"],
+                206,
+            ),
+            case("HEAD of a large file", 0, "/large.bin", &["-I"], 200),
+        ]);
+    }
+    all.extend([
         case("dir: a file again (kept)", 0, "/small.txt", &[], 200),
         case("dir: a file once more", 0, "/small.txt", &[], 200),
         case("dir: percent-encoded name", 0, "/sp%20ace.txt", &[], 200),
@@ -418,5 +494,6 @@ pub fn cases(v: &Validators) -> Vec<Case> {
             &["--path-as-is"],
             404,
         ),
-    ]
+    ]);
+    all
 }

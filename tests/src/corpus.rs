@@ -1,14 +1,19 @@
-//! The equality corpus of `tests/tests/h2.rs` ("The same answer over
-//! HTTP/1.1 and HTTP/2"), its site, servers and cases, for HTTP/3: the
-//! same three servers (every row of the body table, the fallback site,
-//! the site's rules) and every case, plus an empty and a large file. Kept
-//! in step with h2.rs's copy by hand.
+//! The equality corpus: a site of files for every case, the three
+//! servers that serve it (every row of the body table, a fallback site,
+//! a site's rules) and the cases in curl's words (`cases.rs`), each to be
+//! answered the same over every protocol. `tests/tests/h2.rs` asks them
+//! over HTTP/1.1 and HTTP/2, plain and over TLS; `tests/tests/h3.rs` over
+//! HTTP/1.1, HTTP/2 and HTTP/3, with its empty and large files too.
 
+mod cases;
+
+pub use cases::{case, cases, keep_variants, Case, Validators};
+
+use crate::{start, test_runtime, TestPki};
 use nikaia_std::fs::{self, Root};
 use nikaia_std::http::{dir_handler, File, Response, Running, Server};
 use nikaia_std::rt::Runtime;
 use nikaia_std::{html, Bytes};
-use nikaia_tests::{start, TestPki};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +33,7 @@ pub fn random(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
+/// Writes `bytes` to `path`, its directories made first.
 pub fn write(path: &Path, bytes: &[u8]) {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).unwrap();
@@ -35,17 +41,20 @@ pub fn write(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// A runtime from runtime-file text over TLS with `pki`'s pair and HTTP/3
-/// on (loopback, port 0, two workers, no access log).
-pub fn runtime_from(toml: &str, pki: &TestPki) -> Runtime {
-    let mut rt = Runtime::parse(toml, Path::new("test.toml")).expect("the runtime text parses");
-    let base = pki.runtime();
+/// A runtime for tests from runtime-file text (loopback, port 0, two
+/// workers, no access log), over TLS with `pki`'s pair when given.
+pub fn runtime_from(toml: &str, pki: Option<&TestPki>) -> Runtime {
+    let parsed = Runtime::parse(toml, Path::new("test.toml")).expect("the runtime text parses");
+    let base = match pki {
+        Some(pki) => pki.runtime(),
+        None => test_runtime(),
+    };
+    let mut rt = parsed;
     rt.listen = base.listen;
     rt.workers = base.workers;
     rt.access_log = base.access_log;
     rt.tls_cert = base.tls_cert;
     rt.tls_key = base.tls_key;
-    rt.http3 = true;
     rt
 }
 
@@ -55,15 +64,20 @@ pub fn dir_server(rt: Runtime, root: &Path, list: bool) -> Running {
     start(Server::with_runtime(rt).route("/*path", dir_handler(root, false, list)))
 }
 
-/// The size of `large.bin`: many QUIC packets, past the first flow
-/// control windows.
+/// The size of `large.bin` (HTTP/3's cases ask for it): many QUIC
+/// packets, past the first flow control windows.
 pub const LARGE: usize = (4 << 20) + 5;
 
+/// The corpus's files (`root`) in a scratch directory; `empty.bin` and
+/// `large.bin` are for HTTP/3's cases only.
 pub struct Site {
     pub tmp: tempfile::TempDir,
     pub root: PathBuf,
 }
 
+/// Writes the corpus's files: the rows' and sidecars' files, names that
+/// are not UTF-8, a hidden one, a symlink out of the root, the pages the
+/// runtimes name.
 pub fn site() -> Site {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
@@ -214,3 +228,19 @@ fallback = "app.html"
 index = ["index.html", "home.html"]
 cache-control = "public, max-age=60"
 "#;
+
+/// The corpus's three servers over `s`, each on the runtime `runtime`
+/// makes of its runtime-file text: the rows app ([`ROWS_RUNTIME`]), the
+/// fallback site ([`FALLBACK_RUNTIME`]) and the site's rules
+/// ([`SITE_RUNTIME`], its users file written beside the root), in the
+/// order [`Case::server`] names them.
+pub fn servers(s: &Site, runtime: impl Fn(&str) -> Runtime) -> [Running; 3] {
+    let htpasswd = s.tmp.path().join("users.htpasswd");
+    std::fs::write(&htpasswd, USERS).unwrap();
+    let site_rules = SITE_RUNTIME.replace("HTPASSWD", htpasswd.to_str().unwrap());
+    [
+        rows_app(runtime(ROWS_RUNTIME), &s.root),
+        dir_server(runtime(FALLBACK_RUNTIME), &s.root, false),
+        site_server(runtime(&site_rules), &s.root),
+    ]
+}
