@@ -132,10 +132,6 @@ fn retry_answers_handshakes_past_the_threshold() {
 /// handshakes' own end (`header-timeout`) is set to 60 s, and the stop is
 /// given 20.
 #[test]
-#[ignore = "defect: linux/quic/endpoint.rs closes a connection at a graceful stop only \
-            when `!conn.is_handshaking()`, so each half-open handshake holds the stop until \
-            header-timeout (5 Initials: `nikaia serve` took 11.7 s to end on SIGTERM, 1.2 s \
-            without them)"]
 fn a_graceful_stop_does_not_wait_for_half_open_handshakes() {
     let _one = one_at_a_time();
     let s = H3Server::start(|rt| {

@@ -147,9 +147,17 @@ fn a_reset_flood_is_h3_excessive_load() {
         let flood = s.spawn_attack("reset-flood", &["--count", "500", "--path", SMALL]);
         s.assert_served(SMALL, "during a reset flood");
         let r = flood.report();
+        assert!(s.h3().floods > floods, "counted as a flood: {r}");
+        // The server closes it (H3_EXCESSIVE_LOAD, counted above). While
+        // its congestion window is full of answers, quinn-proto 0.11.19
+        // does not send the close (quinn#2785, see the ignored test
+        // below): the flooder then only stalls, never served again.
+        if r["outcome"] == "stalled" {
+            assert!(r["close"].is_null(), "{r}");
+            continue;
+        }
         assert_eq!(r["outcome"], "closed", "{r}");
         assert_closed(&r, "application", 0x107);
-        assert!(s.h3().floods > floods, "counted as a flood");
     }
 
     s.assert_bystander_served(&mut bystander);
@@ -159,10 +167,11 @@ fn a_reset_flood_is_h3_excessive_load() {
 /// The same flood on requests of a large file: the close reaches the
 /// client too.
 #[test]
-#[ignore = "defect: quinn-proto 0.11.19 never sends CONNECTION_CLOSE while congestion-blocked \
-            with stream data pending (quinn#2785, fixed by quinn#2787, not released): the \
-            server closes (H3_EXCESSIVE_LOAD, logged and counted) but in most runs the client \
-            hears nothing, its streams stall until its idle timeout"]
+#[ignore = "quinn-proto 0.11.19 never sends CONNECTION_CLOSE while congestion-blocked \
+            with stream data pending (quinn#2785, fixed by quinn#2787, not yet released): the \
+            server closes (H3_EXCESSIVE_LOAD, logged and counted) and frees the connection, \
+            but the flooding client hears it only at its idle timeout; run it again once a \
+            quinn-proto with the fix is out (spec/http3.md, \"Known limits\")"]
 fn a_reset_flood_on_large_answers_is_h3_excessive_load_too() {
     let _one = one_at_a_time();
     let s = H3Server::start(|_| {});
@@ -177,9 +186,6 @@ fn a_reset_flood_on_large_answers_is_h3_excessive_load_too() {
 /// A connection closed for a reset flood counts once in `floods`
 /// (`nikaia explain`: "connections closed for a flood").
 #[test]
-#[ignore = "defect: once the reset budget is spent, http/h3 `spend` fails every later \
-            reset or STOP_SENDING of the connection, and linux/conn/h3 `fail` counts each \
-            (and closes again): one reset-flooded connection adds 8 to 30 to `floods`"]
 fn a_reset_flooded_connection_counts_one_flood() {
     let _one = one_at_a_time();
     let s = H3Server::start(|_| {});
@@ -197,11 +203,6 @@ fn a_reset_flooded_connection_counts_one_flood() {
 /// sends nothing more on it and its stream is freed: the client may again
 /// open 128 request streams at once.
 #[test]
-#[ignore = "defect: linux/conn/h3 drops a stopped answer (Event::Cancel) but never resets \
-            its send stream: no RESET_STREAM goes out, quinn still sends what the answer had \
-            handed it (9.5 MB after 20 stops of a 4 MiB file, 100 KB received before them), \
-            and never frees the stream, so each stop takes one of the 128 concurrent request \
-            streams for the connection's life (128 stops: it can open none, with no close)"]
 fn a_stopped_answer_is_reset_and_its_stream_comes_back() {
     let _one = one_at_a_time();
     let s = H3Server::start(|_| {});
@@ -209,7 +210,11 @@ fn a_stopped_answer_is_reset_and_its_stream_comes_back() {
     assert!(r["close"].is_null(), "{r}");
     assert_eq!(r["stopped"], 20, "{r}");
     assert_eq!(r["server_resets_on_stopped"], 20, "{r}");
-    assert_eq!(r["available"], 128, "{r}");
+    // Freed streams come back as credit in MAX_STREAMS, which quinn
+    // announces once more than 1/8 of the 128 are free (16): after 20
+    // stops at least 17 came back. Unfreed, it would be 128 - 20.
+    let available = r["available"].as_u64().unwrap();
+    assert!(available >= 128 - 128 / 8, "{r}");
     s.assert_served(SMALL, "after the stops");
 }
 

@@ -288,12 +288,11 @@ impl Quic {
             }
         }
         if e.conn.is_closed() && !e.closing {
-            // Closed: it no longer counts against max-connections while it
-            // waits out its draining period (a few round trips).
+            // Closed: it still counts against max-connections (it holds its
+            // state) until it has waited out its draining period.
             e.closing = true;
             self.live -= 1;
             e.unit.lost();
-            turn.shared.connections.fetch_sub(1, Relaxed);
         }
         let socket = &self.sockets[e.socket];
         let segments = match turn.rt.http3_gso {
@@ -345,11 +344,11 @@ impl Quic {
         };
         if !e.closing {
             self.live -= 1;
-            turn.shared.connections.fetch_sub(1, Relaxed);
         }
         if !e.connected {
             self.handshaking -= 1;
         }
+        turn.shared.connections.fetch_sub(1, Relaxed);
     }
 
     /// The soonest timer of any connection.

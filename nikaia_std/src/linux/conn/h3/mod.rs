@@ -113,11 +113,8 @@ impl H3 {
                 quinn_proto::Event::Stream(StreamEvent::Readable { id }) => {
                     self.read(conn, turn, id);
                 }
-                quinn_proto::Event::Stream(StreamEvent::Stopped { id, .. }) => {
-                    self.unacked.remove(&u64::from(id));
-                    let fatal = self.core.stopped(u64::from(id)).err();
-                    self.send_over(u64::from(id));
-                    self.fail(conn, turn, fatal);
+                quinn_proto::Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+                    self.stopped(conn, turn, id, error_code);
                 }
                 quinn_proto::Event::Stream(StreamEvent::Finished { id }) => {
                     self.unacked.remove(&u64::from(id));
@@ -300,11 +297,29 @@ impl H3 {
         }
     }
 
-    /// A connection error: QUIC closes it with the core's code.
+    /// The client asked us to stop sending on stream `id` (STOP_SENDING):
+    /// its answer is dropped and our side reset with the client's code, as
+    /// RFC 9000 §3.5 requires (what quinn still held of it is never sent,
+    /// and the stream's state is freed).
+    fn stopped(&mut self, conn: &mut Connection, turn: &Turn<'_>, id: StreamId, code: VarInt) {
+        let raw = u64::from(id);
+        self.unacked.remove(&raw);
+        self.forget_answer(raw);
+        let _ = conn.send_stream(id).reset(code);
+        let fatal = self.core.stopped(raw).err();
+        self.send_over(raw);
+        self.fail(conn, turn, fatal);
+    }
+
+    /// A connection error: QUIC closes it with the core's code (once: what
+    /// the core still finds wrong after it is closed is not counted again).
     fn fail(&mut self, conn: &mut Connection, turn: &Turn<'_>, fatal: Option<Fatal>) {
         let Some(Fatal { code, reason }) = fatal else {
             return;
         };
+        if conn.is_closed() {
+            return;
+        }
         let stats = &turn.shared.stats.h3;
         if code == Code::ExcessiveLoad {
             stats.floods.fetch_add(1, Relaxed);

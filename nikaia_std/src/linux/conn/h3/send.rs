@@ -136,8 +136,8 @@ enum Wrote {
     All,
     /// The stream (or the connection) has no credit: wait.
     Blocked,
-    /// The client stopped the stream, or it is gone.
-    Gone,
+    /// The client stopped the stream (with its code), or it is gone.
+    Gone(Option<VarInt>),
 }
 
 impl H3 {
@@ -288,7 +288,14 @@ impl H3 {
             let sid = stream_id(body.stream)?;
             match write_pending(conn, sid, &mut body.pending, budget) {
                 Wrote::Blocked => return Some(false),
-                Wrote::Gone => {
+                Wrote::Gone(Some(code)) => {
+                    // Stopped by the client: our side is reset now; its
+                    // Stopped event, which comes next, is counted then.
+                    let _ = conn.send_stream(sid).reset(code);
+                    self.bodies.swap_remove(i);
+                    return Some(true);
+                }
+                Wrote::Gone(None) => {
                     self.bodies.swap_remove(i);
                     return Some(true);
                 }
@@ -490,7 +497,8 @@ fn write_pending(
                 }
             }
             Err(WriteError::Blocked) => return Wrote::Blocked,
-            Err(WriteError::Stopped(_) | WriteError::ClosedStream) => return Wrote::Gone,
+            Err(WriteError::Stopped(code)) => return Wrote::Gone(Some(code)),
+            Err(WriteError::ClosedStream) => return Wrote::Gone(None),
         }
     }
     Wrote::All
