@@ -7,10 +7,8 @@ Servers (--servers picks; all by default), each started afresh for every run:
 
   nikaia-h3         nikaia serve, `workers = 1`, TLS, `http3 = true`; load over
                     HTTP/3 (UDP, the TLS listener's port)
-  nikaia-h3-nogso   the same with UDP GSO off: an LD_PRELOAD shim (built here
-                    with gcc) makes setsockopt(SOL_UDP, UDP_SEGMENT) fail, so
-                    quinn-udp's probe finds no GSO and sends one datagram per
-                    sendmsg (nikaia has no switch of its own)
+  nikaia-h3-nogso   the same with UDP GSO off (`http3-gso = false`): one
+                    datagram per sendmsg
   nikaia-h2         the same server and runtime file; load over HTTP/2 + TLS
   caddy-h3          Debian's caddy (quic-go), GOMAXPROCS=1; HTTP/3 is on by
                     default on its TLS site
@@ -93,22 +91,6 @@ SMALL_FILES = 64
 STREAMS = 100          # h2load -m for the small load: what the QUIC servers grant
 PORTS = {"nikaia": 8443, "caddy": 8444, "gtls": 8445}
 ALL_SERVERS = ["nikaia-h3", "nikaia-h3-nogso", "nikaia-h2", "caddy-h3", "caddy-h2", "gtls-h3", "gtls-h3-nogso"]
-
-NOGSO_C = r"""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
-#include <sys/socket.h>
-/* GSO off for a program that probes it with setsockopt(SOL_UDP, UDP_SEGMENT):
-   the probe fails as on a kernel without it (quinn-udp then sends one
-   datagram per sendmsg). Every other option passes through. */
-int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
-    static int (*real)(int, int, int, const void *, socklen_t);
-    if (level == 17 /* SOL_UDP */ && name == 103 /* UDP_SEGMENT */) { errno = ENOPROTOOPT; return -1; }
-    if (!real) real = (int (*)(int, int, int, const void *, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
-    return real(fd, level, name, val, len);
-}
-"""
 
 RCVBUF_C = r"""
 #define _GNU_SOURCE
@@ -350,10 +332,9 @@ class Server:
             with open(rt, "w") as f:
                 f.write(f'listen = "{self.net.addr}:{self.port}"\nworkers = 1\naccess-log = "off"\n'
                         f'tls-cert = "{self.work}/cert.pem"\ntls-key = "{self.work}/key.pem"\n'
-                        'http3 = true\nhttp2-max-requests = 1000000\n')
+                        'http3 = true\nhttp2-max-requests = 1000000\n'
+                        + ('http3-gso = false\n' if self.nogso else ''))
             cmd = [self.args.nikaia, "serve", self.root, "--runtime", rt]
-            if self.nogso:
-                env["LD_PRELOAD"] = os.path.join(self.work, "nogso.so")
         elif self.kind == "caddy":
             conf = os.path.join(self.work, "Caddyfile")
             with open(conf, "w") as f:
@@ -636,11 +617,6 @@ def material(work):
                     "-days", "7", "-subj", "/CN=localhost",
                     "-addext", f"subjectAltName=IP:127.0.0.1,IP:{SRV_ADDR},DNS:localhost"],
                    check=True, capture_output=True)
-    src = os.path.join(work, "nogso.c")
-    with open(src, "w") as f:
-        f.write(NOGSO_C)
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", os.path.join(work, "nogso.so"), src, "-ldl"],
-                   check=True)
     src = os.path.join(work, "rcvbuf.c")
     with open(src, "w") as f:
         f.write(RCVBUF_C)
