@@ -18,6 +18,8 @@
 //! - `streams`: an unknown frame type, a second or closed control or QPACK
 //!   stream, a decoded-header bomb, a reset flood, a stream-open flood.
 
+#[path = "h3_attacks/clocks.rs"]
+mod clocks;
 #[path = "h3_attacks/handshakes.rs"]
 mod handshakes;
 #[path = "h3_attacks/harness.rs"]

@@ -107,6 +107,11 @@ impl H3Server {
         }
     }
 
+    /// The directory it serves.
+    pub fn root(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// The options every h3client.py mode takes.
     fn client_args(&self) -> Vec<String> {
         vec![

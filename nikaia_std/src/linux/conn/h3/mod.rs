@@ -470,7 +470,26 @@ impl H3 {
                 .fetch_add(late as u64, Relaxed);
         }
         self.stalled(conn, turn);
+        self.slow_heads(conn, turn);
         false
+    }
+
+    /// Request streams whose head did not arrive whole within
+    /// header-timeout of its first octet are reset with
+    /// H3_REQUEST_INCOMPLETE; the connection goes on.
+    fn slow_heads(&mut self, conn: &mut Connection, turn: &mut Turn<'_>) {
+        let limit = turn.rt.header_timeout;
+        let late: Vec<u64> = (self.heading.iter())
+            .filter(|(_, since)| turn.now.saturating_duration_since(**since) >= limit)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in late {
+            self.heading.remove(&id);
+            let fatal = self.core.cancel(id, Code::RequestIncomplete).err();
+            turn.shared.stats.h3.header_timeouts.fetch_add(1, Relaxed);
+            self.fail(conn, turn, fatal);
+        }
+        self.act(conn, turn);
     }
 
     /// Whether a request was answered on it.
