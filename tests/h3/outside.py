@@ -20,6 +20,11 @@ by tests/h3/h3wire.py's Driver). Each prints one JSON line and exits 0.
         for S seconds. Prints {"answered": status, "reset": code or null,
         "close": CLOSE or null}.
 
+    outside.py upgrade-download --port P --path /x --pid PID --seconds S
+        GET --path (a large answer, read as fast as it comes); once 4 MiB
+        arrived, SIGUSR2 to PID (an upgrade), then S seconds reading on. Prints {"received": octets, "close":
+        CLOSE or null, "reset": code or null}.
+
     outside.py paused-upload --port P --path /x --pause S
         PUT --path with content-length 20000: 10000 octets, a pause of S
         seconds (datagrams acknowledged, nothing sent), the other 10000.
@@ -32,6 +37,7 @@ import argparse
 import json
 import os
 import select
+import signal
 import sys
 import time
 import types
@@ -178,6 +184,23 @@ def partial_headers(args):
     out({"answered": status, "reset": c.d.resets.get(sid), "close": c.close_info()})
 
 
+def upgrade_download(args):
+    (c,) = connect(args)
+    sid = c.request("GET", args.path)
+    got = [0]
+
+    def count(ev):
+        c.on(ev)
+        if isinstance(ev, h3ev.DataReceived):
+            got[0] += len(ev.data)
+
+    c.d.on_h3_event = count
+    pump([c], 10, until=lambda: got[0] >= 4 << 20 or c.d.quic.ended)
+    os.kill(args.pid, signal.SIGUSR2)
+    pump([c], args.seconds, until=lambda: c.d.quic.ended or sid in c.d.resets)
+    out({"received": got[0], "close": c.close_info(), "reset": c.d.resets.get(sid)})
+
+
 def paused_upload(args):
     (c,) = connect(args)
     sid = c.request("PUT", args.path, [("content-length", "20000")], end=False)
@@ -191,7 +214,10 @@ def paused_upload(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["hold", "ping", "partial-headers", "paused-upload"])
+    p.add_argument(
+        "mode",
+        choices=["hold", "ping", "partial-headers", "paused-upload", "upgrade-download"],
+    )
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--authority", default="localhost")
     p.add_argument("--cafile")
@@ -200,12 +226,14 @@ def main():
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--path", default="/upload")
     p.add_argument("--pause", type=float, default=0.5)
+    p.add_argument("--pid", type=int)
     args = p.parse_args()
     {
         "hold": hold,
         "ping": ping,
         "partial-headers": partial_headers,
         "paused-upload": paused_upload,
+        "upgrade-download": upgrade_download,
     }[args.mode](args)
     return 0
 
