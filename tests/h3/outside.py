@@ -25,6 +25,14 @@ by tests/h3/h3wire.py's Driver). Each prints one JSON line and exits 0.
         arrived, SIGUSR2 to PID (an upgrade), then S seconds reading on. Prints {"received": octets, "close":
         CLOSE or null, "reset": code or null}.
 
+    outside.py gaps --port P --path /x
+        GET --path with a sliding 1 MiB stream window (so the client's
+        socket buffer never overflows: whatever is missing was never sent
+        or was lost before it), every 1-RTT packet number received logged.
+        Prints {"received": octets, "packets": n, "missing": n,
+        "gaps": [runs of consecutive missing packet numbers, longest
+        first]}.
+
     outside.py paused-upload --port P --path /x --pause S
         PUT --path with content-length 20000: 10000 octets, a pause of S
         seconds (datagrams acknowledged, nothing sent), the other 10000.
@@ -46,6 +54,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import h3wire  # noqa: E402
 from aioquic.h3 import events as h3ev  # noqa: E402
+from aioquic.quic.connection import MAX_STREAM_DATA_FRAME_CAPACITY  # noqa: E402
+from aioquic.quic.logger import QuicLogger  # noqa: E402
+from aioquic.quic.packet import QuicFrameType  # noqa: E402
 
 
 class Client:
@@ -61,6 +72,10 @@ class Client:
             )
         )
         cfg.idle_timeout = 600.0
+        if getattr(args, "window", None):
+            cfg.max_stream_data = args.window
+        if getattr(args, "logger", None):
+            cfg.quic_logger = args.logger
         self.d = h3wire.Driver(("127.0.0.1", args.port), cfg)
         self.args = args
         self.status = {}
@@ -143,8 +158,13 @@ def get_one(clients):
     return [c.status.get(s) for c, s in zip(clients, sids)]
 
 
-def out(value):
+def out(value, clients=()):
+    """Prints the scenario's line, then closes its connections politely
+    (a last acknowledgement out first, so no answer waits on one)."""
     print(json.dumps(value), flush=True)
+    pump(list(clients), 0.1)
+    for c in clients:
+        c.d.close()
 
 
 def hold(args):
@@ -162,14 +182,14 @@ def hold(args):
     while not stdin_closed():
         pump(clients, 0.2, ping=0.5 if args.ping else None)
     closes = [c.close_info() for c in clients if c.close_info() is not None]
-    out({"open": sum(1 for c in clients if not c.d.quic.ended), "closes": closes})
+    out({"open": sum(1 for c in clients if not c.d.quic.ended), "closes": closes}, clients)
 
 
 def ping(args):
     (c,) = connect(args)
     (status,) = get_one([c])
     pump([c], args.seconds, until=lambda: c.d.quic.ended, ping=0.25)
-    out({"answered": status, "close": c.close_info()})
+    out({"answered": status, "close": c.close_info()}, [c])
 
 
 def partial_headers(args):
@@ -181,7 +201,7 @@ def partial_headers(args):
     whole = h3wire.frame(h3wire.HEADERS, h3wire.encode_fields(fields))
     q.send_stream_data(sid, whole[:3], end_stream=False)
     pump([c], args.seconds, until=lambda: sid in c.d.resets or q.ended, ping=0.25)
-    out({"answered": status, "reset": c.d.resets.get(sid), "close": c.close_info()})
+    out({"answered": status, "reset": c.d.resets.get(sid), "close": c.close_info()}, [c])
 
 
 def upgrade_download(args):
@@ -198,7 +218,61 @@ def upgrade_download(args):
     pump([c], 10, until=lambda: got[0] >= 4 << 20 or c.d.quic.ended)
     os.kill(args.pid, signal.SIGUSR2)
     pump([c], args.seconds, until=lambda: c.d.quic.ended or sid in c.d.resets)
-    out({"received": got[0], "close": c.close_info(), "reset": c.d.resets.get(sid)})
+    out({"received": got[0], "close": c.close_info(), "reset": c.d.resets.get(sid)}, [c])
+
+
+class SlidingQuic(h3wire.ClientQuic):
+    """A connection whose request streams' credit slides: never more than
+    `window` octets past what arrived (aioquic doubles it instead)."""
+
+    window = 1 << 20
+
+    def _write_stream_limits(self, builder, space, stream):
+        if stream.stream_id % 4 == 0 and stream.max_stream_data_local:
+            want = stream.receiver.highest_offset + self.window
+            if want - stream.max_stream_data_local >= self.window // 4:
+                stream.max_stream_data_local = want
+            if stream.max_stream_data_local_sent != stream.max_stream_data_local:
+                buf = builder.start_frame(
+                    QuicFrameType.MAX_STREAM_DATA,
+                    capacity=MAX_STREAM_DATA_FRAME_CAPACITY,
+                    handler=self._on_max_stream_data_delivery,
+                    handler_args=(stream,),
+                )
+                buf.push_uint_var(stream.stream_id)
+                buf.push_uint_var(stream.max_stream_data_local)
+                stream.max_stream_data_local_sent = stream.max_stream_data_local
+            return
+        super()._write_stream_limits(builder, space, stream)
+
+
+def gaps(args):
+    h3wire.ClientQuic = SlidingQuic
+    args.window = SlidingQuic.window
+    args.logger = QuicLogger()
+    (c,) = connect(args)
+    sid = c.request("GET", args.path)
+    got = [0]
+
+    def count(ev):
+        c.on(ev)
+        if isinstance(ev, h3ev.DataReceived):
+            got[0] += len(ev.data)
+
+    c.d.on_h3_event = count
+    pump([c], 60, until=lambda: sid in c.done or c.d.quic.ended)
+    events = args.logger.to_dict()["traces"][0]["events"]
+    numbers = sorted(
+        {
+            e["data"]["header"]["packet_number"]
+            for e in events
+            if e["name"] == "transport:packet_received"
+            and e["data"]["header"].get("packet_type") == "1RTT"
+        }
+    )
+    runs = sorted((b - a - 1 for a, b in zip(numbers, numbers[1:]) if b - a > 1), reverse=True)
+    missing = numbers[-1] - numbers[0] + 1 - len(numbers) if numbers else 0
+    out({"received": got[0], "packets": len(numbers), "missing": missing, "gaps": runs}, [c])
 
 
 def paused_upload(args):
@@ -209,14 +283,14 @@ def paused_upload(args):
     if not c.d.quic.ended:
         c.d.h3.send_data(sid, b"b" * 10000, end_stream=True)
         pump([c], 10, until=lambda: sid in c.done or sid in c.d.resets or c.d.quic.ended)
-    out({"status": c.status.get(sid), "close": c.close_info()})
+    out({"status": c.status.get(sid), "close": c.close_info()}, [c])
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument(
         "mode",
-        choices=["hold", "ping", "partial-headers", "paused-upload", "upgrade-download"],
+        choices=["hold", "ping", "partial-headers", "paused-upload", "upgrade-download", "gaps"],
     )
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--authority", default="localhost")
@@ -234,6 +308,7 @@ def main():
         "partial-headers": partial_headers,
         "paused-upload": paused_upload,
         "upgrade-download": upgrade_download,
+        "gaps": gaps,
     }[args.mode](args)
     return 0
 

@@ -273,3 +273,31 @@ fn an_upgrade_tells_an_h3_client_mid_download_its_connection_is_closed() {
         "a CONNECTION_CLOSE from the old process within 10 s: {seen}"
     );
 }
+
+/// UDP GSO hands the kernel one buffer of up to `max_gso_segments` (64)
+/// datagrams (`spec/runtime-file.md`, `http3-gso`: "one system call for
+/// up to 64 of them"), but the kernel takes at most 64 KiB in one send:
+/// 45 datagrams of 1452 octets, 54 of 1200. quinn-proto fills as many
+/// as the congestion window allows, so in a bulk download every larger
+/// batch fails with EMSGSIZE, which `quic/socket.rs` takes for a lost
+/// MTU probe and drops without a word. The client sees runs of 46 and
+/// more consecutive packet numbers that never come (tmp checks: 1 408
+/// packets of 23 651 missing from a 32 MiB download, all in such runs,
+/// 175 of 886 from a 1 MB one; none with `http3-gso = false`; strace
+/// showed every sendmsg past 65 507 octets failing). Its stream window
+/// slides 1 MiB ahead, so its own socket buffer never overflows.
+#[test]
+#[ignore = "defect: GSO batches past 64 KiB fail with EMSGSIZE and are dropped silently; bulk h3 downloads lose 6% of their packets"]
+fn an_h3_download_loses_no_batch_of_datagrams() {
+    let pki = TestPki::new();
+    let big = nikaia_std::Bytes::from(vec![9u8; 16 << 20]);
+    let server = start(Server::with_runtime(h3_runtime(&pki)).route("/big", move |_| big.clone()));
+    let port = server.local_addr().port();
+    let seen = outside(port, &pki, &["gaps", "--path", "/big"]);
+    assert_eq!(seen["received"], 16 << 20, "the whole body: {seen}");
+    let longest = seen["gaps"][0].as_u64().unwrap_or(0);
+    assert!(
+        longest < 32,
+        "no run of 32 or more packets lost at once: {seen}"
+    );
+}
