@@ -130,7 +130,8 @@ fn bad_values_are_refused_at_their_place() {
     );
 }
 
-const NEEDS_TLS: &str = "error: key `http3`: HTTP/3 needs TLS, and no TCP listener speaks it: \
+const NEEDS_TLS: &str = "error: key `http3`: HTTP/3 needs TLS, and no TCP listener speaks it \
+                         (one behind a PROXY-protocol proxy does not count): \
                          name a certificate (`tls-cert` and `tls-key`, `[[certificate]]` or \
                          `[acme]`) for a listener, or leave `http3` off\n";
 

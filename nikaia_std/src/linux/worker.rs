@@ -333,7 +333,7 @@ impl Worker {
             // Full: a new connection is taken only if an idle one can make
             // room for it (closed once the new one is really there).
             let full = self.shared.connections.load(Ordering::Relaxed) >= max;
-            let room = if full { self.oldest_idle() } else { None };
+            let room = if full { self.room() } else { None };
             if full && room.is_none() {
                 self.pause_accepting(now);
                 return;
@@ -358,7 +358,12 @@ impl Worker {
                 }
             };
             if let Some(idle) = room {
-                self.close(idle);
+                match idle {
+                    Room::Tcp(slot) => self.close(slot),
+                    Room::Quic(handle) => {
+                        self.with_quic(now, |q, turn| q.close_idle(handle, turn));
+                    }
+                }
                 self.shared
                     .stats
                     .idle_closed
@@ -428,13 +433,26 @@ impl Worker {
     /// accepted and silent) is closed for a new one, so idle connections
     /// cannot lock out a client with something to ask. `None` when every
     /// connection is busy.
-    fn oldest_idle(&self) -> Option<usize> {
+    fn oldest_idle(&self) -> Option<(Instant, usize)> {
         self.conns
             .iter()
             .enumerate()
             .filter_map(|(i, c)| Some((c.as_ref()?.idle_since()?, i)))
             .min()
-            .map(|(_, i)| i)
+    }
+
+    /// The connection to close for a new one at `max-connections`: the
+    /// one idle longest, TCP or QUIC (an idle QUIC connection holds a
+    /// slot as a kept-alive TCP one does).
+    fn room(&self) -> Option<Room> {
+        let tcp = self.oldest_idle();
+        let quic = self.quic.as_ref().and_then(Quic::oldest_idle);
+        match (tcp, quic) {
+            (Some((t, slot)), Some((q, _))) if t <= q => Some(Room::Tcp(slot)),
+            (_, Some((_, handle))) => Some(Room::Quic(handle)),
+            (Some((_, slot)), None) => Some(Room::Tcp(slot)),
+            (None, None) => None,
+        }
     }
 
     /// Stops waiting on the listeners (an `EPOLLEXCLUSIVE` entry cannot be
@@ -569,6 +587,12 @@ impl Worker {
             self.resume_accepting();
         }
     }
+}
+
+/// A connection closed to make room for a new one.
+enum Room {
+    Tcp(usize),
+    Quic(usize),
 }
 
 /// The IP a connection reached, for a redirect of a request that names no

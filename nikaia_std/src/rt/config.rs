@@ -451,15 +451,16 @@ impl Runtime {
     }
 
     /// The UDP addresses HTTP/3 is served on: with `http3`, each TCP
-    /// listener's that speaks TLS, the same IP and port, in `listen`'s
-    /// order (a port-0 listener's UDP socket takes the port its TCP one is
-    /// given); none without `http3`.
+    /// listener's that speaks TLS (not behind a PROXY-protocol proxy: its
+    /// clients reach it through the proxy, which speaks TCP), the same IP
+    /// and port, in `listen`'s order (a port-0 listener's UDP socket takes
+    /// the port its TCP one is given); none without `http3`.
     pub fn http3_addresses(&self) -> Vec<SocketAddr> {
         if !self.http3 {
             return Vec::new();
         }
         (self.listen.iter())
-            .filter(|l| self.speaks_tls(l))
+            .filter(|l| self.speaks_tls(l) && !l.proxy_protocol && l.https_redirect.is_none())
             .filter_map(|l| match l.address {
                 ListenAddr::Tcp(addr) => Some(addr),
                 ListenAddr::Unix(_) => None,

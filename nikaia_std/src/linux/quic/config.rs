@@ -63,9 +63,7 @@ pub(crate) fn server(tls: Arc<Tls>, rt: &Runtime) -> Result<ServerConfig, String
     Ok(config)
 }
 
-/// The transport's bounds, and `keepalive-timeout` as the idle timeout (0
-/// is left to the unit, which closes a connection whose last stream
-/// ended: QUIC's 0 would mean no timeout at all).
+/// The transport's bounds and its idle timeout ([`idle_timeout`]).
 pub(crate) fn transport(rt: &Runtime) -> TransportConfig {
     let mut t = TransportConfig::default();
     t.max_concurrent_bidi_streams(VarInt::from_u32(MAX_BIDI_STREAMS))
@@ -76,10 +74,25 @@ pub(crate) fn transport(rt: &Runtime) -> TransportConfig {
         // No DATAGRAM frames (RFC 9221): nothing reads them, and quinn
         // would buffer a client's for us by default.
         .datagram_receive_buffer_size(None);
-    let idle = u64::try_from(rt.keepalive_timeout.as_millis()).unwrap_or(u64::MAX);
-    let idle = VarInt::from_u64(idle.max(1)).map_or(None, |v| Some(IdleTimeout::from(v)));
-    t.max_idle_timeout(idle);
+    t.max_idle_timeout(Some(idle_timeout(rt)));
     t
+}
+
+/// QUIC's idle timeout: a connection silent this long is gone (the peer
+/// vanished). It must not cut a request the server's own clocks let wait
+/// (a body paused up to `body-idle-timeout`, an answer the client reads
+/// slowly up to `send-timeout`), and QUIC's 0 means none at all: so the
+/// longest of `keepalive-timeout`, `header-timeout`, `body-idle-timeout`
+/// and `send-timeout`, at least a second. The unit closes an idle
+/// connection at `keepalive-timeout` itself, PINGs or not.
+fn idle_timeout(rt: &Runtime) -> IdleTimeout {
+    let longest = (rt.keepalive_timeout)
+        .max(rt.header_timeout)
+        .max(rt.body_idle_timeout)
+        .max(rt.send_timeout)
+        .max(std::time::Duration::from_secs(1));
+    let ms = u64::try_from(longest.as_millis()).unwrap_or(u64::MAX);
+    VarInt::from_u64(ms).map_or(IdleTimeout::from(VarInt::MAX), IdleTimeout::from)
 }
 
 /// The certificate for a QUIC handshake: the TLS set's pair for the name

@@ -191,6 +191,20 @@ impl Quic {
         let full = shared.connections.load(Relaxed) >= shared.max_connections.load(Relaxed)
             || turn.stopping;
         self.scratch.clear();
+        let full = full
+            && match (turn.stopping, self.oldest_idle()) {
+                // An idle connection of ours makes room, as for TCP.
+                (false, Some((_, handle))) => {
+                    shared.stats.idle_closed.fetch_add(1, Relaxed);
+                    if let Some(Some(e)) = self.conns.get_mut(handle) {
+                        e.conn
+                            .close(turn.now, VarInt::from_u32(0x100), Bytes::new());
+                        e.dirty = true;
+                    }
+                    false
+                }
+                _ => true,
+            };
         if full {
             stats.refused.fetch_add(1, Relaxed);
             let t = self.endpoint.refuse(incoming, &mut self.scratch);
@@ -349,6 +363,27 @@ impl Quic {
             self.handshaking -= 1;
         }
         turn.shared.connections.fetch_sub(1, Relaxed);
+    }
+
+    /// The connection idle longest (served, every answer acknowledged,
+    /// nothing arriving), and its handle.
+    pub(crate) fn oldest_idle(&self) -> Option<(Instant, usize)> {
+        (self.conns.iter().enumerate())
+            .filter_map(|(i, e)| {
+                let e = e.as_ref().filter(|e| !e.closing)?;
+                Some((e.unit.idle_since()?, i))
+            })
+            .min()
+    }
+
+    /// Closes idle connection `handle` to make room for a new one.
+    pub(crate) fn close_idle(&mut self, handle: usize, turn: &mut Turn<'_>) {
+        if let Some(Some(e)) = self.conns.get_mut(handle) {
+            e.conn
+                .close(turn.now, VarInt::from_u32(0x100), Bytes::new());
+            e.dirty = true;
+        }
+        self.drive(turn);
     }
 
     /// The soonest timer of any connection.

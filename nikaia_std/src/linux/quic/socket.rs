@@ -17,6 +17,11 @@ pub(crate) const BUFFER: usize = 4 << 20;
 /// The largest datagram read: a GRO batch of full-size ones.
 const DATAGRAM_ROOM: usize = 64 << 10;
 
+/// What one UDP send carries at most (IPv4's 65 535 less its headers).
+const MAX_UDP_PAYLOAD: usize = 65_507;
+/// The largest datagram quinn-proto sends with its default MTU discovery.
+const LARGEST_DATAGRAM: usize = 1_452;
+
 /// Datagram batches (each one `recvmmsg` entry, several datagrams with
 /// GRO) read per call.
 pub(crate) const RECV_BATCH: usize = 8;
@@ -127,9 +132,15 @@ impl Udp {
         }
     }
 
-    /// The most datagrams one send may carry (GSO), 1 without it.
+    /// The most datagrams one send may carry (GSO), 1 without it: the
+    /// kernel's segment count, and no more than one UDP payload (65 507
+    /// bytes) holds at the largest datagram quinn sends (1 452 bytes, its
+    /// path MTU discovery's bound). A larger batch is refused whole
+    /// (EMSGSIZE), which would lose every datagram in it.
     pub(crate) fn max_segments(&self) -> usize {
-        self.state.max_gso_segments()
+        self.state
+            .max_gso_segments()
+            .min(MAX_UDP_PAYLOAD / LARGEST_DATAGRAM)
     }
 
     /// Sends `contents` (one datagram, or several of `segment` bytes each)

@@ -458,7 +458,11 @@ impl H3 {
             turn.shared.stats.h3.header_timeouts.fetch_add(1, Relaxed);
             return true;
         }
-        if turn.rt.keepalive_timeout.is_zero() && self.idle_since.is_some() && self.served() {
+        // Idle (every answer acknowledged, nothing arriving) for
+        // keepalive-timeout: closed, whatever PINGs keep QUIC's own clock
+        // going, as HTTP/2 closes a connection that only pings.
+        let keepalive = turn.rt.keepalive_timeout;
+        if self.served() && self.idle_since.is_some_and(|t| turn.now >= t + keepalive) {
             return true;
         }
         let late = self.bodies_expired(conn, turn);
@@ -490,6 +494,12 @@ impl H3 {
             self.fail(conn, turn, fatal);
         }
         self.act(conn, turn);
+    }
+
+    /// Since when it has been idle: served, every answer acknowledged,
+    /// nothing arriving.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        self.idle_since.filter(|_| self.served() && self.is_idle())
     }
 
     /// Whether a request was answered on it.
