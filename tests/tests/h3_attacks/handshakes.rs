@@ -186,8 +186,8 @@ fn past_max_connections_a_handshake_is_refused() {
     let s = H3Server::start(|rt| rt.max_connections = 2);
 
     // Two served connections, idle now: a third takes the older's place.
-    let mut first = s.bystander();
-    let mut second = s.bystander();
+    let first = s.bystander();
+    let second = s.bystander();
     let closed = s.running.report().idle_closed;
     let answer = s.get(SMALL);
     assert_eq!(answer["status"], 200, "{answer}");
