@@ -27,6 +27,40 @@ pub(super) fn quoted(turn: &Turn<'_>, req: &Request) -> Quoted {
     (req.header_range("referer"), req.header_range("user-agent"))
 }
 
+/// What the access log will say of an answer on a multiplexed protocol
+/// (`version`: `HTTP/2.0`, `HTTP/3.0`), once its last byte is out. A file
+/// goes a frame or a piece at a time there, read by `pread`, whatever
+/// vehicle HTTP/1.1 would have chosen.
+pub(super) fn record(
+    turn: &Turn<'_>,
+    req: &Request,
+    status: u16,
+    payload: &crate::http::answer::Payload,
+    user: Option<String>,
+    started: Instant,
+    version: &'static str,
+) -> Sent {
+    let (referer, user_agent) = quoted(turn, req);
+    Sent {
+        head: req.fields.clone(),
+        method: req.method.clone(),
+        target: req.target.clone(),
+        version,
+        referer,
+        user_agent,
+        status,
+        bytes: payload.len(),
+        vehicle: match payload.vehicle() {
+            Vehicle::Sendfile => Vehicle::Read,
+            v => v,
+        },
+        started,
+        client: req.client.clone(),
+        user,
+        received: req.received(),
+    }
+}
+
 /// The line of an answer whose last byte was written.
 pub(super) fn sent(
     out: &mut Vec<u8>,

@@ -13,10 +13,8 @@ use crate::http::h2::frame::{ErrorCode, HEADER_LEN};
 use crate::http::produce::Next;
 use crate::http::response::Response;
 use crate::http::Request;
-use crate::linux::out::Sent;
 use crate::linux::out::COLD_READ;
 use crate::linux::send::{self, Residency};
-use crate::rt::Vehicle;
 use bytes::{Bytes, BytesMut};
 use rustix::io::Errno;
 use std::sync::atomic::Ordering::Relaxed;
@@ -141,27 +139,15 @@ impl H2 {
             user,
             ..
         } = super::super::readable(link, turn, req, decided);
-        let (referer, user_agent) = super::super::access::quoted(turn, req);
-        let sent = Sent {
-            head: req.fields.clone(),
-            method: req.method.clone(),
-            target: req.target.clone(),
-            version: "HTTP/2.0",
-            referer,
-            user_agent,
-            status: resp.status(),
-            bytes: payload.len(),
-            // A file is read a frame at a time on HTTP/2, whatever the
-            // vehicle HTTP/1.1 would have chosen.
-            vehicle: match payload.vehicle() {
-                Vehicle::Sendfile => Vehicle::Read,
-                v => v,
-            },
-            started,
-            client: req.client.clone(),
+        let sent = access::record(
+            turn,
+            req,
+            resp.status(),
+            &payload,
             user,
-            received: req.received(),
-        };
+            started,
+            "HTTP/2.0",
+        );
         let source = match payload {
             Payload::None => None,
             Payload::Memory(b) | Payload::Mapped(b) | Payload::Kept(b) => Some(Source::Memory(b)),

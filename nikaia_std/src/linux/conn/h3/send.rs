@@ -18,7 +18,6 @@ use crate::http::response::Response;
 use crate::http::Request;
 use crate::linux::out::{Sent, COLD_READ};
 use crate::linux::send::{self, Residency};
-use crate::rt::Vehicle;
 use bytes::{Bytes, BytesMut};
 use quinn_proto::{Connection, StreamId, VarInt, WriteError};
 use rustix::io::Errno;
@@ -159,27 +158,15 @@ impl H3 {
             user,
             ..
         } = decided;
-        let (referer, user_agent) = access::quoted(turn, req);
-        let sent = Sent {
-            head: req.fields.clone(),
-            method: req.method.clone(),
-            target: req.target.clone(),
-            version: "HTTP/3.0",
-            referer,
-            user_agent,
-            status: resp.status(),
-            bytes: payload.len(),
-            // A file is read a piece at a time over QUIC, whatever the
-            // vehicle HTTP/1.1 would have chosen.
-            vehicle: match payload.vehicle() {
-                Vehicle::Sendfile => Vehicle::Read,
-                v => v,
-            },
-            started,
-            client: req.client.clone(),
+        let sent = access::record(
+            turn,
+            req,
+            resp.status(),
+            &payload,
             user,
-            received: req.received(),
-        };
+            started,
+            "HTTP/3.0",
+        );
         let mut body = Body::new(stream, Source::Done, turn.now);
         body.pending
             .push_back(Bytes::from(head(&resp, length, turn.date)));
