@@ -43,6 +43,8 @@ pub(crate) struct Common {
     current: Mutex<(u64, Arc<ServerConfig>)>,
     /// Handshakes in progress in every worker (`http3-retry = "auto"`).
     pub handshaking: AtomicUsize,
+    /// Connections not yet closed by us, in every worker.
+    pub live: AtomicUsize,
     /// The other process of an upgrade, while there is one.
     pub pair: Mutex<Option<Arc<Pair>>>,
     /// An upgrade's new process is ready: this one stops reading the UDP
@@ -83,6 +85,7 @@ impl Common {
             current: Mutex::new((generation, Arc::new(first.clone()))),
             first,
             handshaking: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
             pair: Mutex::new(pair.map(Arc::new)),
             handed: AtomicBool::new(false),
         }))

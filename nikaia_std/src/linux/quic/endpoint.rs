@@ -138,8 +138,15 @@ impl Quic {
     }
 
     /// Connections not yet closed by us.
+    ///
+    /// The worker that reads an upgrade's pair counts every worker's: the
+    /// others' connections hear from their clients through it, so it stays
+    /// while any of them lives.
     pub(crate) fn live(&self) -> usize {
-        self.live
+        match self.watching_pair {
+            true => self.common.live.load(Relaxed),
+            false => self.live,
+        }
     }
 
     /// A datagram of this worker's (read here, or handed to it), to its
@@ -244,6 +251,7 @@ impl Quic {
                     closing: false,
                 });
                 self.live += 1;
+                self.common.live.fetch_add(1, Relaxed);
                 self.common.handshaking.fetch_add(1, Relaxed);
             }
             Err(e) => {
@@ -308,7 +316,7 @@ impl Quic {
             // Closed: it still counts against max-connections (it holds its
             // state) until it has waited out its draining period.
             e.closing = true;
-            self.live -= 1;
+            Quic::ended(&mut self.live, &self.common, turn);
             e.unit.lost();
         }
         let socket = &self.common.sockets[e.socket];
@@ -355,19 +363,26 @@ impl Quic {
         }
     }
 
+    /// A connection is closed (by either side): it no longer counts as
+    /// live, and after an upgrade's handover it is one this process
+    /// finished.
+    fn ended(live: &mut usize, common: &Common, turn: &Turn<'_>) {
+        *live -= 1;
+        common.live.fetch_sub(1, Relaxed);
+        if common.handed.load(Relaxed) {
+            turn.shared.stats.h3.drained.fetch_add(1, Relaxed);
+        }
+    }
+
     fn remove(&mut self, i: usize, turn: &Turn<'_>) {
         let Some(e) = self.conns[i].take() else {
             return;
         };
         if !e.closing {
-            self.live -= 1;
+            Quic::ended(&mut self.live, &self.common, turn);
         }
         if !e.connected {
             self.common.handshaking.fetch_sub(1, Relaxed);
-        }
-        if self.common.handed.load(Relaxed) {
-            // It finished here after an upgrade's handover.
-            turn.shared.stats.h3.drained.fetch_add(1, Relaxed);
         }
         turn.shared.connections.fetch_sub(1, Relaxed);
     }
