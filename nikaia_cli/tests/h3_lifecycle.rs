@@ -333,3 +333,39 @@ fn sighup_keeps_held_h3_downloads_and_new_ones_are_served() {
     finish_downloads(clients, &hold, &big);
     drop(server);
 }
+
+#[test]
+fn an_upgrade_to_a_process_without_http3_leaves_the_old_one_reading_its_udp_socket() {
+    let site = Site::new("listen = \"127.0.0.1:0\"\n");
+    let big = big_file(&site);
+    let (mut server, addr) = spawn_serve(site.serve_cmd(Path::new(env!("CARGO_BIN_EXE_nikaia"))));
+    let port = port_of(&addr);
+    let hold = site.path("hold");
+    std::fs::write(&hold, "").unwrap();
+    let clients = held_downloads(port, &site.pki.ca_pem, &hold, 2);
+    // The new process will not take the UDP socket: only the old one
+    // reads it, so the held downloads go on there.
+    let runtime = site.path("runtime.toml");
+    let text = std::fs::read_to_string(&runtime).unwrap();
+    std::fs::write(&runtime, text.replace("http3 = true", "http3 = false")).unwrap();
+    signal(&server, rustix::process::Signal::USR2);
+    let log = site.wait_for_log("is ready; this process stops accepting and drains");
+    assert!(log.contains("took 1 of the 3 sockets"), "{log}");
+    finish_downloads(clients, &hold, &big);
+    let end = Instant::now() + Duration::from_secs(40);
+    while server.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the old process did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: i32 = log
+        .lines()
+        .rfind(|l| l.contains("SIGUSR2: starting"))
+        .and_then(|l| l.split("(pid ").nth(1))
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::TERM,
+    );
+}

@@ -149,6 +149,7 @@ impl Control {
         };
         let listeners: Vec<Arc<Listener>> = self.shared.listeners();
         let mut count = listeners.len();
+        let udp_at;
         let started = {
             // Only while the new process starts: a reload meanwhile is
             // refused, so the stats socket stays the one handed over.
@@ -163,6 +164,7 @@ impl Control {
             // processes carry each other's datagrams over (`spec/http3.md`,
             // "Lifecycle").
             let quic = self.shared.quic.as_ref();
+            udp_at = count;
             for s in quic.map_or(&[][..], |q| &q.sockets[..]) {
                 handed.push(Handed::udp(s.fd()));
                 count += 1;
@@ -212,8 +214,15 @@ impl Control {
         // The UDP sockets are the new process's to read now; this one's
         // QUIC connections drain here, their datagrams carried over the
         // pair (`spec/http3.md`, "Lifecycle").
+        // A new process that took none of them (HTTP/3 off there) leaves
+        // them to this one, which reads them while it drains.
         if let Some(q) = &self.shared.quic {
-            q.handed.store(true, Ordering::SeqCst);
+            let udp = udp_at..udp_at + q.sockets.len();
+            if adopted.iter().any(|i| udp.contains(i)) {
+                q.handed.store(true, Ordering::SeqCst);
+            } else {
+                *crate::sync::lock(&q.pair) = None;
+            }
         }
         if adopted.len() < count {
             logs.notice(format_args!(
