@@ -4,7 +4,7 @@ resets (tests/tests/h3_workers.rs): aioquic on tests/h3/h3wire.py's Driver.
 
     mover.py --connect 127.0.0.1:PORT --authority localhost --cafile CA.pem \
         --path /big [--connections 3] [--move-every 1048576] \
-        [--window 262144] [--timeout 30] [--probe]
+        [--window 262144] [--timeout 30] [--probe] [--pause-at BYTES]
 
 Each of --connections QUIC connections, one after the other, GETs --path and
 reads the answer to its end. Every --move-every bytes of body received, the
@@ -20,6 +20,12 @@ Every datagram that arrives is checked for a stateless reset (RFC 9000
 §10.3): a short-header datagram whose last 16 bytes are the reset token of
 a connection ID the server issued (the tokens of every ID it gave, retired
 ones included). aioquic itself does not look for them.
+
+--pause-at BYTES: once that much of the body has come, the client prints
+{"paused": BYTES_RECEIVED} and stops reading its socket (nothing is
+acknowledged, no credit is given) until a line arrives on its stdin, then
+reads on: a download held open by construction for as long as the caller
+wants (an upgrade or a reload happens meanwhile).
 
 --probe, after the connections: the proof the watch works. Once the last
 connection is closed, a datagram of 1 200 bytes to one of its server
@@ -138,11 +144,20 @@ def one_connection(args, addr):
     deadline = time.monotonic() + args.timeout
     moves = new_cids = 0
     next_move = args.move_every
+    pause = args.pause_at
     while not state["done"] and not d.quic.ended and time.monotonic() < deadline:
         d.pump(
-            lambda: state["done"] or (args.move_every and state["len"] >= next_move),
+            lambda: state["done"]
+            or (args.move_every and state["len"] >= next_move)
+            or (pause and state["len"] >= pause),
             timeout=h3wire.remaining(deadline),
         )
+        if pause and state["len"] >= pause and not state["done"]:
+            print(json.dumps({"paused": state["len"]}))
+            sys.stdout.flush()
+            sys.stdin.readline()
+            pause = None
+            deadline = time.monotonic() + args.timeout
         while args.move_every and state["len"] >= next_move and not state["done"]:
             moves += 1
             new_cid = moves % 2 == 0
@@ -212,6 +227,7 @@ def main():
     p.add_argument("--window", type=int, default=256 << 10)
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--probe", action="store_true")
+    p.add_argument("--pause-at", type=int, default=0)
     args = p.parse_args()
     addr = h3wire.parse_hostport(args.connect)
     ok = True
