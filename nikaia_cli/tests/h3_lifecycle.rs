@@ -191,3 +191,145 @@ fn a_port_0_tls_listener_serves_http3_on_its_own_port_and_says_so() {
     }
     drop(server);
 }
+
+/// `n` HTTP/3 downloads of `/big` (tests/h3/held.py), each on its own QUIC
+/// connection and each held by flow control once the server filled its
+/// window, until `hold` is removed. Returns once every one is held.
+fn held_downloads(port: u16, cafile: &Path, hold: &Path, n: usize) -> Vec<std::process::Child> {
+    use std::io::BufRead;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/h3/held.py");
+    let mut clients = Vec::new();
+    for _ in 0..n {
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg("--connect")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--cafile")
+            .arg(cafile)
+            .arg("--path")
+            .arg("/big")
+            .arg("--hold")
+            .arg(hold)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let out = child.stdout.as_mut().unwrap();
+        std::io::BufReader::new(out).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "held", "a download did not begin");
+        clients.push(child);
+    }
+    clients
+}
+
+/// Lets the held downloads go on, and checks each came whole, byte for
+/// byte, with no stateless reset on the way.
+fn finish_downloads(clients: Vec<std::process::Child>, hold: &Path, big: &[u8]) {
+    std::fs::remove_file(hold).unwrap();
+    let want = sha256(big);
+    for child in clients {
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().last().unwrap_or("");
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| {
+            panic!("no answer line ({e}): {text}");
+        });
+        assert_eq!(v["status"], 200, "{v}");
+        assert_eq!(v["body_len"], big.len(), "truncated: {v}");
+        assert_eq!(v["sha256"], want.as_str(), "{v}");
+        assert_eq!(v["stateless_reset"], false, "{v}");
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// The 8 MiB file the held downloads fetch.
+fn big_file(site: &Site) -> Vec<u8> {
+    let big: Vec<u8> = (0..8u32 << 20).map(|i| (i * 7 + i / 4093) as u8).collect();
+    std::fs::write(site.path("root/big"), &big).unwrap();
+    big
+}
+
+#[test]
+fn sigusr2_keeps_16_held_h3_downloads_whole_in_the_old_process() {
+    let site = Site::new("listen = \"127.0.0.1:0\"\n");
+    let big = big_file(&site);
+    let (mut server, addr) = spawn_serve(site.serve_cmd(Path::new(env!("CARGO_BIN_EXE_nikaia"))));
+    let port = port_of(&addr);
+    let hold = site.path("hold");
+    std::fs::write(&hold, "").unwrap();
+    // Every download is mid-way when the upgrade begins, and stays so
+    // until the new process is ready: they span it by construction.
+    let clients = held_downloads(port, &site.pki.ca_pem, &hold, 16);
+    signal(&server, rustix::process::Signal::USR2);
+    let log = site.wait_for_log("is ready; this process stops accepting and drains");
+    let pid: i32 = log
+        .lines()
+        .rfind(|l| l.contains("SIGUSR2: starting"))
+        .and_then(|l| l.split("(pid ").nth(1))
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no new pid in {log}"));
+    // The new process refuses a second upgrade while the old one drains.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::USR2,
+    )
+    .unwrap();
+    site.wait_for_log("still finishes its HTTP/3 connections");
+    finish_downloads(clients, &hold, &big);
+    let end = Instant::now() + Duration::from_secs(40);
+    while server.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the old process did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The old process finished them itself, and says how many.
+    let log = site.wait_for_log("QUIC connection(s) finished after the handover");
+    let drained: usize = log
+        .lines()
+        .find_map(|l| l.split("upgrade: ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(drained > 0, "{log}");
+    // The new process serves HTTP/3 on its own.
+    assert_eq!(h3_get(port).as_deref(), Some(&b"the index\n"[..]));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let end = Instant::now() + Duration::from_secs(40);
+    while alive(pid) {
+        assert!(Instant::now() < end, "the new process did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sighup_keeps_held_h3_downloads_and_new_ones_are_served() {
+    let site = Site::new("listen = \"127.0.0.1:0\"\n");
+    let big = big_file(&site);
+    let (server, addr) = spawn_serve(site.serve_cmd(Path::new(env!("CARGO_BIN_EXE_nikaia"))));
+    let port = port_of(&addr);
+    let hold = site.path("hold");
+    std::fs::write(&hold, "").unwrap();
+    let clients = held_downloads(port, &site.pki.ca_pem, &hold, 8);
+    signal(&server, rustix::process::Signal::HUP);
+    site.wait_for_log("reloaded; new requests use it");
+    assert_eq!(h3_get(port).as_deref(), Some(&b"the index\n"[..]));
+    finish_downloads(clients, &hold, &big);
+    drop(server);
+}

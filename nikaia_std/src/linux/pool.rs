@@ -154,6 +154,15 @@ impl<T> Mailbox<T> {
         self.wake();
     }
 
+    /// Posts several items with one wake.
+    pub(crate) fn post_all(&self, mut items: Vec<T>) {
+        self.items
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(&mut items);
+        self.wake();
+    }
+
     pub(crate) fn waker(&self) -> &OwnedFd {
         &self.waker
     }

@@ -40,6 +40,9 @@ impl Server {
         let workers = self.rt.workers.max(1);
         let mut passed = activation::from_env()?;
         let stats_passed = passed.as_mut().and_then(Activation::take_stats);
+        // An upgrade's pair to the process this one replaces, and this
+        // process's bit (`spec/http3.md`, "Lifecycle").
+        let pair_passed = passed.as_mut().and_then(Activation::take_pair);
         let udp_passed = (passed.as_mut().map(Activation::take_datagrams)).unwrap_or_default();
         let came = match &passed {
             None => super::quic::Came::Bound,
@@ -53,10 +56,27 @@ impl Server {
         let (asked, max_writes) = (self.rt.max_connections, self.rt.max_writes);
         let mut shared = Shared::new(self.router, self.rt, opened.listeners)?;
         shared.h3_addresses = udp.sockets.iter().map(|u| u.address).collect();
-        shared.udp_fds = (udp.sockets.iter())
-            .map(|u| u.fd().try_clone_to_owned())
-            .collect::<io::Result<_>>()?;
-        *crate::sync::lock(&shared.udp) = udp.sockets;
+        let mut udp_adopted = udp.adopted;
+        let (pair, process) = match pair_passed {
+            Some((p, bit)) if !udp.sockets.is_empty() => {
+                udp_adopted.push(p.index);
+                (Some(super::quic::pair::Pair::adopt(p.fd)?), bit)
+            }
+            _ => (None, false),
+        };
+        if let Some(tls) = shared.tls.clone() {
+            let rt = shared.runtime();
+            let common = super::quic::common::Common::new(
+                udp.sockets,
+                tls,
+                &rt,
+                workers,
+                process,
+                pair,
+                shared.generation(),
+            )?;
+            shared.quic = common.map(Arc::new);
+        }
         let budget = connection_budget(&shared, asked, workers, max_writes);
         shared.max_connections.store(budget, Ordering::Relaxed);
         let shared = Arc::new(shared);
@@ -70,7 +90,7 @@ impl Server {
         let mut acme_guard = StopAcmeUnlessStarted(Some(shared.clone()));
         let mut adopted: Vec<usize> = (shared.listeners().iter())
             .filter_map(|l| l.passed)
-            .chain(udp.adopted)
+            .chain(udp_adopted)
             .collect();
         let stats = match (&rt.stats_socket, stats_passed) {
             (Some(path), Some(passed)) if passed_path(&passed.fd).as_deref() == Some(path) => {
@@ -97,7 +117,7 @@ impl Server {
                 rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
             )?;
             let mailbox = Arc::new(Mailbox::new(waker));
-            let worker = Worker::new(shared.clone(), mailbox.clone())?;
+            let worker = Worker::new(shared.clone(), mailbox.clone(), i)?;
             wakers.push(mailbox);
             threads.push(
                 std::thread::Builder::new()
@@ -340,6 +360,14 @@ impl Control {
             logs.error(format_args!("SIGUSR2: the server is stopping; no upgrade"));
             return Err("the server is stopping".into());
         }
+        if let Some(pid) = self.predecessor() {
+            let why = format!(
+                "the process this one replaced (pid {pid}) still finishes its HTTP/3 \
+                 connections; upgrade again once it ended (at most the shutdown grace)"
+            );
+            logs.error(format_args!("SIGUSR2: {why}; ignored"));
+            return Err(why);
+        }
         if self.upgrading.swap(true, Ordering::SeqCst) {
             logs.error(format_args!(
                 "SIGUSR2: an upgrade is already under way; ignored"
@@ -347,8 +375,24 @@ impl Control {
             return Err("an upgrade is already under way".into());
         }
         let result = self.upgrade_now();
+        if result.is_err() {
+            // No new process: no one to carry datagrams to.
+            if let Some(q) = &self.shared.quic {
+                *crate::sync::lock(&q.pair) = None;
+            }
+        }
         self.upgrading.store(false, Ordering::SeqCst);
         result.or_else(fail)
+    }
+
+    /// The process this one replaced, while it still finishes its QUIC
+    /// connections (the pair to it is open).
+    fn predecessor(&self) -> Option<u32> {
+        let q = self.shared.quic.as_ref()?;
+        if q.handed.load(Ordering::SeqCst) || q.pair().is_none() {
+            return None;
+        }
+        Some(rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32))
     }
 
     fn upgrade_now(&self) -> Result<(), String> {
@@ -368,10 +412,24 @@ impl Control {
                 handed.push(Handed::stats(s.fd(), s.claim()));
                 count += 1;
             }
-            // HTTP/3's UDP sockets go too (`spec/http3.md`, "Lifecycle").
-            for fd in &self.shared.udp_fds {
-                handed.push(Handed::udp(std::os::fd::AsFd::as_fd(fd)));
+            // HTTP/3's UDP sockets go too, and one end of the pair the two
+            // processes carry each other's datagrams over (`spec/http3.md`,
+            // "Lifecycle").
+            let quic = self.shared.quic.as_ref();
+            for s in quic.map_or(&[][..], |q| &q.sockets[..]) {
+                handed.push(Handed::udp(s.fd()));
                 count += 1;
+            }
+            let pair = match quic {
+                Some(q) => Some(q.open_pair().map_err(|e| format!("the HTTP/3 pair: {e}"))?),
+                None => None,
+            };
+            if let Some((fd, name)) = &pair {
+                handed.push(Handed::named(std::os::fd::AsFd::as_fd(fd), name));
+                count += 1;
+            }
+            for w in &self.wakers {
+                w.wake();
             }
             upgrade::spawn(program, &handed)
                 .map_err(|e| format!("cannot start {}: {e}", program.exe.display()))?
@@ -381,7 +439,7 @@ impl Control {
             "SIGUSR2: starting {} (pid {pid}) with {} listening socket(s){}",
             program.exe.display(),
             listeners.len(),
-            match self.shared.udp_fds.len() {
+            match self.shared.quic.as_ref().map_or(0, |q| q.sockets.len()) {
                 0 => String::new(),
                 n => format!(" and {n} HTTP/3 UDP socket(s)"),
             }
@@ -404,11 +462,11 @@ impl Control {
         logs.notice(format_args!(
             "SIGUSR2: pid {pid} is ready; this process stops accepting and drains"
         ));
-        // The UDP sockets are shared with it now: this process stops
-        // reading them, so every datagram reaches the new one (its QUIC
-        // connections are closed; #48 keeps them).
-        if !self.shared.udp_fds.is_empty() {
-            self.shared.udp_handed.store(true, Ordering::SeqCst);
+        // The UDP sockets are the new process's to read now; this one's
+        // QUIC connections drain here, their datagrams carried over the
+        // pair (`spec/http3.md`, "Lifecycle").
+        if let Some(q) = &self.shared.quic {
+            q.handed.store(true, Ordering::SeqCst);
         }
         if adopted.len() < count {
             logs.notice(format_args!(
@@ -484,6 +542,14 @@ impl Running {
         }
         for t in threads {
             let _ = t.join();
+        }
+        if let Some(q) = &self.control.shared.quic {
+            let drained = self.control.shared.stats.h3.drained.load(Ordering::Relaxed);
+            if q.handed.load(Ordering::Relaxed) {
+                self.control.shared.logs.notice(format_args!(
+                    "upgrade: {drained} QUIC connection(s) finished after the handover"
+                ));
+            }
         }
         self.control.shared.pool.close();
         self.control.shared.wing.close();
