@@ -199,12 +199,11 @@ fn signal(pid: i32, signal: rustix::process::Signal) {
     rustix::process::kill_process(pid, signal).unwrap();
 }
 
-/// The first number in the log's line that says `text`.
-fn number_in(log: &str, text: &str) -> Option<u64> {
+/// The number just before `text` in the last log line that says it.
+fn number_before(log: &str, text: &str) -> Option<u64> {
     let line = log.lines().rfind(|l| l.contains(text))?;
-    line.split(|c: char| !c.is_ascii_digit())
-        .find(|w| !w.is_empty())
-        .and_then(|w| w.parse().ok())
+    let before = line.split(text).next()?;
+    before.split_whitespace().last()?.parse().ok()
 }
 
 /// SIGUSR2 while 16 h3 downloads are held open in the old process: the
@@ -240,7 +239,7 @@ fn sigusr2_under_16_held_h3_downloads_fails_and_cuts_none() {
     }
     let log = site.log();
     assert_eq!(
-        number_in(&log, "after the handover"),
+        number_before(&log, " QUIC connection(s) finished after the handover"),
         Some(16),
         "the old process's count of drained QUIC connections:\n{log}"
     );
