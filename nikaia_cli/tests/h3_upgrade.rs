@@ -194,6 +194,18 @@ fn all_whole(held: Vec<Held>, site: &Site) {
     assert!(truncated.is_empty(), "truncated: {truncated:?}");
 }
 
+/// The process an upgrade started (not our child): killed when dropped,
+/// so a test that fails midway leaves no server behind.
+struct Upgraded(i32);
+
+impl Drop for Upgraded {
+    fn drop(&mut self) {
+        if alive(self.0) {
+            signal(self.0, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 fn signal(pid: i32, signal: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_raw(pid).unwrap();
     rustix::process::kill_process(pid, signal).unwrap();
@@ -227,6 +239,7 @@ fn sigusr2_under_16_held_h3_downloads_fails_and_cuts_none() {
         .and_then(|rest| rest.split(')').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no new pid in {log}"));
+    let _upgraded = Upgraded(pid);
     for h in &mut held {
         h.go_on();
     }
