@@ -48,10 +48,14 @@ impl Site {
     }
 
     fn write_runtime(&self, extra: &str) {
+        self.write_runtime_h3("true", extra);
+    }
+
+    fn write_runtime_h3(&self, http3: &str, extra: &str) {
         std::fs::write(
             self.path("runtime.toml"),
             format!(
-                "listen = \"127.0.0.1:0\"\nworkers = 2\nhttp3 = true\n\
+                "listen = \"127.0.0.1:0\"\nworkers = 2\nhttp3 = {http3}\n\
                  error-log = \"error.log\"\naccess-log = \"off\"\nstats-socket = \"stats.sock\"\n\
                  tls-cert = \"{}\"\ntls-key = \"{}\"\n{extra}",
                 self.pki.cert.display(),
@@ -240,6 +244,9 @@ fn sigusr2_under_16_held_h3_downloads_fails_and_cuts_none() {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no new pid in {log}"));
     let _upgraded = Upgraded(pid);
+    // The new process refuses a second upgrade while the old one drains.
+    signal(pid, rustix::process::Signal::USR2);
+    site.wait_for_log("still finishes its HTTP/3 connections");
     for h in &mut held {
         h.go_on();
     }
@@ -298,4 +305,35 @@ fn sighup_under_8_held_h3_downloads_fails_none() {
     assert_eq!(h3["connections"], 10, "{h3}");
     assert_eq!(h3["stateless_resets"], 0, "{h3}");
     drop(server);
+}
+
+/// An upgrade to a process with HTTP/3 off: it takes no UDP socket, so the
+/// old process reads them while it drains, and its held downloads end
+/// whole (they starved before: nobody read their datagrams).
+#[test]
+fn an_upgrade_to_a_process_without_http3_leaves_the_old_one_reading_its_udp_socket() {
+    let site = Site::new();
+    let (mut server, port) = site.serve();
+    let mut held = Held::start_many(2, port, &site);
+    site.write_runtime_h3("false", "");
+    signal(server.id() as i32, rustix::process::Signal::USR2);
+    let log = site.wait_for_log("is ready; this process stops accepting and drains");
+    assert!(log.contains("took 2 of the 4 sockets"), "{log}");
+    let pid: i32 = log
+        .lines()
+        .rfind(|l| l.contains("SIGUSR2: starting"))
+        .and_then(|l| l.split("(pid ").nth(1))
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no new pid in {log}"));
+    let _upgraded = Upgraded(pid);
+    for h in &mut held {
+        h.go_on();
+    }
+    all_whole(held, &site);
+    let end = Instant::now() + Duration::from_secs(40);
+    while server.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the old process did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
