@@ -397,8 +397,11 @@ fn h3(p: &mut Exposition, h3: &Value) {
     );
     p.counter(
         "nikaia_h3_handed_datagrams_total",
-        "UDP datagrams a worker read for another worker's QUIC connection and handed to it.",
-        one("handed"),
+        "UDP datagrams a worker read for another worker's QUIC connection: handed to it, or lost (its inbox full).",
+        vec![
+            (vec![("outcome", "handed".to_owned())], n(&h3["handed"])),
+            (vec![("outcome", "lost".to_owned())], n(&h3["handed_lost"])),
+        ],
     );
     p.counter(
         "nikaia_h3_path_changes_total",

@@ -154,6 +154,8 @@ pub(crate) struct H3Stats {
     /// Datagrams a worker read for another worker's connection, and
     /// handed to it.
     pub handed: AtomicU64,
+    /// Datagrams dropped because their worker's inbox was full.
+    pub handed_lost: AtomicU64,
     /// Times a connection's client address changed (migration, NAT).
     pub path_changes: AtomicU64,
     /// Stateless resets sent.
@@ -183,6 +185,7 @@ impl H3Stats {
             stalled: load(&self.stalled),
             header_timeouts: load(&self.header_timeouts),
             handed: load(&self.handed),
+            handed_lost: load(&self.handed_lost),
             path_changes: load(&self.path_changes),
             stateless_resets: load(&self.stateless_resets),
             forwarded: load(&self.forwarded),

@@ -208,6 +208,9 @@ pub struct H3Report {
     /// Datagrams a worker read for another worker's connection and handed
     /// to it (`spec/http3.md`, "Workers").
     pub handed: u64,
+    /// Datagrams dropped because their worker's inbox was full (it is
+    /// slow, or gone).
+    pub handed_lost: u64,
     /// Times a connection's client address changed (migration, NAT
     /// rebinding).
     pub path_changes: u64,
@@ -350,9 +353,9 @@ impl Report {
         s.push_str("}}");
         let h = &self.h3;
         s.push_str(&format!(
-            ",\"h3\":{{\"connections\":{},\"refused\":{},\"retries\":{},\"streams\":{},\"resets_sent\":{},\"resets_received\":{},\"floods\":{},\"stalled\":{},\"header_timeouts\":{},\"datagrams\":{},\"handed\":{},\"path_changes\":{},\"stateless_resets\":{},\"forwarded\":{},\"forwarded_in\":{},\"forward_lost\":{},\"drained\":{}}}",
+            ",\"h3\":{{\"connections\":{},\"refused\":{},\"retries\":{},\"streams\":{},\"resets_sent\":{},\"resets_received\":{},\"floods\":{},\"stalled\":{},\"header_timeouts\":{},\"datagrams\":{},\"handed\":{},\"handed_lost\":{},\"path_changes\":{},\"stateless_resets\":{},\"forwarded\":{},\"forwarded_in\":{},\"forward_lost\":{},\"drained\":{}}}",
             h.connections, h.refused, h.retries, h.streams, h.resets_sent, h.resets_received,
-            h.floods, h.stalled, h.header_timeouts, h.datagrams, h.handed, h.path_changes,
+            h.floods, h.stalled, h.header_timeouts, h.datagrams, h.handed, h.handed_lost, h.path_changes,
             h.stateless_resets, h.forwarded, h.forwarded_in, h.forward_lost, h.drained
         ));
         let b = &self.bodies;

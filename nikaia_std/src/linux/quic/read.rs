@@ -18,6 +18,10 @@ use std::sync::atomic::Ordering::Relaxed;
 const READS_PER_TURN: usize = 4;
 /// Messages read from the pair per turn.
 const PAIR_READS_PER_TURN: usize = 256;
+/// Datagrams a worker's inbox holds at most: past it (its worker slow,
+/// or gone) they are dropped, as a full socket buffer drops them, and
+/// QUIC sends them again.
+const INBOX_CAP: usize = 8192;
 
 impl Quic {
     /// Reads socket `i`'s datagrams, a bounded number, and routes them.
@@ -103,8 +107,10 @@ impl Quic {
                 continue;
             }
             let n = staged.len() as u64;
-            self.common.inboxes[w].post_all(std::mem::take(staged));
-            turn.shared.stats.h3.handed.fetch_add(n, Relaxed);
+            let dropped = self.common.inboxes[w].post_all(std::mem::take(staged), INBOX_CAP);
+            let stats = &turn.shared.stats.h3;
+            stats.handed.fetch_add(n - dropped as u64, Relaxed);
+            stats.handed_lost.fetch_add(dropped as u64, Relaxed);
         }
     }
 
