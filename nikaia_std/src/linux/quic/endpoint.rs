@@ -18,6 +18,7 @@ use rustix::event::epoll;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
@@ -161,13 +162,25 @@ impl Quic {
         ecn: Option<quinn_proto::EcnCodepoint>,
     ) {
         self.scratch.clear();
-        let event = (self.endpoint).handle(turn.now, from, to, ecn, data, &mut self.scratch);
+        let endpoint = &mut self.endpoint;
+        let scratch = &mut self.scratch;
+        let now = turn.now;
+        let handled = catch_unwind(AssertUnwindSafe(|| {
+            endpoint.handle(now, from, to, ecn, data, scratch)
+        }));
+        let Ok(event) = handled else {
+            panicked(turn, "a datagram");
+            return;
+        };
         match event {
             Some(DatagramEvent::NewConnection(incoming)) => self.incoming(turn, socket, incoming),
             Some(DatagramEvent::ConnectionEvent(handle, event)) => {
                 if let Some(Some(e)) = self.conns.get_mut(handle.0) {
-                    e.conn.handle_event(event);
-                    e.dirty = true;
+                    let conn = &mut e.conn;
+                    match catch_unwind(AssertUnwindSafe(|| conn.handle_event(event))) {
+                        Ok(()) => e.dirty = true,
+                        Err(_) => self.abandon(handle.0, turn),
+                    }
                 }
             }
             Some(DatagramEvent::Response(t)) => {
@@ -271,9 +284,31 @@ impl Quic {
                 None => false,
             };
             if due {
-                self.drive_one(i, turn);
+                let driven = catch_unwind(AssertUnwindSafe(|| self.drive_one(i, turn)));
+                if driven.is_err() {
+                    self.abandon(i, turn);
+                }
             }
         }
+    }
+
+    /// A connection whose quinn state or unit panicked: dropped at once
+    /// (its client hears nothing and ends at its idle timeout), the
+    /// worker and every other connection going on.
+    fn abandon(&mut self, i: usize, turn: &mut Turn<'_>) {
+        panicked(turn, "a connection");
+        let Some(e) = self.conns.get_mut(i).and_then(Option::take) else {
+            return;
+        };
+        if !e.closing {
+            Quic::ended(&mut self.live, &self.common, turn);
+        }
+        if !e.connected {
+            self.common.handshaking.fetch_sub(1, Relaxed);
+        }
+        turn.shared.connections.fetch_sub(1, Relaxed);
+        let mut unit = e.unit;
+        let _ = catch_unwind(AssertUnwindSafe(|| unit.lost()));
     }
 
     fn drive_one(&mut self, i: usize, turn: &mut Turn<'_>) {
@@ -480,4 +515,12 @@ impl Quic {
         }
         any
     }
+}
+
+/// quinn-proto (or the unit) panicked on what `what` brought: logged; the
+/// caller drops it.
+fn panicked(turn: &Turn<'_>, what: &str) {
+    turn.shared.logs.error(format_args!(
+        "HTTP/3: the QUIC state machine panicked on {what}; it is dropped, and the worker goes on"
+    ));
 }
