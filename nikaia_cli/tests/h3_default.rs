@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{spawn_serve, Served};
+use common::{explain, spawn_serve, Served};
 use nikaia_tests::{TestPki, TlsClient};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
@@ -15,14 +15,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A site, its pair, and a runtime file serving it over TLS on `listen`,
-/// with `http3` as `http3` says (`None`: the key left out).
+/// with `http3` as `http3` says (`None`: the key left out) and `extra`.
 struct Site {
     dir: tempfile::TempDir,
     pki: TestPki,
 }
 
 impl Site {
-    fn new(listen: &str, http3: Option<bool>) -> Site {
+    fn new(listen: &str, http3: Option<bool>, extra: &str) -> Site {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("root")).unwrap();
         std::fs::write(dir.path().join("root/index.html"), "the index\n").unwrap();
@@ -32,7 +32,7 @@ impl Site {
             dir.path().join("runtime.toml"),
             format!(
                 "workers = 2\naccess-log = \"access.log\"\nerror-log = \"error.log\"\n\
-                 tls-cert = \"{}\"\ntls-key = \"{}\"\nlisten = \"{listen}\"\n{http3}",
+                 tls-cert = \"{}\"\ntls-key = \"{}\"\nlisten = \"{listen}\"\n{http3}{extra}",
                 pki.cert.display(),
                 pki.key.display()
             ),
@@ -133,7 +133,7 @@ fn udp_held() -> (UdpSocket, u16) {
 
 #[test]
 fn by_default_a_tls_listener_serves_http3_and_advertises_it() {
-    let site = Site::new("127.0.0.1:0", None);
+    let site = Site::new("127.0.0.1:0", None, "");
     let (server, at) = site.serve();
     let alt = format!("h3=\":{}\"; ma=86400", at.port());
     let head = "GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n";
@@ -154,7 +154,7 @@ fn by_default_a_tls_listener_serves_http3_and_advertises_it() {
 #[test]
 fn by_default_a_busy_udp_port_leaves_http3_off_there_with_a_notice() {
     let (holder, port) = udp_held();
-    let site = Site::new(&format!("127.0.0.1:{port}"), None);
+    let site = Site::new(&format!("127.0.0.1:{port}"), None, "");
     let (server, at) = site.serve();
     assert_eq!(at.port(), port);
     // The notice is logged before the server says it serves.
@@ -179,7 +179,7 @@ fn by_default_a_busy_udp_port_leaves_http3_off_there_with_a_notice() {
 #[test]
 fn http3_true_with_a_busy_udp_port_refuses_the_start_naming_it() {
     let (holder, port) = udp_held();
-    let site = Site::new(&format!("127.0.0.1:{port}"), Some(true));
+    let site = Site::new(&format!("127.0.0.1:{port}"), Some(true), "");
     let stderr = std::fs::File::create(site.path("stderr")).unwrap();
     let mut child: Served = site
         .serve_cmd()
@@ -211,7 +211,7 @@ fn http3_true_with_a_busy_udp_port_refuses_the_start_naming_it() {
 
 #[test]
 fn http3_false_answers_alt_svc_clear_and_binds_no_udp_socket() {
-    let site = Site::new("127.0.0.1:0", Some(false));
+    let site = Site::new("127.0.0.1:0", Some(false), "");
     let (server, at) = site.serve();
     let clear = Some("clear".to_owned());
     let head = "GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n";
@@ -227,4 +227,23 @@ fn http3_false_answers_alt_svc_clear_and_binds_no_udp_socket() {
     // No UDP socket holds the listener's port.
     UdpSocket::bind(at).expect("the UDP port is free");
     drop(server);
+}
+
+/// `nikaia explain` read through the runtime file shows HTTP/3's lines
+/// (at zero, before any datagram) when the file has it on: left out
+/// beside a TLS listener, not with `http3 = false`.
+#[test]
+fn explain_shows_http3_when_the_file_leaves_it_on() {
+    let zero = "HTTP/3        0 connections, 0 streams; resets 0 sent, 0 received\n";
+    for (http3, shown) in [(None, true), (Some(false), false)] {
+        let stats = tempfile::tempdir().unwrap();
+        let sock = stats.path().join("stats.sock");
+        let extra = format!("stats-socket = \"{}\"\n", sock.display());
+        let site = Site::new("127.0.0.1:0", http3, &extra);
+        let (server, _) = site.serve();
+        let out = explain(&["--runtime", site.path("runtime.toml").to_str().unwrap()]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.contains(zero), shown, "http3 {http3:?}:\n{text}");
+        drop(server);
+    }
 }
