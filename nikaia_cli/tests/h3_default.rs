@@ -247,3 +247,46 @@ fn explain_shows_http3_when_the_file_leaves_it_on() {
         drop(server);
     }
 }
+
+/// Under socket activation with the key left out, an address no datagram
+/// socket was passed for has no HTTP/3, with a notice: the start goes on.
+#[test]
+fn by_default_socket_activation_without_a_udp_socket_leaves_http3_off_there() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let site = Site::new(&format!("127.0.0.1:{port}"), None, "");
+    let mut cmd = Command::new("systemd-socket-activate");
+    cmd.arg(format!("--listen=127.0.0.1:{port}"))
+        .arg(env!("CARGO_BIN_EXE_nikaia"))
+        .arg("serve")
+        .arg(site.path("root"))
+        .arg("--runtime")
+        .arg(site.path("runtime.toml"));
+    // systemd-socket-activate starts the server at the first connection:
+    // a request, its answer read once the server said it serves.
+    let at: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let config = site.pki.client_config();
+    let first = std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(10);
+        let tcp = loop {
+            match std::net::TcpStream::connect(at) {
+                Ok(tcp) => break tcp,
+                Err(e) => assert!(Instant::now() < end, "no listener: {e}"),
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let reply = TlsClient::over(tcp, config).get("/index.html");
+        (reply.status, reply.header("alt-svc").map(str::to_owned))
+    });
+    let (server, _line) = common::spawn_serving(cmd);
+    assert_eq!(first.join().unwrap(), (200, None));
+    let want = format!("notice: http3: socket activation passed no UDP socket for {at}");
+    let end = Instant::now() + Duration::from_secs(10);
+    while !site.error_log().contains(&want) {
+        assert!(Instant::now() < end, "{}", site.error_log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(server);
+}
