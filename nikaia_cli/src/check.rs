@@ -6,8 +6,8 @@ use crate::domain::DomainArgs;
 use nikaia_std::rt::{format_utc, AcmeNames, Runtime};
 
 /// Valid: the effective configuration on stdout, then each certificate pair
-/// that loads (as comments: its names and its end) and, with `http3`, each
-/// UDP address beside its TLS listener, 0. `dir` is the
+/// that loads (as comments: its names and its end) and, unless `http3 =
+/// false`, each UDP address beside its TLS listener, 0. `dir` is the
 /// directory a server would serve with it (`[resumable] dir` is checked
 /// against it); `domains`, the `--domain` names it would be given (an
 /// `[acme]` without `domains` is valid without them: a warning says its
@@ -96,15 +96,20 @@ fn certificates(runtime: &Runtime) -> String {
     out
 }
 
-/// With `http3`, the UDP addresses HTTP/3 is served on, as comments after
-/// the pairs: each beside the TCP listener whose IP and port it shares.
+/// Unless `http3 = false`, the UDP addresses HTTP/3 is served on, as
+/// comments after the pairs: each beside the TCP listener whose IP and
+/// port it shares; with the key left out, that a busy one is left out.
 fn http3(runtime: &Runtime) -> String {
     let addresses = runtime.http3_addresses();
     if addresses.is_empty() {
         return String::new();
     }
+    let default = match runtime.http3 {
+        None => " (`http3` left out: an address whose UDP port is busy at start has none, with a notice)",
+        Some(_) => "",
+    };
     let mut out = format!(
-        "# HTTP/3 on {} UDP address(es), each beside its TLS listener:\n",
+        "# HTTP/3 on {} UDP address(es), each beside its TLS listener{default}:\n",
         addresses.len()
     );
     for addr in addresses {

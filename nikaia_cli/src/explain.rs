@@ -29,16 +29,17 @@ pub struct ExplainArgs {
 }
 
 pub fn run(args: ExplainArgs) -> u8 {
-    // Whether the runtime file read for the socket turns HTTP/3 on: the
-    // text then shows its counters even while they are all zero.
+    // Whether the runtime file read for the socket has HTTP/3 on (a TLS
+    // listener, and `http3` not false): the text then shows its counters
+    // even while they are all zero.
     let mut http3 = false;
     let socket = match args.socket {
         Some(s) => s,
         None => match runtime(args.runtime) {
-            Ok(rt) => match rt.stats_socket {
+            Ok(rt) => match &rt.stats_socket {
                 Some(s) => {
-                    http3 = rt.http3;
-                    s
+                    http3 = !rt.http3_addresses().is_empty();
+                    s.clone()
                 }
                 None => {
                     eprintln!(
@@ -118,7 +119,7 @@ fn n(v: &Value) -> u64 {
 }
 
 /// The report as a person reads it; `http3`: the server's runtime file
-/// turns HTTP/3 on (its lines are shown then, else only once a counter
+/// has HTTP/3 on (its lines are shown then, else only once a counter
 /// moved).
 pub fn render(socket: &Path, r: &Value, http3: bool) -> String {
     let mut out = format!("nikaia explain — {}\n", socket.display());

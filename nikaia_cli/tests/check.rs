@@ -229,8 +229,9 @@ fn resumable_partials_live_outside_the_served_tree_on_its_file_system() {
 
 /// With `http3 = true`, `nikaia check` shows the UDP address HTTP/3 takes
 /// beside each TLS listener (its IP and port), and none beside a plain or
-/// Unix one; without it, no such line. `http3` with no TLS listener is
-/// refused at the key.
+/// Unix one; with the key left out, the same, saying a busy port is left
+/// out at start; with `false`, no such line. `http3 = true` with no TLS
+/// listener is refused at the key; left out, it is no HTTP/3.
 #[test]
 fn http3_shows_a_udp_address_beside_each_tls_listener() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -240,16 +241,16 @@ fn http3_shows_a_udp_address_beside_each_tls_listener() {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let write = |http3: bool| {
+    let write = |http3: &str| {
         let text = format!(
-            "tls-cert = \"{}\"\ntls-key = \"{}\"\nhttp3 = {http3}\nlisten = [\"127.0.0.1:{port}\", \
+            "tls-cert = \"{}\"\ntls-key = \"{}\"\n{http3}listen = [\"127.0.0.1:{port}\", \
              {{ address = \"127.0.0.1:0\", tls = false }}, \"unix:web.sock\", \"[::1]:0\"]\n",
             pki.cert.display(),
             pki.key.display()
         );
         std::fs::write(dir.path().join("runtime.toml"), text).expect("write");
     };
-    write(true);
+    write("http3 = true\n");
     let output = nikaia(dir.path(), &["check", "runtime.toml"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let out = text(&output.stdout);
@@ -268,7 +269,28 @@ fn http3_shows_a_udp_address_beside_each_tls_listener() {
         "{out}"
     );
 
-    write(false);
+    write("");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let out = text(&output.stdout);
+    assert!(out.contains("\n# http3 is not set\n"), "{out}");
+    let udp: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("# HTTP/3"))
+        .collect();
+    assert_eq!(
+        udp,
+        [
+            "# HTTP/3 on 2 UDP address(es), each beside its TLS listener (`http3` left out: \
+             an address whose UDP port is busy at start has none, with a notice):"
+                .to_owned(),
+            format!("#   udp 127.0.0.1:{port} beside tcp 127.0.0.1:{port}"),
+            "#   udp [::1]:0 beside tcp [::1]:0 (the same port, chosen at start)".to_owned(),
+        ],
+        "{out}"
+    );
+
+    write("http3 = false\n");
     let output = nikaia(dir.path(), &["check", "runtime.toml"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let out = text(&output.stdout);
@@ -276,6 +298,13 @@ fn http3_shows_a_udp_address_beside_each_tls_listener() {
         out.contains("\nhttp3 = false\n") && !out.contains("udp"),
         "{out}"
     );
+
+    // Left out with no TLS listener: no HTTP/3, and nothing said.
+    std::fs::write(dir.path().join("runtime.toml"), "workers = 1\n").expect("write");
+    let output = nikaia(dir.path(), &["check", "runtime.toml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(!text(&output.stdout).contains("HTTP/3"));
+    assert!(!text(&output.stderr).contains("http3"));
 
     std::fs::write(
         dir.path().join("runtime.toml"),

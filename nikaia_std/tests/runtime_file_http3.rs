@@ -35,16 +35,17 @@ fn addr(s: &str) -> SocketAddr {
 }
 
 #[test]
-fn off_by_default_with_retry_on_a_crowd_and_a_day_of_alt_svc() {
+fn on_by_default_with_retry_on_a_crowd_and_a_day_of_alt_svc() {
     let rt = Runtime::default();
-    assert!(!rt.http3);
+    assert_eq!(rt.http3, None);
+    assert!(rt.http3_on());
     assert_eq!(rt.http3_retry, Http3Retry::Auto);
     assert_eq!(rt.http3_retry_handshakes, 64);
     assert!(rt.http3_gso);
     assert_eq!(rt.alt_svc_max_age, Duration::from_secs(86_400));
     let printed = rt.to_toml();
     for line in [
-        "\nhttp3 = false\n",
+        "\n# http3 is not set\n",
         "\nhttp3-retry = \"auto\"\n",
         "\nhttp3-retry-handshakes = 64\n",
         "\nhttp3-gso = true\n",
@@ -54,10 +55,31 @@ fn off_by_default_with_retry_on_a_crowd_and_a_day_of_alt_svc() {
     }
     // The order of the spec: right after HTTP/2's keys.
     let at = |key: &str| printed.find(&format!("\n{key} ")).unwrap();
-    assert!(at("http2-max-requests") < at("http3"));
-    assert!(at("http3") < at("http3-retry"));
+    let http3 = printed.find("\n# http3 is not set\n").unwrap();
+    assert!(at("http2-max-requests") < http3);
+    assert!(http3 < at("http3-retry"));
     assert!(at("http3-retry-handshakes") < at("alt-svc-max-age"));
     assert!(at("alt-svc-max-age") < at("access-log"));
+    // Left out, it stays left out when the printed file is read back.
+    assert_eq!(ok(&printed).http3, None);
+}
+
+#[test]
+fn left_out_http3_is_on_beside_a_tls_listener_and_nowhere_else() {
+    // A TLS listener: its address, as with `true`.
+    let text = format!("{PAIR}listen = \"127.0.0.1:8443\"\n");
+    let rt = ok(&text);
+    assert_eq!(rt.http3, None);
+    assert_eq!(rt.http3_addresses(), [addr("127.0.0.1:8443")]);
+    // No TLS listener: no HTTP/3, and nothing to refuse.
+    let rt = ok("listen = \"127.0.0.1:8080\"\n");
+    assert_eq!(rt.http3_addresses(), []);
+    // `false` is kept apart from left out, and printed back.
+    let rt = ok(&format!("{text}http3 = false\n"));
+    assert_eq!(rt.http3, Some(false));
+    assert_eq!(rt.http3_addresses(), []);
+    assert!(rt.to_toml().contains("\nhttp3 = false\n"));
+    assert_eq!(ok(&rt.to_toml()), rt);
 }
 
 #[test]
@@ -67,7 +89,7 @@ fn every_key_is_read_and_printed_back() {
          http3-retry-handshakes = 1\nhttp3-gso = false\nalt-svc-max-age = \"0s\"\n"
     );
     let rt = ok(&text);
-    assert!(rt.http3);
+    assert_eq!(rt.http3, Some(true));
     assert_eq!(rt.http3_retry, Http3Retry::Always);
     assert_eq!(rt.http3_retry_handshakes, 1);
     assert!(!rt.http3_gso);
@@ -133,7 +155,7 @@ fn bad_values_are_refused_at_their_place() {
 const NEEDS_TLS: &str = "error: key `http3`: HTTP/3 needs TLS, and no TCP listener speaks it \
                          (one behind a PROXY-protocol proxy does not count): \
                          name a certificate (`tls-cert` and `tls-key`, `[[certificate]]` or \
-                         `[acme]`) for a listener, or leave `http3` off\n";
+                         `[acme]`) for a listener, or leave `http3` out\n";
 
 #[test]
 fn http3_without_a_tls_listener_is_refused_at_the_key() {
@@ -153,8 +175,9 @@ fn http3_without_a_tls_listener_is_refused_at_the_key() {
     let refused = errors(text);
     assert!(!refused.contains("key `http3`"), "{refused}");
     assert!(refused.contains("key `listen`"), "{refused}");
-    // Off, a plain server is fine.
-    assert!(!ok("http3 = false\n").http3);
+    // Off, or left out, a plain server is fine.
+    assert_eq!(ok("http3 = false\n").http3, Some(false));
+    assert_eq!(ok("workers = 1\n").http3, None);
 }
 
 #[test]
@@ -174,12 +197,12 @@ fn http3_is_served_beside_each_tcp_tls_listener() {
         ]
     );
     let mut off = rt.clone();
-    off.http3 = false;
+    off.http3 = Some(false);
     assert_eq!(off.http3_addresses(), []);
 
     // A program's own runtime: TLS decided the same way.
     let mut rt = Runtime::default();
-    rt.http3 = true;
+    rt.http3 = Some(true);
     assert_eq!(
         rt.http3_addresses(),
         [],
@@ -200,7 +223,7 @@ fn http3_with_names_from_the_command_line_needs_no_tls_in_the_file() {
     let file = dir.path().join(FILE);
     std::fs::write(&file, "http3 = true\n").unwrap();
     let rt = Runtime::load_with(&file, AcmeNames::CommandLine).unwrap();
-    assert!(rt.http3);
+    assert_eq!(rt.http3, Some(true));
     let refused = Runtime::load_with(&file, AcmeNames::FileOrCommandLine).unwrap_err();
     assert_eq!(refused.len(), 1);
     assert_eq!(

@@ -31,7 +31,7 @@ const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/h3/h3client.py");
 /// port (loopback, port 0, two workers, quiet logs).
 pub fn h3_runtime(pki: &TestPki) -> Runtime {
     let mut rt = pki.runtime();
-    rt.http3 = true;
+    rt.http3 = Some(true);
     rt
 }
 

@@ -18,7 +18,7 @@ const OUTSIDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/h3/outside.py");
 /// A runtime serving HTTPS and HTTP/3 with `pki`'s pair.
 fn h3_runtime(pki: &TestPki) -> Runtime {
     let mut rt = pki.runtime();
-    rt.http3 = true;
+    rt.http3 = Some(true);
     rt
 }
 

@@ -29,7 +29,7 @@ use serde_json::Value;
 /// on `workers` workers (loopback, port 0, quiet logs).
 pub fn h3_runtime(pki: &TestPki, workers: usize) -> Runtime {
     let mut rt = pki.runtime();
-    rt.http3 = true;
+    rt.http3 = Some(true);
     rt.workers = workers;
     rt
 }

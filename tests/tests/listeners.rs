@@ -178,34 +178,53 @@ fn a_reload_moves_the_stats_socket_and_the_access_log() {
 }
 
 /// `http3` is like `listen` at SIGHUP: its UDP sockets open with the
-/// listeners, so a change keeps the old value until a restart or an
-/// upgrade, and the rest of the file applies.
+/// listeners, so a change that turns HTTP/3 on or off keeps the old value
+/// until a restart or an upgrade, and the rest of the file applies. Left
+/// out is on: from it to `true` nothing waits.
 #[test]
 fn a_reload_leaves_http3_to_a_restart() {
     let dir = site();
     let pki = TestPki::new();
     let conf = tempfile::tempdir().unwrap();
     let file = conf.path().join("runtime.toml");
-    let write = |http3: bool, cache_control: &str| {
+    let write = |http3: &str, cache_control: &str| {
         let text = format!(
             "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\n\
-             tls-cert = \"{}\"\ntls-key = \"{}\"\nhttp3 = {http3}\ncache-control = \"{cache_control}\"\n",
+             tls-cert = \"{}\"\ntls-key = \"{}\"\n{http3}cache-control = \"{cache_control}\"\n",
             pki.cert.display(),
             pki.key.display()
         );
         std::fs::write(&file, text).unwrap();
     };
-    write(false, "no-cache");
+    write("http3 = false\n", "no-cache");
     let running = serve(dir.path(), Runtime::load(&file).unwrap(), &file);
     let get = || TlsClient::connect_tls(running.local_addr(), pki.client_config()).get("/f1.txt");
     assert_eq!(get().header("cache-control"), Some("no-cache"));
+    assert_eq!(get().header("alt-svc"), Some("clear"));
 
-    write(true, "max-age=5");
+    write("http3 = true\n", "max-age=5");
     assert_eq!(running.reload().unwrap().restart_needed, ["http3"]);
     assert_eq!(get().header("cache-control"), Some("max-age=5"));
     // The old value stayed: the same file read again names it again.
     assert_eq!(running.reload().unwrap().restart_needed, ["http3"]);
-    write(false, "max-age=5");
+    assert_eq!(get().header("alt-svc"), Some("clear"));
+    // Left out, HTTP/3 is on: a change too.
+    write("", "max-age=5");
+    assert_eq!(running.reload().unwrap().restart_needed, ["http3"]);
+    write("http3 = false\n", "max-age=5");
     assert!(running.reload().unwrap().restart_needed.is_empty());
     assert_eq!(get().status, 200);
+    drop(running);
+
+    // Started with the key left out: HTTP/3 is on and advertised.
+    write("", "no-cache");
+    let running = serve(dir.path(), Runtime::load(&file).unwrap(), &file);
+    let get = || TlsClient::connect_tls(running.local_addr(), pki.client_config()).get("/f1.txt");
+    let alt = format!("h3=\":{}\"; ma=86400", running.local_addr().port());
+    assert_eq!(get().header("alt-svc"), Some(alt.as_str()));
+    write("http3 = true\n", "no-cache");
+    assert!(running.reload().unwrap().restart_needed.is_empty());
+    write("http3 = false\n", "no-cache");
+    assert_eq!(running.reload().unwrap().restart_needed, ["http3"]);
+    assert_eq!(get().header("alt-svc"), Some(alt.as_str()));
 }

@@ -31,7 +31,7 @@ fn every_row_and_file_answer_is_the_same_as_in_plain_http() {
     let plain = app(test_runtime(), &s.root);
     // With HTTP/3 on, as the answers over it are compared in h3.rs.
     let mut rt = pki.runtime();
-    rt.http3 = true;
+    rt.http3 = Some(true);
     let tls = app(rt, &s.root);
     let config = pki.client_config();
     let etag = Client::connect(plain.local_addr())

@@ -59,8 +59,10 @@ pub(crate) fn reload(
         restart_needed.push("listen");
         new.listen = old.listen.clone();
     }
-    // HTTP/3's UDP sockets are bound (or passed) with the listeners.
-    if new.http3 != old.http3 {
+    // HTTP/3's UDP sockets are bound (or passed) with the listeners: a
+    // change that turns it on or off waits. Between left out and `true`
+    // it is on both ways; what differs is how a start meets a busy port.
+    if new.http3_on() != old.http3_on() {
         restart_needed.push("http3");
         new.http3 = old.http3;
     }

@@ -164,26 +164,41 @@ const PORT_TRIES: usize = 5;
 /// The listeners and HTTP/3's UDP sockets, and the notices of both. A TLS
 /// listener asked on port 0 gets a port the kernel chose for TCP; if that
 /// port is taken for UDP, every socket is closed and bound again, a few
-/// times, rather than failing (`spec/http3.md`, "Sockets").
+/// times, rather than failing (`spec/http3.md`, "Sockets"). With `http3`
+/// left out, a UDP port still taken after that (or any taken port) leaves
+/// HTTP/3 off at its address, with a notice; with `http3 = true` it
+/// refuses the start.
 fn open_sockets(
     rt: &crate::rt::Runtime,
     mut passed: Option<&mut Activation>,
     came: super::quic::Came,
     udp_passed: Vec<activation::Passed>,
 ) -> io::Result<(listen::Opened, super::quic::Opened, Vec<String>)> {
+    use super::quic::Busy;
     let any_port = rt.listen.iter().any(|l| match &l.address {
         ListenAddr::Tcp(a) => a.port() == 0 && rt.speaks_tls(l),
         ListenAddr::Unix(_) => false,
     });
-    let retry = rt.http3 && any_port && matches!(came, super::quic::Came::Bound);
+    let retry = rt.http3_on() && any_port && matches!(came, super::quic::Came::Bound);
+    // Left out, `http3` refuses a busy port only while binding again may
+    // still find a free one; then it is bound once more, skipping it.
+    let mut busy = match (rt.http3, retry) {
+        (None, false) => Busy::Skip,
+        _ => Busy::Refuse,
+    };
     let mut udp_passed = Some(udp_passed);
     for attempt in 1.. {
         let opened = listen::open(rt, passed.as_deref_mut())?;
         let mut notices = opened.notices.clone();
         let given = udp_passed.take().unwrap_or_default();
-        match super::quic::open(rt, &opened.listeners, came.clone(), given, &mut notices) {
+        let listeners = &opened.listeners;
+        match super::quic::open(rt, listeners, came.clone(), given, busy, &mut notices) {
             Ok(udp) => return Ok((opened, udp, notices)),
             Err(e) if retry && e.kind() == io::ErrorKind::AddrInUse && attempt < PORT_TRIES => {
+                drop(opened);
+            }
+            Err(_) if rt.http3.is_none() && busy == Busy::Refuse => {
+                busy = Busy::Skip;
                 drop(opened);
             }
             Err(e) => return Err(e),

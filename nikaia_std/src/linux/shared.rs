@@ -265,17 +265,20 @@ impl Shared {
 
     /// `Alt-Svc`'s value for the answers of a connection `listener`
     /// accepted: HTTP/3 on its port with `alt-svc-max-age`, when this
-    /// process serves HTTP/3 on its address (never on Unix, PROXY-protocol
-    /// or redirecting listeners).
+    /// process serves HTTP/3 on its address; `clear` with `http3 = false`,
+    /// so a client forgets an HTTP/3 that is gone (RFC 7838 §3). Never on
+    /// Unix, PROXY-protocol or redirecting listeners.
     pub(crate) fn alt_svc(&self, listener: &Listener, rt: &Runtime) -> Option<bytes::Bytes> {
         let crate::rt::ListenAddr::Tcp(addr) = &listener.address else {
             return None;
         };
-        let serves = listener.tls
-            && !listener.proxy
-            && listener.redirect.is_none()
-            && self.h3_addresses.contains(addr);
-        serves.then(|| {
+        if !listener.tls || listener.proxy || listener.redirect.is_some() {
+            return None;
+        }
+        if rt.http3 == Some(false) {
+            return Some(bytes::Bytes::from_static(b"clear"));
+        }
+        self.h3_addresses.contains(addr).then(|| {
             let ma = rt.alt_svc_max_age.as_secs();
             bytes::Bytes::from(format!("h3=\":{}\"; ma={ma}", addr.port()))
         })

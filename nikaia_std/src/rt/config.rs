@@ -180,9 +180,14 @@ pub struct Runtime {
     /// `http2-max-requests`: streams one HTTP/2 connection may open before
     /// it is sent GOAWAY (nginx's `keepalive_requests`).
     pub http2_max_requests: u32,
-    /// `http3`: HTTP/3 is served on the UDP port of every TCP listener
-    /// that speaks TLS ([`Runtime::http3_addresses`]); needs one.
-    pub http3: bool,
+    /// `http3`: HTTP/3 on the UDP port of every TCP listener that speaks
+    /// TLS ([`Runtime::http3_addresses`]). `None` (the key left out, the
+    /// default): served where it can be — an address whose UDP socket
+    /// cannot be had has none, with a notice, and no TLS listener means
+    /// no HTTP/3. `Some(true)`: served on every such address, or the
+    /// start is refused; needs a TLS listener. `Some(false)`: not served,
+    /// and the TLS listeners answer `Alt-Svc: clear`.
+    pub http3: Option<bool>,
     /// `http3-retry`: when a handshake is sent a Retry first.
     pub http3_retry: Http3Retry,
     /// `http3-retry-handshakes`: under [`Http3Retry::Auto`], the handshakes
@@ -391,7 +396,7 @@ impl Default for Runtime {
             write_free_floor: 64 << 20,
             http2: true,
             http2_max_requests: 1000,
-            http3: false,
+            http3: None,
             http3_retry: Http3Retry::Auto,
             http3_retry_handshakes: 64,
             http3_gso: true,
@@ -450,13 +455,20 @@ impl Runtime {
             .collect()
     }
 
-    /// The UDP addresses HTTP/3 is served on: with `http3`, each TCP
-    /// listener's that speaks TLS (not behind a PROXY-protocol proxy: its
-    /// clients reach it through the proxy, which speaks TCP), the same IP
-    /// and port, in `listen`'s order (a port-0 listener's UDP socket takes
-    /// the port its TCP one is given); none without `http3`.
+    /// Whether HTTP/3 is on: `http3` left out (the default) or `true`.
+    pub fn http3_on(&self) -> bool {
+        self.http3 != Some(false)
+    }
+
+    /// The UDP addresses HTTP/3 is served on: unless `http3 = false`,
+    /// each TCP listener's that speaks TLS (not behind a PROXY-protocol
+    /// proxy: its clients reach it through the proxy, which speaks TCP),
+    /// the same IP and port, in `listen`'s order (a port-0 listener's UDP
+    /// socket takes the port its TCP one is given); none with `http3 =
+    /// false`. With `http3` left out, a start may leave out an address
+    /// whose UDP port is busy.
     pub fn http3_addresses(&self) -> Vec<SocketAddr> {
-        if !self.http3 {
+        if !self.http3_on() {
             return Vec::new();
         }
         (self.listen.iter())

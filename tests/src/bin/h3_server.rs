@@ -22,7 +22,7 @@ fn main() {
     rt.access_log = nikaia_std::rt::LogTarget::Off;
     rt.tls_cert = Some(cert.into());
     rt.tls_key = Some(key.into());
-    rt.http3 = true;
+    rt.http3 = Some(true);
     let big = Bytes::from(vec![7u8; 64 << 20]);
     let server = Server::with_runtime(rt).route("/big", move |_| big.clone());
     let running = server.start().expect("start");

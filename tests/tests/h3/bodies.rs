@@ -118,7 +118,7 @@ fn uploads_to_nikaia_serve_are_written_and_read_back_over_h3() {
     let mut rt = site.runtime(RULES);
     rt.tls_cert = Some(pki.cert.clone());
     rt.tls_key = Some(pki.key.clone());
-    rt.http3 = true;
+    rt.http3 = Some(true);
     let server = serve_dir(&site.root, rt, false, true);
     let port = server.local_addr().port();
     let first = random(300_000, 31);

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// on (loopback, port 0, two workers, no access log).
 fn runtime_from(toml: &str, pki: &TestPki) -> Runtime {
     let mut rt = nikaia_tests::corpus::runtime_from(toml, Some(pki));
-    rt.http3 = true;
+    rt.http3 = Some(true);
     rt
 }
 

@@ -85,7 +85,7 @@ pub fn site() -> (
 pub fn runtime(pki: &TestPki) -> Runtime {
     let mut rt = pki.runtime();
     rt.workers = 1;
-    rt.http3 = true;
+    rt.http3 = Some(true);
     rt
 }
 

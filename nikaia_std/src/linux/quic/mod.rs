@@ -49,25 +49,39 @@ pub(crate) enum Came {
     Upgraded,
 }
 
-/// HTTP/3's UDP sockets: with `http3 = true`, one on the address and port
-/// of each TCP listener that speaks TLS (never a Unix, PROXY-protocol or
-/// redirecting one) — a UDP socket passed for that address (an upgrade
+/// What a start does with an address whose UDP socket cannot be bound.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Busy {
+    /// Refuses the start, naming the address (`http3 = true`; and the
+    /// default's first tries beside a port-0 listener, bound again).
+    Refuse,
+    /// Leaves HTTP/3 off there, with a notice (`http3` left out).
+    Skip,
+}
+
+/// HTTP/3's UDP sockets: unless `http3 = false`, one on the address and
+/// port of each TCP listener that speaks TLS (never a Unix, PROXY-protocol
+/// or redirecting one) — a UDP socket passed for that address (an upgrade
 /// passes its own; socket activation may), else one bound here. An
-/// address someone holds refuses the start, as a TCP one does. Under
-/// socket activation, an address no UDP socket was passed for has no
-/// HTTP/3, with a notice: the socket's owner did not ask for it.
+/// address whose socket cannot be bound (someone holds it) refuses the
+/// start under [`Busy::Refuse`], as a TCP one does, and has no HTTP/3,
+/// with a notice, under [`Busy::Skip`]. Under socket activation, an
+/// address no UDP socket was passed for has no HTTP/3, with a notice: the
+/// socket's owner did not ask for it. No TLS listener: refused with
+/// `http3 = true`, no HTTP/3 and nothing said with the key left out.
 pub(crate) fn open(
     rt: &Runtime,
     listeners: &[Listener],
     came: Came,
     passed: Vec<Passed>,
+    busy: Busy,
     notices: &mut Vec<String>,
 ) -> io::Result<Opened> {
     let mut opened = Opened {
         sockets: Vec::new(),
         adopted: Vec::new(),
     };
-    if !rt.http3 {
+    if !rt.http3_on() {
         return Ok(opened);
     }
     let mut passed: Vec<Option<Passed>> = passed.into_iter().map(Some).collect();
@@ -93,7 +107,17 @@ pub(crate) fn open(
                 ));
                 continue;
             }
-            (None, Came::Bound | Came::Upgraded) => Udp::bind(*addr)?,
+            (None, Came::Bound | Came::Upgraded) => match (Udp::bind(*addr), busy) {
+                (Ok(udp), _) => udp,
+                (Err(e), Busy::Refuse) => return Err(e),
+                (Err(e), Busy::Skip) => {
+                    notices.push(format!(
+                        "http3: {e}: no HTTP/3 on {addr}, nor Alt-Svc (`http3 = true` would \
+                         refuse the start)"
+                    ));
+                    continue;
+                }
+            },
         };
         if let Some(got) = udp.short_buffer() {
             notices.push(format!(
@@ -104,7 +128,7 @@ pub(crate) fn open(
         }
         opened.sockets.push(udp);
     }
-    if wanted == 0 {
+    if wanted == 0 && rt.http3 == Some(true) {
         return Err(io::Error::other(
             "http3 = true, but no TCP listener speaks TLS: HTTP/3 is always TLS",
         ));

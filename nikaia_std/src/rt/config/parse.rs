@@ -201,7 +201,7 @@ impl Checker<'_> {
                     let n = self.integer(name, value, HTTP2_MAX_REQUESTS);
                     put(&mut rt.http2_max_requests, n.map(|n| n as u32));
                 }
-                "http3" => put(&mut rt.http3, self.boolean(name, value)),
+                "http3" => rt.http3 = self.boolean(name, value).or(rt.http3),
                 "http3-retry" => put(&mut rt.http3_retry, self.http3_retry(name, value)),
                 "http3-gso" => put(&mut rt.http3_gso, self.boolean(name, value)),
                 "http3-retry-handshakes" => {

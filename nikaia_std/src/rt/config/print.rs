@@ -12,8 +12,8 @@ use std::time::Duration;
 impl Runtime {
     /// The effective configuration as a runtime file: every key in the order
     /// of the spec, defaults filled in. Keys without a value (`stats-socket`,
-    /// `tls-cert`, `tls-key`, `cache-control`, `not-found`, `fallback` when
-    /// unset) are written as comments. Parsing the
+    /// `tls-cert`, `tls-key`, `cache-control`, `not-found`, `fallback`, and
+    /// `http3` left to its default, when unset) are written as comments. Parsing the
     /// result gives this `Runtime` back.
     pub fn to_toml(&self) -> String {
         let mut out = String::new();
@@ -76,7 +76,9 @@ impl Runtime {
             "http2-max-requests",
             Some(self.http2_max_requests.to_string()),
         );
-        line("http3", Some(self.http3.to_string()));
+        // Left out, HTTP/3 is on where its UDP port can be had, which no
+        // value of the key says: `nikaia check`'s comments after it do.
+        line("http3", self.http3.map(|on| on.to_string()));
         line("http3-retry", Some(string(self.http3_retry.token())));
         line(
             "http3-retry-handshakes",

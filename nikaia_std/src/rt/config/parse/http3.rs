@@ -69,14 +69,18 @@ impl Checker<'_> {
         let tls = rt.listen.iter().any(|l| {
             l.tls.unwrap_or(pair) && !l.proxy_protocol && matches!(l.address, ListenAddr::Tcp(_))
         });
-        if !rt.http3 || tls || listen_refused || self.names == crate::rt::AcmeNames::CommandLine {
+        if rt.http3 != Some(true)
+            || tls
+            || listen_refused
+            || self.names == crate::rt::AcmeNames::CommandLine
+        {
             return;
         }
         if let Some((key, _)) = entries.iter().find(|(k, _)| *k.get_ref() == "http3") {
             let message = "HTTP/3 needs TLS, and no TCP listener speaks it (one behind a \
                            PROXY-protocol proxy does not count): name a certificate \
                            (`tls-cert` and `tls-key`, `[[certificate]]` or `[acme]`) for a \
-                           listener, or leave `http3` off"
+                           listener, or leave `http3` out"
                 .to_string();
             self.error(key.span().start, Some("http3"), message);
         }
