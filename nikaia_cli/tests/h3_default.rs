@@ -1,6 +1,6 @@
 //! HTTP/3 on by default (`spec/http3.md`, "Turning it on"): a TLS
 //! listener with no `http3` key serves HTTP/3 and advertises it; a UDP
-//! port someone else holds then leaves HTTP/3 off there with a notice,
+//! port someone else holds then leaves HTTP/3 off there with a warning,
 //! where `http3 = true` refuses the start; and `http3 = false` answers
 //! `Alt-Svc: clear` over HTTP/1.1 and HTTP/2 and binds no UDP socket.
 //! The HTTP/3 client is ngtcp2's `gtlsclient`, the HTTP/2 one curl.
@@ -152,17 +152,17 @@ fn by_default_a_tls_listener_serves_http3_and_advertises_it() {
 }
 
 #[test]
-fn by_default_a_busy_udp_port_leaves_http3_off_there_with_a_notice() {
+fn by_default_a_busy_udp_port_leaves_http3_off_there_with_a_warning() {
     let (holder, port) = udp_held();
     let site = Site::new(&format!("127.0.0.1:{port}"), None, "");
     let (server, at) = site.serve();
     assert_eq!(at.port(), port);
-    // The notice is logged before the server says it serves.
+    // The warning is logged before the server says it serves.
     let log = site.error_log();
     let notice = log
         .lines()
-        .find(|l| l.contains("notice: http3:"))
-        .unwrap_or_else(|| panic!("no HTTP/3 notice in {log}"));
+        .find(|l| l.contains("warn: http3:"))
+        .unwrap_or_else(|| panic!("no HTTP/3 warning in {log}"));
     assert!(
         notice.contains(&format!("127.0.0.1:{port}")) && notice.contains("address already in use"),
         "{notice}"

@@ -59,6 +59,7 @@ impl Server {
         let mut shared = Shared::new(self.router, self.rt, opened.listeners)?;
         shared.h3_addresses = udp.sockets.iter().map(|u| u.address).collect();
         let mut udp_adopted = udp.adopted;
+        let udp_warnings = udp.warnings;
         let (pair, process) = match pair_passed {
             Some((p, bit)) if !udp.sockets.is_empty() => {
                 udp_adopted.push(p.index);
@@ -82,6 +83,9 @@ impl Server {
         let budget = connection_budget(&shared, asked, workers, max_writes);
         shared.max_connections.store(budget, Ordering::Relaxed);
         let shared = Arc::new(shared);
+        for warning in &udp_warnings {
+            shared.logs.warn(format_args!("{warning}"));
+        }
         for notice in &notices {
             shared.logs.notice(format_args!("{notice}"));
         }

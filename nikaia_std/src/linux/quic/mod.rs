@@ -36,6 +36,9 @@ pub(crate) struct Opened {
     pub sockets: Vec<Udp>,
     /// The passed sockets adopted (their places among the passed).
     pub adopted: Vec<usize>,
+    /// What the start logs as warnings: an address left without HTTP/3
+    /// (its UDP port taken), a receive buffer the kernel kept small.
+    pub warnings: Vec<String>,
 }
 
 /// How this process came by its listeners.
@@ -80,6 +83,7 @@ pub(crate) fn open(
     let mut opened = Opened {
         sockets: Vec::new(),
         adopted: Vec::new(),
+        warnings: Vec::new(),
     };
     if !rt.http3_on() {
         return Ok(opened);
@@ -111,7 +115,7 @@ pub(crate) fn open(
                 (Ok(udp), _) => udp,
                 (Err(e), Busy::Refuse) => return Err(e),
                 (Err(e), Busy::Skip) => {
-                    notices.push(format!(
+                    opened.warnings.push(format!(
                         "http3: {e}: no HTTP/3 on {addr}, nor Alt-Svc (`http3 = true` would \
                          refuse the start)"
                     ));
@@ -120,7 +124,7 @@ pub(crate) fn open(
             },
         };
         if let Some(got) = udp.short_buffer() {
-            notices.push(format!(
+            opened.warnings.push(format!(
                 "http3: the UDP receive buffer of {addr} is {got} bytes, below the {} asked \
                  (raise net.core.rmem_max): a fast download may lose datagrams",
                 socket::BUFFER
