@@ -39,8 +39,8 @@ impl Version {
 pub enum Peer {
     Tcp(SocketAddr),
     Unix,
-    /// A QUIC client: the address its handshake came from (a connection
-    /// does not migrate, `spec/http3.md`).
+    /// A QUIC client: its address when the request arrived (a connection
+    /// may move to another address; `spec/http3.md`, "Transport").
     Quic(SocketAddr),
 }
 

@@ -425,3 +425,49 @@ fn sha256(bytes: &[u8]) -> String {
     let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes);
     d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// Per-address decisions see the client's current address: two requests
+/// on one QUIC connection, the client moving to a new source port between
+/// them, each answered with the address the request came from
+/// (`Request::peer`, which the access log, the auth cap and
+/// `trusted-proxies` read), on 2 workers.
+#[test]
+fn a_request_after_a_move_carries_the_clients_new_address() {
+    let pki = TestPki::new();
+    let server = start(
+        Server::with_runtime(h3_runtime(&pki, 2))
+            .route("/peer", |req: &nikaia_std::http::Request| {
+                req.peer().to_string()
+            }),
+    );
+    let port = server.local_addr().port();
+    let out = Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/h3/peer_moves.py"))
+        .arg(format!("--connect=127.0.0.1:{port}"))
+        .arg("--cafile")
+        .arg(&pki.ca_pem)
+        .arg("--path=/peer")
+        .output()
+        .expect("python3 runs tests/h3/peer_moves.py");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(text.trim()).unwrap();
+    let ports = seen["ports"].as_array().unwrap();
+    assert_eq!(
+        seen["bodies"][0],
+        format!("127.0.0.1:{}", ports[0]),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["bodies"][1],
+        format!("127.0.0.1:{}", ports[1]),
+        "{seen}"
+    );
+    assert!(h3_counter(&server, "path_changes") >= 1);
+    server.shutdown();
+    server.wait();
+}
