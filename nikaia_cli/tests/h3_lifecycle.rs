@@ -108,13 +108,7 @@ fn sigusr2_hands_the_udp_socket_to_the_new_process() {
     signal(&server, rustix::process::Signal::USR2);
     let log = site.wait_for_log("is ready; this process stops accepting and drains");
     assert!(log.contains("and 1 HTTP/3 UDP socket(s)"), "{log}");
-    let pid: i32 = log
-        .lines()
-        .rfind(|l| l.contains("SIGUSR2: starting"))
-        .and_then(|l| l.split("(pid ").nth(1))
-        .and_then(|rest| rest.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no new pid in {log}"));
+    let pid = common::upgraded_pid(&log);
     let end = Instant::now() + Duration::from_secs(40);
     while server.try_wait().unwrap().is_none() {
         assert!(Instant::now() < end, "the old process did not exit");

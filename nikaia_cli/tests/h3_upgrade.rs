@@ -236,13 +236,7 @@ fn sigusr2_under_16_held_h3_downloads_fails_and_cuts_none() {
 
     signal(server.id() as i32, rustix::process::Signal::USR2);
     let log = site.wait_for_log("is ready; this process stops accepting and drains");
-    let pid: i32 = log
-        .lines()
-        .rfind(|l| l.contains("SIGUSR2: starting"))
-        .and_then(|l| l.split("(pid ").nth(1))
-        .and_then(|rest| rest.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no new pid in {log}"));
+    let pid = common::upgraded_pid(&log);
     let _upgraded = Upgraded(pid);
     // The new process refuses a second upgrade while the old one drains.
     signal(pid, rustix::process::Signal::USR2);
@@ -319,13 +313,7 @@ fn an_upgrade_to_a_process_without_http3_leaves_the_old_one_reading_its_udp_sock
     signal(server.id() as i32, rustix::process::Signal::USR2);
     let log = site.wait_for_log("is ready; this process stops accepting and drains");
     assert!(log.contains("took 2 of the 4 sockets"), "{log}");
-    let pid: i32 = log
-        .lines()
-        .rfind(|l| l.contains("SIGUSR2: starting"))
-        .and_then(|l| l.split("(pid ").nth(1))
-        .and_then(|rest| rest.split(')').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no new pid in {log}"));
+    let pid = common::upgraded_pid(&log);
     let _upgraded = Upgraded(pid);
     for h in &mut held {
         h.go_on();

@@ -223,3 +223,15 @@ pub fn alive(pid: i32) -> bool {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
     !zombie || tasks > 1
 }
+
+/// The pid of the process an upgrade started, from the error log's
+/// `SIGUSR2: starting PROGRAM (pid N)` line (the last one).
+#[allow(dead_code)] // not every test binary upgrades
+pub fn upgraded_pid(log: &str) -> i32 {
+    log.lines()
+        .rfind(|l| l.contains("SIGUSR2: starting"))
+        .and_then(|l| l.split("(pid ").nth(1))
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no new pid in {log}"))
+}

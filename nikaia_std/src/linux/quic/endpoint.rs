@@ -297,18 +297,10 @@ impl Quic {
     /// worker and every other connection going on.
     fn abandon(&mut self, i: usize, turn: &mut Turn<'_>) {
         panicked(turn, "a connection");
-        let Some(e) = self.conns.get_mut(i).and_then(Option::take) else {
-            return;
-        };
-        if !e.closing {
-            Quic::ended(&mut self.live, &self.common, turn);
+        if let Some(e) = self.remove(i, turn) {
+            let mut unit = e.unit;
+            let _ = catch_unwind(AssertUnwindSafe(|| unit.lost()));
         }
-        if !e.connected {
-            self.common.handshaking.fetch_sub(1, Relaxed);
-        }
-        turn.shared.connections.fetch_sub(1, Relaxed);
-        let mut unit = e.unit;
-        let _ = catch_unwind(AssertUnwindSafe(|| unit.lost()));
     }
 
     fn drive_one(&mut self, i: usize, turn: &mut Turn<'_>) {
@@ -394,7 +386,7 @@ impl Quic {
         }
         e.timer = e.conn.poll_timeout();
         if e.conn.is_drained() {
-            self.remove(i, turn);
+            let _ = self.remove(i, turn);
         }
     }
 
@@ -409,10 +401,10 @@ impl Quic {
         }
     }
 
-    fn remove(&mut self, i: usize, turn: &Turn<'_>) {
-        let Some(e) = self.conns[i].take() else {
-            return;
-        };
+    /// Forgets connection `i` (drained, or abandoned): what it counted
+    /// for is given back.
+    fn remove(&mut self, i: usize, turn: &Turn<'_>) -> Option<Entry> {
+        let e = self.conns.get_mut(i).and_then(Option::take)?;
         if !e.closing {
             Quic::ended(&mut self.live, &self.common, turn);
         }
@@ -420,6 +412,7 @@ impl Quic {
             self.common.handshaking.fetch_sub(1, Relaxed);
         }
         turn.shared.connections.fetch_sub(1, Relaxed);
+        Some(e)
     }
 
     /// The connection idle longest (served, every answer acknowledged,

@@ -73,30 +73,39 @@ impl Quic {
         to: Option<std::net::IpAddr>,
         ecn: Option<u8>,
     ) {
-        let ecn_point = ecn.and_then(quinn_proto::EcnCodepoint::from_bits);
-        match self.common.place.owner(&data) {
-            Some(Owner::Worker(w)) if w != self.worker => self.staged[w].push(Handed {
-                socket,
-                data,
-                from,
-                to,
-                ecn: ecn_point,
-            }),
-            Some(Owner::Other) => {
-                let stats = &turn.shared.stats.h3;
-                let carried = self.common.pair().is_some_and(|pair| {
-                    let address = self.common.sockets[socket].address;
-                    pair.send(address, from, to, ecn, &data).unwrap_or(false)
-                });
-                match carried {
-                    true => stats.forwarded.fetch_add(1, Relaxed),
-                    // The other process is gone, or its pair is full: the
-                    // datagram is dropped, never answered with a reset
-                    // (our keys are not the ones its connection knows).
-                    false => stats.forward_lost.fetch_add(1, Relaxed),
-                };
-            }
-            _ => self.datagram(turn, socket, data, from, to, ecn_point),
+        let owner = self.common.place.owner(&data);
+        if owner == Some(Owner::Other) {
+            let stats = &turn.shared.stats.h3;
+            let carried = self.common.pair().is_some_and(|pair| {
+                let address = self.common.sockets[socket].address;
+                pair.send(address, from, to, ecn, &data).unwrap_or(false)
+            });
+            match carried {
+                true => stats.forwarded.fetch_add(1, Relaxed),
+                // The other process is gone, or its pair is full: the
+                // datagram is dropped, never answered with a reset
+                // (our keys are not the ones its connection knows).
+                false => stats.forward_lost.fetch_add(1, Relaxed),
+            };
+            return;
+        }
+        let ecn = ecn.and_then(quinn_proto::EcnCodepoint::from_bits);
+        let h = Handed {
+            socket,
+            data,
+            from,
+            to,
+            ecn,
+        };
+        self.take_or_stage(turn, owner, h);
+    }
+
+    /// A datagram of this process: to this worker's endpoint, or staged
+    /// for the worker that owns it.
+    fn take_or_stage(&mut self, turn: &mut Turn<'_>, owner: Option<Owner>, h: Handed) {
+        match owner {
+            Some(Owner::Worker(w)) if w != self.worker => self.staged[w].push(h),
+            _ => self.datagram(turn, h.socket, h.data, h.from, h.to, h.ecn),
         }
     }
 
@@ -179,19 +188,18 @@ impl Quic {
             let Some(socket) = self.common.socket_at(carried.socket) else {
                 continue;
             };
-            let ecn = carried.ecn.and_then(quinn_proto::EcnCodepoint::from_bits);
-            match self.common.place.owner(&carried.data) {
-                Some(Owner::Worker(w)) if w != self.worker => self.staged[w].push(Handed {
+            let owner = self.common.place.owner(&carried.data);
+            // Carried back would loop: a datagram the other process thinks
+            // is ours and we think is its is dropped.
+            if owner != Some(Owner::Other) {
+                let h = Handed {
                     socket,
                     data: carried.data,
                     from: carried.from,
                     to: carried.to,
-                    ecn,
-                }),
-                // Carried back would loop: a datagram the other process
-                // thinks is ours and we think is its is dropped.
-                Some(Owner::Other) => {}
-                _ => self.datagram(turn, socket, carried.data, carried.from, carried.to, ecn),
+                    ecn: carried.ecn.and_then(quinn_proto::EcnCodepoint::from_bits),
+                };
+                self.take_or_stage(turn, owner, h);
             }
         }
         self.post_staged(turn);
