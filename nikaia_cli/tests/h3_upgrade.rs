@@ -325,3 +325,27 @@ fn an_upgrade_to_a_process_without_http3_leaves_the_old_one_reading_its_udp_sock
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The new process of an upgrade dies while the old one still finishes
+/// held downloads: nobody reads the UDP socket for the old one then, so it
+/// reads it again itself, and every download ends whole.
+#[test]
+fn the_old_process_reads_its_udp_socket_again_when_the_new_one_dies() {
+    let site = Site::new();
+    let (mut server, port) = site.serve();
+    let mut held = Held::start_many(4, port, &site);
+    signal(server.id() as i32, rustix::process::Signal::USR2);
+    let log = site.wait_for_log("is ready; this process stops accepting and drains");
+    let pid = common::upgraded_pid(&log);
+    signal(pid, rustix::process::Signal::KILL);
+    site.wait_for_log("the process that took the UDP sockets is gone");
+    for h in &mut held {
+        h.go_on();
+    }
+    all_whole(held, &site);
+    let end = Instant::now() + Duration::from_secs(40);
+    while server.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < end, "the old process did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

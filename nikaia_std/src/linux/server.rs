@@ -354,7 +354,7 @@ impl Running {
         }
         if let Some(q) = &self.control.shared.quic {
             let drained = self.control.shared.stats.h3.drained.load(Ordering::Relaxed);
-            if q.handed.load(Ordering::Relaxed) {
+            if q.handed_over.load(Ordering::Relaxed) {
                 self.control.shared.logs.notice(format_args!(
                     "upgrade: {drained} QUIC connection(s) finished after the handover"
                 ));

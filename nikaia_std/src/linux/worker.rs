@@ -373,7 +373,7 @@ impl Worker {
             // from now on and carries this one's datagrams over the pair;
             // its QUIC connections drain here as at a stop.
             if let Some(q) = self.quic.as_mut() {
-                q.unwatch_if_handed();
+                q.follow_handover();
             }
             for i in 0..self.conns.len() {
                 // Produced bodies end now, so their clients (an event

@@ -15,7 +15,7 @@ use quinn_proto::{EndpointConfig, ServerConfig};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 /// A datagram one worker read for another's connection.
@@ -47,9 +47,15 @@ pub(crate) struct Common {
     pub live: AtomicUsize,
     /// The other process of an upgrade, while there is one.
     pub pair: Mutex<Option<Arc<Pair>>>,
-    /// An upgrade's new process is ready: this one stops reading the UDP
-    /// sockets, and keeps its connections.
+    /// The pair leads to the process this one replaced (else to the one
+    /// that replaces it).
+    pub pair_to_predecessor: AtomicBool,
+    /// An upgrade's new process is ready and reads the UDP sockets: this
+    /// one does not, while the pair to it is open.
     pub handed: AtomicBool,
+    /// It was, once: the connections that end here from then on are ones
+    /// this process finished after the handover (`drained`).
+    pub handed_over: AtomicBool,
 }
 
 impl Common {
@@ -86,8 +92,10 @@ impl Common {
             first,
             handshaking: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
+            pair_to_predecessor: AtomicBool::new(pair.is_some()),
             pair: Mutex::new(pair.map(Arc::new)),
             handed: AtomicBool::new(false),
+            handed_over: AtomicBool::new(false),
         }))
     }
 
@@ -122,8 +130,15 @@ impl Common {
     pub(crate) fn open_pair(&self) -> io::Result<(OwnedFd, String)> {
         let (ours, theirs) = Pair::new()?;
         *crate::sync::lock(&self.pair) = Some(Arc::new(ours));
+        self.pair_to_predecessor.store(false, Relaxed);
         let bit = u8::from(!self.place.process);
         Ok((theirs, format!("{PAIR_NAME}-{bit}")))
+    }
+
+    /// The upgrade's new process took the UDP sockets and is ready.
+    pub(crate) fn hand_over(&self) {
+        self.handed_over.store(true, Relaxed);
+        self.handed.store(true, Relaxed);
     }
 
     /// The socket bound to `address`.

@@ -67,6 +67,8 @@ pub(crate) struct Quic {
     pub(super) pair_buf: Vec<u8>,
     /// The pair is in this worker's epoll.
     pub(super) watching_pair: bool,
+    /// The shared sockets are in this worker's epoll.
+    reading: bool,
     /// The worker's epoll (a second descriptor of it), for the pair that
     /// an upgrade opens later.
     pub(super) epoll: Option<OwnedFd>,
@@ -100,6 +102,7 @@ impl Quic {
             staged: (0..workers).map(|_| Vec::new()).collect(),
             pair_buf: Vec::new(),
             watching_pair: false,
+            reading: false,
             epoll: None,
             scratch: Vec::new(),
             out: Vec::new(),
@@ -129,6 +132,7 @@ impl Quic {
                 epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
             )?;
         }
+        self.reading = true;
         epoll::add(
             epoll_fd,
             self.common.inboxes[self.worker].waker(),
@@ -396,7 +400,7 @@ impl Quic {
     fn ended(live: &mut usize, common: &Common, turn: &Turn<'_>) {
         *live -= 1;
         common.live.fetch_sub(1, Relaxed);
-        if common.handed.load(Relaxed) {
+        if common.handed_over.load(Relaxed) {
             turn.shared.stats.h3.drained.fetch_add(1, Relaxed);
         }
     }
@@ -486,15 +490,32 @@ impl Quic {
     /// An upgrade's new process is ready: the UDP sockets are no longer
     /// read here, so every datagram reaches it, and it carries this
     /// process's over the pair (`spec/http3.md`, "Lifecycle").
-    pub(crate) fn unwatch_if_handed(&self) {
-        if !self.common.handed.load(Relaxed) {
+    ///
+    /// And reads them again once that process is gone while this one still
+    /// drains (the pair closed): nobody else reads them then.
+    pub(crate) fn follow_handover(&mut self) {
+        let read = !self.common.handed.load(Relaxed);
+        if read == self.reading {
             return;
         }
-        if let Some(epoll_fd) = self.epoll.as_ref() {
-            for s in &self.common.sockets {
-                let _ = epoll::delete(epoll_fd, s.fd());
-            }
+        let Some(epoll_fd) = self.epoll.as_ref() else {
+            return;
+        };
+        for (i, s) in self.common.sockets.iter().enumerate() {
+            let _ = match read {
+                true => epoll::add(
+                    epoll_fd,
+                    s.fd(),
+                    epoll::EventData::new_u64(SOCKETS + i as u64),
+                    epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
+                ),
+                false => epoll::delete(epoll_fd, s.fd()),
+            };
         }
+        self.reading = read;
+        // Datagrams may have waited meanwhile: read them without waiting
+        // for a new one.
+        self.more |= read;
     }
 
     /// Produced bodies end now (the server stops). Whether there was one.

@@ -6,7 +6,7 @@
 
 use super::common::Handed;
 use super::endpoint::{Quic, PAIR};
-use super::pair::{Read, ROOM};
+use super::pair::{Pair, Read, ROOM};
 use super::route::Owner;
 use crate::linux::conn::Turn;
 use bytes::BytesMut;
@@ -76,16 +76,17 @@ impl Quic {
         let owner = self.common.place.owner(&data);
         if owner == Some(Owner::Other) {
             let stats = &turn.shared.stats.h3;
-            let carried = self.common.pair().is_some_and(|pair| {
+            let carried = self.common.pair().map(|pair| {
                 let address = self.common.sockets[socket].address;
                 pair.send(address, from, to, ecn, &data).unwrap_or(false)
             });
+            // Not carried, it is dropped, never answered with a reset (our
+            // keys are not the ones its connection knows): counted when the
+            // pair was full, not when there is no other process.
             match carried {
-                true => stats.forwarded.fetch_add(1, Relaxed),
-                // The other process is gone, or its pair is full: the
-                // datagram is dropped, never answered with a reset
-                // (our keys are not the ones its connection knows).
-                false => stats.forward_lost.fetch_add(1, Relaxed),
+                Some(true) => stats.forwarded.fetch_add(1, Relaxed),
+                Some(false) => stats.forward_lost.fetch_add(1, Relaxed),
+                None => 0,
             };
             return;
         }
@@ -125,6 +126,7 @@ impl Quic {
 
     /// The datagrams other workers handed to this one.
     pub(crate) fn inbox(&mut self, turn: &mut Turn<'_>) {
+        self.follow_handover();
         let handed = self.common.inboxes[self.worker].take();
         for h in handed {
             self.datagram(turn, h.socket, h.data, h.from, h.to, h.ecn);
@@ -148,6 +150,33 @@ impl Quic {
         }
     }
 
+    /// The other process is gone: its datagrams are dropped from now on.
+    /// If it had taken the UDP sockets, this process, still draining,
+    /// reads them again, every worker (each is woken to).
+    fn pair_closed(&mut self, turn: &mut Turn<'_>, pair: &Pair) {
+        if let Some(epoll_fd) = self.epoll.as_ref() {
+            let _ = epoll::delete(epoll_fd, pair.fd());
+        }
+        *crate::sync::lock(&self.common.pair) = None;
+        self.watching_pair = false;
+        let common = &self.common;
+        if common.handed.swap(false, Relaxed) {
+            turn.shared.logs.notice(format_args!(
+                "HTTP/3: the process that took the UDP sockets is gone; this one reads them \
+                 again while it drains"
+            ));
+            for inbox in &common.inboxes {
+                inbox.wake();
+            }
+            self.follow_handover();
+        } else if common.pair_to_predecessor.load(Relaxed) {
+            turn.shared.logs.notice(format_args!(
+                "HTTP/3: the process this one replaced is gone"
+            ));
+        }
+        self.post_staged(turn);
+    }
+
     /// Datagrams the other process carried here over the pair.
     pub(crate) fn pair_readable(&mut self, turn: &mut Turn<'_>) {
         let Some(pair) = self.common.pair() else {
@@ -164,17 +193,7 @@ impl Quic {
                     return;
                 }
                 Ok(Read::Closed) => {
-                    // The other process is gone: its datagrams are
-                    // dropped from now on.
-                    if let Some(epoll_fd) = self.epoll.as_ref() {
-                        let _ = epoll::delete(epoll_fd, pair.fd());
-                    }
-                    *crate::sync::lock(&self.common.pair) = None;
-                    self.watching_pair = false;
-                    turn.shared.logs.notice(format_args!(
-                        "HTTP/3: the process on the other side of the upgrade is gone"
-                    ));
-                    self.post_staged(turn);
+                    self.pair_closed(turn, &pair);
                     return;
                 }
                 Err(e) => {

@@ -136,7 +136,7 @@ impl Control {
     /// connections (the pair to it is open).
     fn predecessor(&self) -> Option<u32> {
         let q = self.shared.quic.as_ref()?;
-        if q.handed.load(Ordering::SeqCst) || q.pair().is_none() {
+        if !q.pair_to_predecessor.load(Ordering::SeqCst) || q.pair().is_none() {
             return None;
         }
         Some(rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32))
@@ -219,7 +219,7 @@ impl Control {
         if let Some(q) = &self.shared.quic {
             let udp = udp_at..udp_at + q.sockets.len();
             if adopted.iter().any(|i| udp.contains(i)) {
-                q.handed.store(true, Ordering::SeqCst);
+                q.hand_over();
             } else {
                 *crate::sync::lock(&q.pair) = None;
             }
