@@ -35,6 +35,9 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # gtlsclient (ngtcp2 with GnuTLS): an HTTP/3 client that is not ours
 # (nikaia_cli/tests/h3_lifecycle.rs, explain_h3.rs, tests/tests/h3*.rs).
 command -v gtlsclient >/dev/null 2>&1 || need+=(ngtcp2-client)
+# certutil: the test CA in a temporary NSS database, trusted by Chromium as
+# a user's private CA is (tests/tests/h3_workers/browser.rs).
+command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

@@ -285,7 +285,7 @@ fn h3(h3: &Value, on: bool) -> String {
         return String::new();
     }
     format!(
-        "HTTP/3        {} connections, {} streams; resets {} sent, {} received\n              {} handshakes refused at max-connections, {} Retry sent, {} datagrams read\n              {} connections closed for a flood, {} stalled streams reset after send-timeout, {} closed by header-timeout\n",
+        "HTTP/3        {} connections, {} streams; resets {} sent, {} received\n              {} handshakes refused at max-connections, {} Retry sent, {} datagrams read\n              {} connections closed for a flood, {} stalled streams reset after send-timeout, {} closed by header-timeout\n              {} datagrams handed between workers ({} dropped, the inbox full), {} path changes, {} stateless resets sent\n              upgrade: {} datagrams carried to the other process, {} from it, {} lost; {} connections finished after the handover\n",
         n(&h3["connections"]),
         n(&h3["streams"]),
         n(&h3["resets_sent"]),
@@ -296,6 +296,14 @@ fn h3(h3: &Value, on: bool) -> String {
         n(&h3["floods"]),
         n(&h3["stalled"]),
         n(&h3["header_timeouts"]),
+        n(&h3["handed"]),
+        n(&h3["handed_lost"]),
+        n(&h3["path_changes"]),
+        n(&h3["stateless_resets"]),
+        n(&h3["forwarded"]),
+        n(&h3["forwarded_in"]),
+        n(&h3["forward_lost"]),
+        n(&h3["drained"]),
     )
 }
 

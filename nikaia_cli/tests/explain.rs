@@ -106,7 +106,9 @@ fn counts_match_the_requests_made_to_nikaia_serve() {
         report["h3"],
         serde_json::json!({"connections": 0, "refused": 0, "retries": 0, "streams": 0,
             "resets_sent": 0, "resets_received": 0, "floods": 0, "stalled": 0,
-            "header_timeouts": 0, "datagrams": 0})
+            "header_timeouts": 0, "datagrams": 0, "handed": 0, "handed_lost": 0,
+            "path_changes": 0, "stateless_resets": 0, "forwarded": 0, "forwarded_in": 0,
+            "forward_lost": 0, "drained": 0})
     );
 
     let out = explain(&["--socket", sock.to_str().unwrap(), "--prometheus"]);

@@ -208,17 +208,27 @@ def upgrade_download(args):
     (c,) = connect(args)
     sid = c.request("GET", args.path)
     got = [0]
+    ended = [False]
 
     def count(ev):
         c.on(ev)
         if isinstance(ev, h3ev.DataReceived):
             got[0] += len(ev.data)
+            ended[0] |= ev.stream_ended
 
     c.d.on_h3_event = count
     pump([c], 10, until=lambda: got[0] >= 4 << 20 or c.d.quic.ended)
     os.kill(args.pid, signal.SIGUSR2)
-    pump([c], args.seconds, until=lambda: c.d.quic.ended or sid in c.d.resets)
-    out({"received": got[0], "close": c.close_info(), "reset": c.d.resets.get(sid)}, [c])
+    pump([c], args.seconds, until=lambda: c.d.quic.ended or sid in c.d.resets or ended[0])
+    out(
+        {
+            "received": got[0],
+            "ended": ended[0],
+            "close": c.close_info(),
+            "reset": c.d.resets.get(sid),
+        },
+        [c],
+    )
 
 
 class SlidingQuic(h3wire.ClientQuic):

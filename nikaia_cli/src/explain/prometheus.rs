@@ -395,6 +395,38 @@ fn h3(p: &mut Exposition, h3: &Value) {
         "UDP datagrams read on the HTTP/3 sockets.",
         one("datagrams"),
     );
+    p.counter(
+        "nikaia_h3_handed_datagrams_total",
+        "UDP datagrams a worker read for another worker's QUIC connection: handed to it, or lost (its inbox full).",
+        vec![
+            (vec![("outcome", "handed".to_owned())], n(&h3["handed"])),
+            (vec![("outcome", "lost".to_owned())], n(&h3["handed_lost"])),
+        ],
+    );
+    p.counter(
+        "nikaia_h3_path_changes_total",
+        "Times a QUIC connection's client address changed (migration, NAT rebinding).",
+        one("path_changes"),
+    );
+    p.counter(
+        "nikaia_h3_stateless_resets_total",
+        "QUIC stateless resets sent.",
+        one("stateless_resets"),
+    );
+    p.counter(
+        "nikaia_h3_upgrade_datagrams_total",
+        "UDP datagrams carried between an upgrade's two processes, by direction (lost: the pair full or the other process gone).",
+        vec![
+            (vec![("direction", "out".to_owned())], n(&h3["forwarded"])),
+            (vec![("direction", "in".to_owned())], n(&h3["forwarded_in"])),
+            (vec![("direction", "lost".to_owned())], n(&h3["forward_lost"])),
+        ],
+    );
+    p.counter(
+        "nikaia_h3_drained_connections_total",
+        "QUIC connections that finished in this process after an upgrade's handover.",
+        one("drained"),
+    );
 }
 
 /// A table's families (the kept table, the compressed variants): a

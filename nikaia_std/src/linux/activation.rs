@@ -47,6 +47,16 @@ impl Activation {
         self.ready.is_some()
     }
 
+    /// Takes an upgrade's pair out of the passed ones, if it is there, with
+    /// the process bit its name gives this process.
+    pub(crate) fn take_pair(&mut self) -> Option<(Passed, bool)> {
+        let i = (self.sockets.iter())
+            .position(|p| self.ready.is_some() && super::quic::common::bit_of(&p.name).is_some())?;
+        let p = self.sockets.remove(i);
+        let bit = super::quic::common::bit_of(&p.name)?;
+        Some((p, bit))
+    }
+
     /// Takes the stats socket out of the passed ones, if it is there.
     pub(crate) fn take_stats(&mut self) -> Option<Passed> {
         let i = self.sockets.iter().position(|p| p.name == STATS_NAME)?;
@@ -108,12 +118,24 @@ pub(crate) fn from_env() -> io::Result<Option<Activation>> {
         // process, and TAKEN makes this the one place that takes them.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let datagram = is_bound_udp(&fd);
+        let name = names.get(i as usize).filter(|n| !n.is_empty());
+        // An upgrade's pair to the process it replaces (`spec/http3.md`,
+        // "Lifecycle"): a Unix socket pair's end, no listener.
+        let pair =
+            upgrade.is_some() && name.is_some_and(|n| super::quic::common::bit_of(n).is_some());
         (if datagram {
             Ok(())
+        } else if pair {
+            (fd.try_clone().and_then(super::quic::pair::Pair::adopt))
+                .map(drop)
+                .map_err(|e| e.to_string())
         } else {
             check_listening(&fd)
         })
         .and_then(|()| {
+            if pair {
+                return Ok(());
+            }
             super::listen::socket_address(&fd)
                 .map(drop)
                 .map_err(|e| e.to_string())

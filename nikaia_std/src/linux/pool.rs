@@ -154,6 +154,19 @@ impl<T> Mailbox<T> {
         self.wake();
     }
 
+    /// Posts several items with one wake, as many as fit under `cap`
+    /// waiting; how many did not (they are dropped).
+    pub(crate) fn post_all(&self, mut items: Vec<T>, cap: usize) -> usize {
+        let mut waiting = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let room = cap.saturating_sub(waiting.len());
+        let dropped = items.len().saturating_sub(room);
+        items.truncate(room);
+        waiting.append(&mut items);
+        drop(waiting);
+        self.wake();
+        dropped
+    }
+
     pub(crate) fn waker(&self) -> &OwnedFd {
         &self.waker
     }

@@ -5,14 +5,16 @@
 
 use super::activation::{self, Activation};
 use super::conn::Mailbox;
-use super::listen::{self, Listener};
-use super::reload::{self, Reloaded};
+use super::listen;
+use super::reload::Reloaded;
 use super::shared::{connection_budget, Shared};
 use super::stats_socket::StatsSocket;
 use super::unix_path::Claim;
-use super::upgrade::{self, Handed, Program};
+use super::upgrade::Program;
 use super::worker::Worker;
-use crate::http::app::Source;
+use control::{Control, Ready};
+
+mod control;
 use crate::http::Server;
 use crate::rt::ListenAddr;
 use std::io;
@@ -40,6 +42,9 @@ impl Server {
         let workers = self.rt.workers.max(1);
         let mut passed = activation::from_env()?;
         let stats_passed = passed.as_mut().and_then(Activation::take_stats);
+        // An upgrade's pair to the process this one replaces, and this
+        // process's bit (`spec/http3.md`, "Lifecycle").
+        let pair_passed = passed.as_mut().and_then(Activation::take_pair);
         let udp_passed = (passed.as_mut().map(Activation::take_datagrams)).unwrap_or_default();
         let came = match &passed {
             None => super::quic::Came::Bound,
@@ -53,10 +58,27 @@ impl Server {
         let (asked, max_writes) = (self.rt.max_connections, self.rt.max_writes);
         let mut shared = Shared::new(self.router, self.rt, opened.listeners)?;
         shared.h3_addresses = udp.sockets.iter().map(|u| u.address).collect();
-        shared.udp_fds = (udp.sockets.iter())
-            .map(|u| u.fd().try_clone_to_owned())
-            .collect::<io::Result<_>>()?;
-        *crate::sync::lock(&shared.udp) = udp.sockets;
+        let mut udp_adopted = udp.adopted;
+        let (pair, process) = match pair_passed {
+            Some((p, bit)) if !udp.sockets.is_empty() => {
+                udp_adopted.push(p.index);
+                (Some(super::quic::pair::Pair::adopt(p.fd)?), bit)
+            }
+            _ => (None, false),
+        };
+        if let Some(tls) = shared.tls.clone() {
+            let rt = shared.runtime();
+            let common = super::quic::common::Common::new(
+                udp.sockets,
+                tls,
+                &rt,
+                workers,
+                process,
+                pair,
+                shared.generation(),
+            )?;
+            shared.quic = common.map(Arc::new);
+        }
         let budget = connection_budget(&shared, asked, workers, max_writes);
         shared.max_connections.store(budget, Ordering::Relaxed);
         let shared = Arc::new(shared);
@@ -70,7 +92,7 @@ impl Server {
         let mut acme_guard = StopAcmeUnlessStarted(Some(shared.clone()));
         let mut adopted: Vec<usize> = (shared.listeners().iter())
             .filter_map(|l| l.passed)
-            .chain(udp.adopted)
+            .chain(udp_adopted)
             .collect();
         let stats = match (&rt.stats_socket, stats_passed) {
             (Some(path), Some(passed)) if passed_path(&passed.fd).as_deref() == Some(path) => {
@@ -97,7 +119,7 @@ impl Server {
                 rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
             )?;
             let mailbox = Arc::new(Mailbox::new(waker));
-            let worker = Worker::new(shared.clone(), mailbox.clone())?;
+            let worker = Worker::new(shared.clone(), mailbox.clone(), i)?;
             wakers.push(mailbox);
             threads.push(
                 std::thread::Builder::new()
@@ -247,180 +269,6 @@ fn passed_path(fd: &std::os::fd::OwnedFd) -> Option<std::path::PathBuf> {
     }
 }
 
-struct Control {
-    /// Answers `nikaia explain`; removed when the server stops.
-    stats: Mutex<Option<StatsSocket>>,
-    shared: Arc<Shared>,
-    wakers: Vec<Arc<Mailbox>>,
-    source: Option<Source>,
-    workers: usize,
-    /// What an upgrade starts; `None` if it could not be told.
-    program: Option<Program>,
-    upgrading: AtomicBool,
-    /// Held by a reload: one at a time.
-    reloading: Mutex<()>,
-    /// An upgraded process's word to the one it replaces, said once it
-    /// serves with its signals handled.
-    ready: Mutex<Option<Ready>>,
-}
-
-/// The ready pipe of an upgraded process, and which of the passed sockets
-/// it took (by `LISTEN_FDS` index).
-struct Ready {
-    fd: std::os::fd::OwnedFd,
-    adopted: Vec<usize>,
-}
-
-impl Control {
-    fn shutdown(&self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        stop_acme(&self.shared);
-        // The workers hold the listeners from here on; each lets go as it
-        // stops accepting.
-        drop(std::mem::take(
-            &mut *self
-                .shared
-                .listeners
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()),
-        ));
-        for w in &self.wakers {
-            w.wake();
-        }
-    }
-
-    fn reload(&self) -> Result<Reloaded, Vec<String>> {
-        let _one = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
-        if self.upgrading.load(Ordering::SeqCst) {
-            let why = "an upgrade is under way; send SIGHUP again once it ended".to_owned();
-            self.shared.logs.error(format_args!("SIGHUP: {why}"));
-            return Err(vec![why]);
-        }
-        reload::reload(
-            &self.shared,
-            &self.stats,
-            self.source.as_ref(),
-            self.workers,
-        )
-    }
-
-    /// An upgraded process tells the one it replaces that it serves, and
-    /// which sockets it took; from then on their paths are its own. Once.
-    fn say_ready(&self) {
-        let Some(ready) = self.ready.lock().unwrap_or_else(|e| e.into_inner()).take() else {
-            return;
-        };
-        upgrade::say_ready(ready.fd, &ready.adopted);
-        for l in self.shared.listeners() {
-            if let (Some(_), Some(claim)) = (l.passed, &l.claim) {
-                claim.set_handed(false);
-            }
-        }
-        if let Some(stats) = self
-            .stats
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            stats.claim().set_handed(false);
-        }
-        self.shared.logs.notice(format_args!(
-            "upgrade: serving on the sockets of the process this one replaces; told it to drain"
-        ));
-    }
-
-    /// Starts the new process and waits for it; on its ready, drains.
-    fn upgrade(&self) -> Result<(), String> {
-        let logs = &self.shared.logs;
-        let fail = |why: String| {
-            logs.error(format_args!("SIGUSR2: {why}; this process keeps serving"));
-            Err(why)
-        };
-        if self.shared.stop.load(Ordering::SeqCst) {
-            logs.error(format_args!("SIGUSR2: the server is stopping; no upgrade"));
-            return Err("the server is stopping".into());
-        }
-        if self.upgrading.swap(true, Ordering::SeqCst) {
-            logs.error(format_args!(
-                "SIGUSR2: an upgrade is already under way; ignored"
-            ));
-            return Err("an upgrade is already under way".into());
-        }
-        let result = self.upgrade_now();
-        self.upgrading.store(false, Ordering::SeqCst);
-        result.or_else(fail)
-    }
-
-    fn upgrade_now(&self) -> Result<(), String> {
-        let logs = &self.shared.logs;
-        let Some(program) = &self.program else {
-            return Err("the path of this program is not known".into());
-        };
-        let listeners: Vec<Arc<Listener>> = self.shared.listeners();
-        let mut count = listeners.len();
-        let started = {
-            // Only while the new process starts: a reload meanwhile is
-            // refused, so the stats socket stays the one handed over.
-            let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
-            let mut handed: Vec<Handed<'_>> =
-                listeners.iter().map(|l| Handed::listener(l)).collect();
-            if let Some(s) = stats.as_ref() {
-                handed.push(Handed::stats(s.fd(), s.claim()));
-                count += 1;
-            }
-            // HTTP/3's UDP sockets go too (`spec/http3.md`, "Lifecycle").
-            for fd in &self.shared.udp_fds {
-                handed.push(Handed::udp(std::os::fd::AsFd::as_fd(fd)));
-                count += 1;
-            }
-            upgrade::spawn(program, &handed)
-                .map_err(|e| format!("cannot start {}: {e}", program.exe.display()))?
-        };
-        let pid = started.child.id();
-        logs.notice(format_args!(
-            "SIGUSR2: starting {} (pid {pid}) with {} listening socket(s){}",
-            program.exe.display(),
-            listeners.len(),
-            match self.shared.udp_fds.len() {
-                0 => String::new(),
-                n => format!(" and {n} HTTP/3 UDP socket(s)"),
-            }
-        ));
-        let (_child, adopted) = started.wait_ready()?;
-        // What the new process took is its own now: this one never removes
-        // those paths. What it did not take closes with this process.
-        for i in &adopted {
-            match listeners.get(*i) {
-                Some(l) => l.claim.iter().for_each(|c| c.set_handed(true)),
-                None if *i == listeners.len() => {
-                    let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
-                    if let Some(s) = stats.as_ref() {
-                        s.claim().set_handed(true);
-                    }
-                }
-                None => {}
-            }
-        }
-        logs.notice(format_args!(
-            "SIGUSR2: pid {pid} is ready; this process stops accepting and drains"
-        ));
-        // The UDP sockets are shared with it now: this process stops
-        // reading them, so every datagram reaches the new one (its QUIC
-        // connections are closed; #48 keeps them).
-        if !self.shared.udp_fds.is_empty() {
-            self.shared.udp_handed.store(true, Ordering::SeqCst);
-        }
-        if adopted.len() < count {
-            logs.notice(format_args!(
-                "SIGUSR2: pid {pid} took {} of the {count} sockets; the others close with this process",
-                adopted.len()
-            ));
-        }
-        self.shutdown();
-        Ok(())
-    }
-}
-
 /// A started server.
 pub struct Running {
     /// Each listener's address and whether it speaks TLS.
@@ -484,6 +332,14 @@ impl Running {
         }
         for t in threads {
             let _ = t.join();
+        }
+        if let Some(q) = &self.control.shared.quic {
+            let drained = self.control.shared.stats.h3.drained.load(Ordering::Relaxed);
+            if q.handed.load(Ordering::Relaxed) {
+                self.control.shared.logs.notice(format_args!(
+                    "upgrade: {drained} QUIC connection(s) finished after the handover"
+                ));
+            }
         }
         self.control.shared.pool.close();
         self.control.shared.wing.close();

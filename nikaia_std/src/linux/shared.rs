@@ -48,15 +48,11 @@ pub(crate) struct Shared {
     /// The ACME manager, while `[acme]` is set.
     #[cfg(feature = "acme")]
     pub(crate) acme: Mutex<Option<Arc<super::acme::Manager>>>,
-    /// HTTP/3's UDP sockets until the worker that owns them takes them
-    /// (`spec/http3.md`: one worker, in this version).
-    pub(crate) udp: Mutex<Vec<super::quic::socket::Udp>>,
+    /// What every worker's QUIC endpoint shares, with HTTP/3 on
+    /// (`spec/http3.md`, "Workers").
+    pub(crate) quic: Option<Arc<super::quic::common::Common>>,
     /// Where HTTP/3 is served (each UDP socket's address).
     pub(crate) h3_addresses: Vec<std::net::SocketAddr>,
-    /// The UDP sockets again, for an upgrade to hand over.
-    pub(crate) udp_fds: Vec<std::os::fd::OwnedFd>,
-    /// An upgrade took the UDP sockets: stop reading them.
-    pub(crate) udp_handed: AtomicBool,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) connections: AtomicUsize,
     /// `max-connections`, lowered if the descriptor limit cannot hold it.
@@ -260,10 +256,8 @@ impl Shared {
             max_connections: AtomicUsize::new(rt.max_connections),
             current,
             listeners: Mutex::new(listeners.into_iter().map(Arc::new).collect()),
-            udp: Mutex::default(),
+            quic: None,
             h3_addresses: Vec::new(),
-            udp_fds: Vec::new(),
-            udp_handed: AtomicBool::new(false),
             stop: Arc::default(),
             connections: AtomicUsize::new(0),
         })
@@ -287,17 +281,18 @@ impl Shared {
         })
     }
 
-    /// The QUIC endpoint over HTTP/3's UDP sockets, for the first worker
-    /// that asks; `None` for the others, and without HTTP/3.
-    pub(crate) fn take_quic(&self) -> io::Result<Option<super::quic::endpoint::Quic>> {
-        let sockets = std::mem::take(&mut *crate::sync::lock(&self.udp));
-        match (&self.tls, sockets.is_empty()) {
-            (Some(tls), false) => {
-                let rt = self.runtime();
-                super::quic::endpoint::Quic::new(tls.clone(), &rt, sockets).map(Some)
-            }
-            _ => Ok(None),
-        }
+    /// Worker `worker`'s QUIC endpoint over the shared UDP sockets;
+    /// `None` without HTTP/3, and past the workers QUIC runs on.
+    pub(crate) fn quic_for(&self, worker: usize) -> Option<super::quic::endpoint::Quic> {
+        let common = self.quic.as_ref()?;
+        (worker < common.place.workers).then(|| {
+            super::quic::endpoint::Quic::new(
+                common.clone(),
+                worker,
+                &self.runtime(),
+                self.generation(),
+            )
+        })
     }
 
     /// The runtime new requests use now.

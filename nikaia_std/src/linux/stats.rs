@@ -151,6 +151,22 @@ pub(crate) struct H3Stats {
     pub header_timeouts: AtomicU64,
     /// Datagrams read.
     pub datagrams: AtomicU64,
+    /// Datagrams a worker read for another worker's connection, and
+    /// handed to it.
+    pub handed: AtomicU64,
+    /// Datagrams dropped because their worker's inbox was full.
+    pub handed_lost: AtomicU64,
+    /// Times a connection's client address changed (migration, NAT).
+    pub path_changes: AtomicU64,
+    /// Stateless resets sent.
+    pub stateless_resets: AtomicU64,
+    /// An upgrade: datagrams carried to the other process, carried here
+    /// from it, and lost (the pair full, or the other process gone).
+    pub forwarded: AtomicU64,
+    pub forwarded_in: AtomicU64,
+    pub forward_lost: AtomicU64,
+    /// QUIC connections that finished here after an upgrade's handover.
+    pub drained: AtomicU64,
     /// The error log's rate limit for connection errors.
     pub logged: crate::linux::log::Throttle,
 }
@@ -168,6 +184,14 @@ impl H3Stats {
             floods: load(&self.floods),
             stalled: load(&self.stalled),
             header_timeouts: load(&self.header_timeouts),
+            handed: load(&self.handed),
+            handed_lost: load(&self.handed_lost),
+            path_changes: load(&self.path_changes),
+            stateless_resets: load(&self.stateless_resets),
+            forwarded: load(&self.forwarded),
+            forwarded_in: load(&self.forwarded_in),
+            forward_lost: load(&self.forward_lost),
+            drained: load(&self.drained),
             datagrams: load(&self.datagrams),
         }
     }

@@ -106,6 +106,15 @@ impl<'a> Handed<'a> {
         }
     }
 
+    /// A descriptor handed under `name` (HTTP/3's pair).
+    pub(crate) fn named(fd: BorrowedFd<'a>, name: &'a str) -> Handed<'a> {
+        Handed {
+            fd,
+            name,
+            claim: None,
+        }
+    }
+
     pub(crate) fn stats(fd: BorrowedFd<'a>, claim: &'a Claim) -> Handed<'a> {
         Handed {
             fd,

@@ -1,12 +1,14 @@
-//! A worker: one thread, one epoll, the shared listeners, and the
-//! connections it accepted. Nothing is handed between workers.
+//! A worker: one thread, one epoll, the shared listeners and UDP sockets,
+//! and the connections it accepted. Only QUIC datagrams are handed
+//! between workers: each goes to the worker that owns its connection
+//! (`spec/http3.md`, "Workers").
 
 mod accept;
 
 use super::clock::DateCache;
 use super::conn::{Conn, Expired, IoDone, Mailbox, Next, Turn, Via};
 use super::listen::{watch_listener, Listener, LISTENERS};
-use super::quic::endpoint::{Quic, QUIC_SLOT, SOCKETS};
+use super::quic::endpoint::{Quic, INBOX, PAIR, QUIC_SLOT, SOCKETS};
 use super::shared::Shared;
 use crate::http::client::trusted;
 use crate::http::redirect::ToHttps;
@@ -54,15 +56,19 @@ pub(crate) struct Worker {
     window: super::cache::Window,
     access: Vec<u8>,
     accept_paused_until: Option<Instant>,
-    /// HTTP/3: the QUIC endpoint, on the one worker that owns the UDP
-    /// sockets (`spec/http3.md`).
+    /// HTTP/3: this worker's QUIC endpoint and the connections it owns
+    /// (`spec/http3.md`, "Workers").
     quic: Option<Quic>,
     stopping: bool,
     grace_end: Option<Instant>,
 }
 
 impl Worker {
-    pub(crate) fn new(shared: Arc<Shared>, mailbox: Arc<Mailbox>) -> io::Result<Worker> {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        mailbox: Arc<Mailbox>,
+        index: usize,
+    ) -> io::Result<Worker> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
         let listeners = shared.listeners();
         for (i, l) in listeners.iter().enumerate() {
@@ -74,9 +80,10 @@ impl Worker {
             epoll::EventData::new_u64(WAKER),
             epoll::EventFlags::IN,
         )?;
-        let quic = shared.take_quic()?;
-        if let Some(q) = &quic {
+        let mut quic = shared.quic_for(index);
+        if let Some(q) = quic.as_mut() {
             q.watch(&epoll)?;
+            q.watch_pair();
         }
         Ok(Worker {
             rt: shared.runtime(),
@@ -156,8 +163,8 @@ impl Worker {
                 self.rt = self.shared.runtime();
                 self.generation = generation;
                 tick = self.tick();
-                if let (Some(q), Some(tls)) = (self.quic.as_mut(), &self.shared.tls) {
-                    q.reconfigure(tls.clone(), &self.rt);
+                if let Some(q) = self.quic.as_mut() {
+                    q.reconfigure(&self.rt, generation);
                 }
             }
             let now = Instant::now();
@@ -223,7 +230,7 @@ impl Worker {
         let closed = epoll::EventFlags::RDHUP | epoll::EventFlags::HUP | epoll::EventFlags::ERR;
         for ev in events {
             let (i, flags) = (ev.data.u64(), ev.flags);
-            if i >= SOCKETS || !flags.intersects(input) {
+            if i >= PAIR || !flags.intersects(input) {
                 continue;
             }
             self.with_conn(i as usize, now, |conn, turn| {
@@ -234,6 +241,12 @@ impl Worker {
         for ev in events {
             match ev.data.u64() {
                 WAKER => self.wake(now),
+                INBOX => {
+                    self.with_quic(now, Quic::inbox);
+                }
+                PAIR => {
+                    self.with_quic(now, Quic::pair_readable);
+                }
                 token if (SOCKETS..LISTENERS).contains(&token) => {
                     let i = (token - SOCKETS) as usize;
                     self.with_quic(now, |q, turn| q.readable(i, turn));
@@ -326,6 +339,9 @@ impl Worker {
     }
 
     fn wake(&mut self, now: Instant) {
+        if let Some(q) = self.quic.as_mut() {
+            q.watch_pair();
+        }
         for done in self.mailbox.take() {
             let (slot, id) = done.target();
             if slot == QUIC_SLOT {
@@ -353,11 +369,11 @@ impl Worker {
             if let Some(q) = self.quic.as_mut() {
                 q.stop_producing();
             }
-            if self.shared.udp_handed.load(Ordering::SeqCst) {
-                if let Some(q) = self.quic.as_ref() {
-                    q.unwatch(&self.epoll);
-                }
-                self.with_quic(now, Quic::stop);
+            // An upgrade's new process is ready: it reads the UDP sockets
+            // from now on and carries this one's datagrams over the pair;
+            // its QUIC connections drain here as at a stop.
+            if let Some(q) = self.quic.as_mut() {
+                q.unwatch_if_handed();
             }
             for i in 0..self.conns.len() {
                 // Produced bodies end now, so their clients (an event

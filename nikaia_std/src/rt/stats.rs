@@ -205,6 +205,24 @@ pub struct H3Report {
     pub header_timeouts: u64,
     /// Datagrams read.
     pub datagrams: u64,
+    /// Datagrams a worker read for another worker's connection and handed
+    /// to it (`spec/http3.md`, "Workers").
+    pub handed: u64,
+    /// Datagrams dropped because their worker's inbox was full (it is
+    /// slow, or gone).
+    pub handed_lost: u64,
+    /// Times a connection's client address changed (migration, NAT
+    /// rebinding).
+    pub path_changes: u64,
+    /// Stateless resets sent.
+    pub stateless_resets: u64,
+    /// During an upgrade: datagrams carried to the other process, carried
+    /// here from it, and lost on the way (`spec/http3.md`, "Lifecycle").
+    pub forwarded: u64,
+    pub forwarded_in: u64,
+    pub forward_lost: u64,
+    /// QUIC connections that finished here after an upgrade's handover.
+    pub drained: u64,
 }
 
 /// What a TLS listener did.
@@ -335,9 +353,10 @@ impl Report {
         s.push_str("}}");
         let h = &self.h3;
         s.push_str(&format!(
-            ",\"h3\":{{\"connections\":{},\"refused\":{},\"retries\":{},\"streams\":{},\"resets_sent\":{},\"resets_received\":{},\"floods\":{},\"stalled\":{},\"header_timeouts\":{},\"datagrams\":{}}}",
+            ",\"h3\":{{\"connections\":{},\"refused\":{},\"retries\":{},\"streams\":{},\"resets_sent\":{},\"resets_received\":{},\"floods\":{},\"stalled\":{},\"header_timeouts\":{},\"datagrams\":{},\"handed\":{},\"handed_lost\":{},\"path_changes\":{},\"stateless_resets\":{},\"forwarded\":{},\"forwarded_in\":{},\"forward_lost\":{},\"drained\":{}}}",
             h.connections, h.refused, h.retries, h.streams, h.resets_sent, h.resets_received,
-            h.floods, h.stalled, h.header_timeouts, h.datagrams
+            h.floods, h.stalled, h.header_timeouts, h.datagrams, h.handed, h.handed_lost, h.path_changes,
+            h.stateless_resets, h.forwarded, h.forwarded_in, h.forward_lost, h.drained
         ));
         let b = &self.bodies;
         s.push_str(&format!(

@@ -18,7 +18,7 @@ fn main() {
     };
     let mut rt = nikaia_std::rt::Runtime::default();
     rt.listen = vec![nikaia_std::rt::Listen::tcp(([127, 0, 0, 1], 0).into())];
-    rt.workers = 1;
+    rt.workers = 2;
     rt.access_log = nikaia_std::rt::LogTarget::Off;
     rt.tls_cert = Some(cert.into());
     rt.tls_key = Some(key.into());

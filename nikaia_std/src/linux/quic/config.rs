@@ -55,8 +55,10 @@ pub(crate) fn server(tls: Arc<Tls>, rt: &Runtime) -> Result<ServerConfig, String
     let mut config = ServerConfig::with_crypto(Arc::new(crypto));
     config
         .transport_config(Arc::new(transport(rt)))
-        // #47: a connection stays on the path it began on (#48 moves it).
-        .migration(false)
+        // A client that moves (or whose NAT gives it a new port) keeps
+        // its connection: quinn validates the new path (PATH_CHALLENGE),
+        // within three times what it received there until it is.
+        .migration(true)
         .max_incoming(MAX_INCOMING)
         .incoming_buffer_size(INCOMING_BUFFER)
         .incoming_buffer_size_total(INCOMING_BUFFER_TOTAL);

@@ -1,22 +1,24 @@
 //! The QUIC endpoint one worker drives: quinn-proto's sans-IO endpoint and
-//! connections on the worker's loop — datagrams read from the UDP sockets
-//! a bounded number per turn, handshakes admitted, retried or refused,
-//! each connection's HTTP/3 unit run, its datagrams sent (GSO), and its
-//! timers kept for the loop's wait. No tokio: quinn-proto is a state
-//! machine, and this is its driver (`spec/http3.md`, "Transport").
+//! the connections this worker owns, on the worker's loop — handshakes
+//! admitted, retried or refused, each connection's HTTP/3 unit run, its
+//! datagrams sent (GSO), and its timers kept for the loop's wait. Reading
+//! the shared sockets and handing datagrams to their owner is `read.rs`.
+//! No tokio: quinn-proto is a state machine, and this is its driver
+//! (`spec/http3.md`, "Workers", "Transport").
 
-use super::socket::{Batch, Udp};
+use super::common::Common;
+use super::socket::Batch;
 use crate::http::Peer;
 use crate::linux::conn::h3::H3;
 use crate::linux::conn::{IoDone, Turn};
 use crate::rt::{Http3Retry, Runtime};
 use bytes::{Bytes, BytesMut};
-use quinn_proto::{
-    Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, Incoming, VarInt,
-};
+use quinn_proto::{Connection, ConnectionHandle, DatagramEvent, Endpoint, Incoming, VarInt};
 use rustix::event::epoll;
 use std::io;
+use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,9 +28,9 @@ pub(crate) const SOCKETS: u64 = (1 << 62) - (1 << 20);
 /// The `slot` io results for a QUIC connection carry: their connection
 /// is found by its id among the endpoint's.
 pub(crate) const QUIC_SLOT: usize = usize::MAX;
-/// Reads (each up to a batch of datagrams) per socket per loop turn: a
-/// flood of datagrams cannot starve the worker's TCP connections.
-const READS_PER_TURN: usize = 4;
+/// The epoll tokens of this worker's inbox and of the upgrade's pair.
+pub(crate) const INBOX: u64 = SOCKETS - 1;
+pub(crate) const PAIR: u64 = SOCKETS - 2;
 /// Sends (each up to the GSO segment count) per connection per turn.
 const SENDS_PER_TURN: usize = 16;
 
@@ -37,6 +39,9 @@ struct Entry {
     unit: H3,
     /// The socket its datagrams came to, and leave from.
     socket: usize,
+    /// The client's address, as of its last datagram: a change is a path
+    /// change (migration, or a NAT's new port).
+    remote: SocketAddr,
     /// Its handshake is over (it no longer counts for Retry).
     connected: bool,
     /// Something happened to it since it was last driven.
@@ -49,12 +54,22 @@ struct Entry {
 
 pub(crate) struct Quic {
     endpoint: Endpoint,
-    sockets: Vec<Udp>,
+    pub(super) common: Arc<Common>,
+    /// This worker's number, which the IDs it issues carry.
+    pub(super) worker: usize,
     /// By quinn's connection handle (its slab index).
     conns: Vec<Option<Entry>>,
     live: usize,
-    handshaking: usize,
-    batch: Batch,
+    pub(super) batch: Batch,
+    /// Datagrams read for other workers, by worker, until the read ends.
+    pub(super) staged: Vec<Vec<super::common::Handed>>,
+    /// Where a message of the upgrade's pair is read.
+    pub(super) pair_buf: Vec<u8>,
+    /// The pair is in this worker's epoll.
+    pub(super) watching_pair: bool,
+    /// The worker's epoll (a second descriptor of it), for the pair that
+    /// an upgrade opens later.
+    pub(super) epoll: Option<OwnedFd>,
     /// A datagram's response (a Retry, a refusal, a version negotiation).
     scratch: Vec<u8>,
     /// Outgoing datagrams of one connection, one transmit at a time.
@@ -66,98 +81,78 @@ pub(crate) struct Quic {
 }
 
 impl Quic {
-    /// The endpoint for `sockets`, its TLS the server's set.
-    pub(crate) fn new(
-        tls: Arc<crate::linux::tls::Tls>,
-        rt: &Runtime,
-        sockets: Vec<Udp>,
-    ) -> io::Result<Quic> {
-        let server = super::config::server(tls, rt).map_err(io::Error::other)?;
+    /// Worker `worker`'s endpoint over the shared sockets.
+    pub(crate) fn new(common: Arc<Common>, worker: usize, rt: &Runtime, generation: u64) -> Quic {
         let endpoint = Endpoint::new(
-            Arc::new(EndpointConfig::default()),
-            Some(Arc::new(server)),
+            Arc::new(common.endpoint(worker)),
+            Some(common.server(rt, generation)),
             true,
             None,
         );
-        Ok(Quic {
+        let workers = common.place.workers;
+        Quic {
             endpoint,
-            sockets,
+            common,
+            worker,
             conns: Vec::new(),
             live: 0,
-            handshaking: 0,
             batch: Batch::default(),
+            staged: (0..workers).map(|_| Vec::new()).collect(),
+            pair_buf: Vec::new(),
+            watching_pair: false,
+            epoll: None,
             scratch: Vec::new(),
             out: Vec::new(),
             next_id: 0,
             more: false,
-        })
-    }
-
-    /// A reload: new connections take the new runtime's transport (its
-    /// `keepalive-timeout`); the TLS set was shared all along.
-    pub(crate) fn reconfigure(&mut self, tls: Arc<crate::linux::tls::Tls>, rt: &Runtime) {
-        if let Ok(server) = super::config::server(tls, rt) {
-            self.endpoint.set_server_config(Some(Arc::new(server)));
         }
     }
 
-    /// Waits on each socket, level-triggered: what a turn leaves unread
-    /// wakes the next one.
-    pub(crate) fn watch(&self, epoll_fd: &OwnedFd) -> io::Result<()> {
-        for (i, s) in self.sockets.iter().enumerate() {
+    /// A reload: new connections take the new runtime's transport (its
+    /// `keepalive-timeout`); the TLS set was shared all along, and so are
+    /// the keys.
+    pub(crate) fn reconfigure(&mut self, rt: &Runtime, generation: u64) {
+        (self.endpoint).set_server_config(Some(self.common.server(rt, generation)));
+    }
+
+    /// Waits on each shared socket, level-triggered and exclusive (one
+    /// idle worker woken per datagram burst, as for the TCP listeners;
+    /// what a turn leaves unread wakes the next one), and on this worker's
+    /// inbox.
+    pub(crate) fn watch(&mut self, epoll_fd: &OwnedFd) -> io::Result<()> {
+        self.epoll = Some(epoll_fd.try_clone()?);
+        for (i, s) in self.common.sockets.iter().enumerate() {
             epoll::add(
                 epoll_fd,
                 s.fd(),
                 epoll::EventData::new_u64(SOCKETS + i as u64),
-                epoll::EventFlags::IN,
+                epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
             )?;
         }
+        epoll::add(
+            epoll_fd,
+            self.common.inboxes[self.worker].waker(),
+            epoll::EventData::new_u64(INBOX),
+            epoll::EventFlags::IN,
+        )?;
         Ok(())
     }
 
     /// Connections not yet closed by us.
+    ///
+    /// The worker that reads an upgrade's pair counts every worker's: the
+    /// others' connections hear from their clients through it, so it stays
+    /// while any of them lives.
     pub(crate) fn live(&self) -> usize {
-        self.live
-    }
-
-    /// Reads socket `i`'s datagrams, a bounded number, and hands them to
-    /// the endpoint.
-    pub(crate) fn readable(&mut self, i: usize, turn: &mut Turn<'_>) {
-        for _ in 0..READS_PER_TURN {
-            let n = match self.sockets[i].recv(&mut self.batch) {
-                Ok(0) => return,
-                Ok(n) => n,
-                Err(e) => {
-                    turn.shared
-                        .logs
-                        .error(format_args!("HTTP/3: reading UDP: {e}"));
-                    return;
-                }
-            };
-            let mut datagrams = Vec::new();
-            self.batch.each(n, |data, meta| {
-                datagrams.push((
-                    BytesMut::from(data),
-                    meta.addr,
-                    meta.dst_ip,
-                    meta.ecn
-                        .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8)),
-                ));
-            });
-            let stats = &turn.shared.stats.h3;
-            stats.datagrams.fetch_add(datagrams.len() as u64, Relaxed);
-            for (data, from, to, ecn) in datagrams {
-                self.datagram(turn, i, data, from, to, ecn);
-            }
-            if n < super::socket::RECV_BATCH {
-                return;
-            }
+        match self.watching_pair {
+            true => self.common.live.load(Relaxed),
+            false => self.live,
         }
-        // The turn's share is read; the rest waits for the next turn.
-        self.more = true;
     }
 
-    fn datagram(
+    /// A datagram of this worker's (read here, or handed to it), to its
+    /// connection or the endpoint.
+    pub(super) fn datagram(
         &mut self,
         turn: &mut Turn<'_>,
         socket: usize,
@@ -167,17 +162,33 @@ impl Quic {
         ecn: Option<quinn_proto::EcnCodepoint>,
     ) {
         self.scratch.clear();
-        let event = (self.endpoint).handle(turn.now, from, to, ecn, data, &mut self.scratch);
+        let endpoint = &mut self.endpoint;
+        let scratch = &mut self.scratch;
+        let now = turn.now;
+        let handled = catch_unwind(AssertUnwindSafe(|| {
+            endpoint.handle(now, from, to, ecn, data, scratch)
+        }));
+        let Ok(event) = handled else {
+            panicked(turn, "a datagram");
+            return;
+        };
         match event {
             Some(DatagramEvent::NewConnection(incoming)) => self.incoming(turn, socket, incoming),
             Some(DatagramEvent::ConnectionEvent(handle, event)) => {
                 if let Some(Some(e)) = self.conns.get_mut(handle.0) {
-                    e.conn.handle_event(event);
-                    e.dirty = true;
+                    let conn = &mut e.conn;
+                    match catch_unwind(AssertUnwindSafe(|| conn.handle_event(event))) {
+                        Ok(()) => e.dirty = true,
+                        Err(_) => self.abandon(handle.0, turn),
+                    }
                 }
             }
             Some(DatagramEvent::Response(t)) => {
-                let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+                // A short header: a stateless reset (the others are long).
+                if self.scratch.first().is_some_and(|b| b & 0x80 == 0) {
+                    (turn.shared.stats.h3.stateless_resets).fetch_add(1, Relaxed);
+                }
+                let _ = self.common.sockets[socket].send(&t, &self.scratch[..t.size]);
             }
             None => {}
         }
@@ -208,25 +219,28 @@ impl Quic {
         if full {
             stats.refused.fetch_add(1, Relaxed);
             let t = self.endpoint.refuse(incoming, &mut self.scratch);
-            let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+            let _ = self.common.sockets[socket].send(&t, &self.scratch[..t.size]);
             return;
         }
         let retry = match turn.rt.http3_retry {
             Http3Retry::Always => true,
             Http3Retry::Never => false,
-            Http3Retry::Auto => self.handshaking >= turn.rt.http3_retry_handshakes,
+            Http3Retry::Auto => {
+                self.common.handshaking.load(Relaxed) >= turn.rt.http3_retry_handshakes
+            }
         };
         if retry && !incoming.remote_address_validated() && incoming.may_retry() {
             match self.endpoint.retry(incoming, &mut self.scratch) {
                 Ok(t) => {
                     stats.retries.fetch_add(1, Relaxed);
-                    let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+                    let _ = self.common.sockets[socket].send(&t, &self.scratch[..t.size]);
                 }
                 Err(e) => self.endpoint.ignore(e.into_incoming()),
             }
             return;
         }
-        let peer = Peer::Quic(incoming.remote_address());
+        let remote = incoming.remote_address();
+        let peer = Peer::Quic(remote);
         match self
             .endpoint
             .accept(incoming, turn.now, &mut self.scratch, None)
@@ -243,17 +257,19 @@ impl Quic {
                     conn,
                     unit,
                     socket,
+                    remote,
                     connected: false,
                     dirty: true,
                     timer: None,
                     closing: false,
                 });
                 self.live += 1;
-                self.handshaking += 1;
+                self.common.live.fetch_add(1, Relaxed);
+                self.common.handshaking.fetch_add(1, Relaxed);
             }
             Err(e) => {
                 if let Some(t) = e.response {
-                    let _ = self.sockets[socket].send(&t, &self.scratch[..t.size]);
+                    let _ = self.common.sockets[socket].send(&t, &self.scratch[..t.size]);
                 }
             }
         }
@@ -268,9 +284,31 @@ impl Quic {
                 None => false,
             };
             if due {
-                self.drive_one(i, turn);
+                let driven = catch_unwind(AssertUnwindSafe(|| self.drive_one(i, turn)));
+                if driven.is_err() {
+                    self.abandon(i, turn);
+                }
             }
         }
+    }
+
+    /// A connection whose quinn state or unit panicked: dropped at once
+    /// (its client hears nothing and ends at its idle timeout), the
+    /// worker and every other connection going on.
+    fn abandon(&mut self, i: usize, turn: &mut Turn<'_>) {
+        panicked(turn, "a connection");
+        let Some(e) = self.conns.get_mut(i).and_then(Option::take) else {
+            return;
+        };
+        if !e.closing {
+            Quic::ended(&mut self.live, &self.common, turn);
+        }
+        if !e.connected {
+            self.common.handshaking.fetch_sub(1, Relaxed);
+        }
+        turn.shared.connections.fetch_sub(1, Relaxed);
+        let mut unit = e.unit;
+        let _ = catch_unwind(AssertUnwindSafe(|| unit.lost()));
     }
 
     fn drive_one(&mut self, i: usize, turn: &mut Turn<'_>) {
@@ -289,7 +327,15 @@ impl Quic {
         }
         if !e.connected && !e.conn.is_handshaking() {
             e.connected = true;
-            self.handshaking -= 1;
+            self.common.handshaking.fetch_sub(1, Relaxed);
+        }
+        let remote = e.conn.remote_address();
+        if remote != e.remote {
+            // The client moved (or its NAT gave it a new port): quinn
+            // validates the new path; requests from now on come from it.
+            e.remote = remote;
+            e.unit.moved(Peer::Quic(remote));
+            (turn.shared.stats.h3.path_changes).fetch_add(1, Relaxed);
         }
         if !e.closing {
             if e.unit.drive(&mut e.conn, turn) {
@@ -305,10 +351,10 @@ impl Quic {
             // Closed: it still counts against max-connections (it holds its
             // state) until it has waited out its draining period.
             e.closing = true;
-            self.live -= 1;
+            Quic::ended(&mut self.live, &self.common, turn);
             e.unit.lost();
         }
-        let socket = &self.sockets[e.socket];
+        let socket = &self.common.sockets[e.socket];
         let segments = match turn.rt.http3_gso {
             true => socket.max_segments(),
             false => 1,
@@ -352,15 +398,26 @@ impl Quic {
         }
     }
 
+    /// A connection is closed (by either side): it no longer counts as
+    /// live, and after an upgrade's handover it is one this process
+    /// finished.
+    fn ended(live: &mut usize, common: &Common, turn: &Turn<'_>) {
+        *live -= 1;
+        common.live.fetch_sub(1, Relaxed);
+        if common.handed.load(Relaxed) {
+            turn.shared.stats.h3.drained.fetch_add(1, Relaxed);
+        }
+    }
+
     fn remove(&mut self, i: usize, turn: &Turn<'_>) {
         let Some(e) = self.conns[i].take() else {
             return;
         };
         if !e.closing {
-            self.live -= 1;
+            Quic::ended(&mut self.live, &self.common, turn);
         }
         if !e.connected {
-            self.handshaking -= 1;
+            self.common.handshaking.fetch_sub(1, Relaxed);
         }
         turn.shared.connections.fetch_sub(1, Relaxed);
     }
@@ -433,12 +490,17 @@ impl Quic {
         self.drive(turn);
     }
 
-    /// An upgrade took the UDP sockets: they are no longer read here, so
-    /// every datagram reaches the new process (this process's QUIC
-    /// connections are closed then: `spec/http3.md`, "Lifecycle").
-    pub(crate) fn unwatch(&self, epoll_fd: &OwnedFd) {
-        for s in &self.sockets {
-            let _ = epoll::delete(epoll_fd, s.fd());
+    /// An upgrade's new process is ready: the UDP sockets are no longer
+    /// read here, so every datagram reaches it, and it carries this
+    /// process's over the pair (`spec/http3.md`, "Lifecycle").
+    pub(crate) fn unwatch_if_handed(&self) {
+        if !self.common.handed.load(Relaxed) {
+            return;
+        }
+        if let Some(epoll_fd) = self.epoll.as_ref() {
+            for s in &self.common.sockets {
+                let _ = epoll::delete(epoll_fd, s.fd());
+            }
         }
     }
 
@@ -453,4 +515,12 @@ impl Quic {
         }
         any
     }
+}
+
+/// quinn-proto (or the unit) panicked on what `what` brought: logged; the
+/// caller drops it.
+fn panicked(turn: &Turn<'_>, what: &str) {
+    turn.shared.logs.error(format_args!(
+        "HTTP/3: the QUIC state machine panicked on {what}; it is dropped, and the worker goes on"
+    ));
 }

@@ -5,11 +5,22 @@
 //!   pairs by SNI, ALPN `h3` only, 0-RTT off, the transport's bounds;
 //! - `socket.rs`: a UDP socket through quinn-udp (GSO, GRO, `recvmmsg`,
 //!   ECN, the address a datagram came to);
-//! - `endpoint.rs`: the endpoint and its connections on one worker, each
-//!   running the HTTP/3 unit (`linux/conn/h3`).
+//! - `route.rs`: the connection IDs we issue, and which worker and which
+//!   process a datagram belongs to;
+//! - `common.rs`: what every worker's endpoint shares (sockets, inboxes,
+//!   keys, the server configuration, an upgrade's pair);
+//! - `read.rs`: reading the shared sockets, each datagram handed to its
+//!   owner; `pair.rs`: the Unix pair an upgrade's two processes carry
+//!   each other's datagrams over;
+//! - `endpoint.rs`: one worker's endpoint and the connections it owns,
+//!   each running the HTTP/3 unit (`linux/conn/h3`).
 
+pub(crate) mod common;
 pub(crate) mod config;
 pub(crate) mod endpoint;
+pub(crate) mod pair;
+mod read;
+pub(crate) mod route;
 pub(crate) mod socket;
 #[cfg(test)]
 mod tests;

@@ -95,6 +95,14 @@ impl H3 {
         self.id
     }
 
+    /// The client's address changed (a validated migration, or a NAT's new
+    /// port): the requests that arrive from now on come from `peer`, and
+    /// every per-address decision (the auth cap, the access log,
+    /// `trusted-proxies`) sees it.
+    pub(crate) fn moved(&mut self, peer: Peer) {
+        self.peer = peer;
+    }
+
     /// No request being answered or arriving, and every answer
     /// acknowledged.
     pub(crate) fn is_idle(&self) -> bool {
