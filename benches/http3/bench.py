@@ -454,6 +454,7 @@ class Server:
                 f.write(f'listen = "{self.net.addr}:{self.port}"\nworkers = {self.args.workers}\naccess-log = "off"\n'
                         f'tls-cert = "{self.work}/cert.pem"\ntls-key = "{self.work}/key.pem"\n'
                         'http3 = true\nhttp2-max-requests = 1000000\n'
+                        f'stats-socket = "{self.work}/stats.sock"\n'
                         + ('http3-gso = false\n' if self.nogso else ''))
             cmd = [self.args.nikaia, "serve", self.root, "--runtime", rt]
         elif self.kind == "caddy":
@@ -490,6 +491,17 @@ class Server:
             raise SystemExit(f"{self.name} did not start: see {self.work}/{self.name}.log")
         self.pid = self.proc.pid
         time.sleep(0.2)
+
+    def h3_counters(self):
+        """nikaia's `explain --json` "h3" counters (datagrams, handed, …)."""
+        if self.kind != "nikaia":
+            return None
+        r = subprocess.run([self.args.nikaia, "explain", "--socket", f"{self.work}/stats.sock", "--json"],
+                           capture_output=True, text=True)
+        try:
+            return json.loads(r.stdout).get("h3")
+        except ValueError:
+            return None
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -922,6 +934,8 @@ def run(args):
                             else:
                                 warm_up(s, args, net)
                                 r = measure(s, load, args, net, args.seconds)
+                            if s.kind == "nikaia" and s.proto == "h3":
+                                r["h3"] = s.h3_counters()
                         finally:
                             s.stop()
                         if r["others_pct"] <= args.max_other or attempt == args.retries:
@@ -1128,6 +1142,18 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
                      f"{spread(paired(results, load, a, b, f'machine_{unit}'))} | "
                      f"{spread(paired(results, load, a, b, rate))} |")
     L.append("")
+    handed = [(k, r["h3"]) for k, rs in results.items() for r in rs if r.get("h3")]
+    if handed:
+        L.append(f"nikaia-h3's datagrams handed from the worker that read them to the worker owning their "
+                 f"connection (`nikaia explain`: h3.handed / h3.datagrams, per run, warm-up included), "
+                 f"{args.workers} workers:")
+        L.append("")
+        for load in args.loads:
+            xs = [h["handed"] / h["datagrams"] * 100 for k, h in handed if k[0] == load and h.get("datagrams")]
+            lost = sum(h.get("handed_lost", 0) for k, h in handed if k[0] == load)
+            if xs:
+                L.append(f"- {load}: {spread(xs, '{:.1f}')} % handed, {lost} lost.")
+        L.append("")
     L += targets(results)
     others = [r["others_pct"] for rs in results.values() for r in rs]
     fails = sum(r["failed"] for rs in results.values() for r in rs)
