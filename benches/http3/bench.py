@@ -1143,9 +1143,9 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
                      f"{spread(paired(results, load, a, b, rate))} |")
     L.append("")
     handed = [(k, r["h3"]) for k, rs in results.items() for r in rs if r.get("h3")]
-    if handed:
+    if handed and args.workers > 1:
         L.append(f"nikaia-h3's datagrams handed from the worker that read them to the worker owning their "
-                 f"connection (`nikaia explain`: h3.handed / h3.datagrams, per run, warm-up included), "
+                 f"connection (`nikaia explain`: h3.handed / h3.datagrams, per run, a bulk or small run's warm-up included), "
                  f"{args.workers} workers:")
         L.append("")
         for load in args.loads:
