@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What HTTP/3 costs: `nikaia serve` over HTTP/3 beside its own HTTP/2 over
-TLS, Caddy (quic-go) and ngtcp2's gtlsserver, one worker each, side by side
-in one run (issue #47, "Benchmarks").
+TLS, Caddy (quic-go), ngtcp2's gtlsserver and nginx over HTTP/2, one worker
+each (--workers N: N each), side by side in one run (issues #47 and #48,
+"Benchmarks").
 
 Servers (--servers picks; all by default), each started afresh for every run:
 
@@ -16,6 +17,13 @@ Servers (--servers picks; all by default), each started afresh for every run:
   gtls-h3           ngtcp2's gtlsserver (C, GnuTLS; Debian ngtcp2-server),
                     serving the fixture with -d, --max-udp-payload-size 1452
   gtls-h3-nogso     the same with --max-gso-dgrams 1
+  nginx-h2          Debian's nginx 1.22 (no HTTP/3 there) over HTTP/2 + TLS,
+                    sendfile on, `worker_processes` --workers
+
+--workers N: nikaia's `workers = N`, Caddy's GOMAXPROCS=N, nginx's
+worker_processes N; gtlsserver has one thread whatever N. With N > 1 the
+server and the clients share every CPU (--server-cpu and --client-cpus
+default to all of them), and machine CPU is the figure to compare.
 
 Loads:
 
@@ -26,6 +34,13 @@ Loads:
          fetching --small-requests of them (as many streams at once as the
          server allows, 100 to 128); repeated until --seconds have passed.
          Figures per request.
+  stream one download of a --stream-mib file (64 MiB) on one connection, one
+         stream, per run (no batching, no warm-up): the rate of the whole
+         download (body / the client's wall time, handshake included) and
+         the settled rate (from the clients' interface counters, sampled
+         every 5 ms: the body's bytes from 25 % to 98 % of the download over
+         the time they took). HTTP/3 by one gtlsclient, HTTP/2 by curl
+         --http2. Meant for --wire tun.
 
 Clients: HTTP/3 by many `gtlsclient` processes (Debian ngtcp2-client; h2load
 here has no HTTP/3), each with a 4 MiB UDP receive buffer (--client-rcvbuf,
@@ -57,6 +72,14 @@ the machine and datagram sizes are pinned only by each server's own cap.
         [--rounds 5] [--seconds 5] [--servers nikaia-h3,caddy-h3] [--loads bulk]
         [--out benches/http3/results/DATE.md] [--json FILE] [--quick]
 
+--wire tun (#48) replaces the veth with a TUN device in each namespace and
+benches/http3/relay (a compiled relay, `tun-relay`) copying IP packets
+between them: each way a link of --link-mbit (200) with a drop-tail queue of
+--queue-bytes (one bandwidth-delay product by default) and --delay-ms (10)
+of propagation, so a round trip of 20 ms, TCP and UDP alike. The relay's CPU
+and its counters (packets dropped at its queue, packets written late) are
+reported per run, so that it is seen not to be the bottleneck.
+
 --quick: 1 round of 2 s (a smoke test, about 4 minutes). A full run (5 rounds
 of 5 s) takes about 15 minutes on a quiet machine.
 """
@@ -80,6 +103,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 NS_SRV, NS_CLI = "nkh3-srv", "nkh3-cli"
 VETH_SRV, VETH_CLI = "nkh3-s", "nkh3-c"
+TUN_SRV, TUN_CLI = "nkh3-ts", "nkh3-tc"
 SRV_ADDR, CLI_ADDR = "10.203.0.1", "10.203.0.2"
 MTU = 1500
 # UDP payload cap for the servers that take one (gtlsserver): quinn-proto's
@@ -89,8 +113,10 @@ BULK_SIZE = 100 << 20
 SMALL_SIZE = 4 << 10
 SMALL_FILES = 64
 STREAMS = 100          # h2load -m for the small load: what the QUIC servers grant
-PORTS = {"nikaia": 8443, "caddy": 8444, "gtls": 8445}
-ALL_SERVERS = ["nikaia-h3", "nikaia-h3-nogso", "nikaia-h2", "caddy-h3", "caddy-h2", "gtls-h3", "gtls-h3-nogso"]
+STREAM_FILE = "stream.bin"
+PORTS = {"nikaia": 8443, "caddy": 8444, "gtls": 8445, "nginx": 8446}
+ALL_SERVERS = ["nikaia-h3", "nikaia-h3-nogso", "nikaia-h2", "caddy-h3", "caddy-h2", "gtls-h3", "gtls-h3-nogso",
+               "nginx-h2"]
 
 RCVBUF_C = r"""
 #define _GNU_SOURCE
@@ -129,6 +155,38 @@ https://{addr}:{port} {{
 }}
 """
 
+NGINX_CONF = """
+worker_processes {workers};
+daemon off;
+master_process on;
+pid {work}/nginx.pid;
+error_log {work}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_requests 1000000;
+    http2_max_requests 1000000;
+    http2_max_concurrent_streams 128;
+    open_file_cache max=1000 inactive=60s;
+    default_type application/octet-stream;
+    client_body_temp_path {work}/nginx-tmp;
+    proxy_temp_path {work}/nginx-tmp;
+    fastcgi_temp_path {work}/nginx-tmp;
+    uwsgi_temp_path {work}/nginx-tmp;
+    scgi_temp_path {work}/nginx-tmp;
+    server {{
+        listen {addr}:{port} ssl http2;
+        root {root};
+        ssl_certificate {work}/cert.pem;
+        ssl_certificate_key {work}/key.pem;
+        ssl_protocols TLSv1.3;
+    }}
+}}
+"""
+
 
 # ------------------------------------------------------------------ helpers
 
@@ -155,9 +213,34 @@ def cpu_lines():
 
 
 def proc_cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+    """utime + stime of `pid` (all its threads) and of its living
+    descendants (nginx's workers), in jiffies."""
+    total, kids = 0, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append((int(d), int(fields[11]) + int(fields[12])))
+        if int(d) == pid:
+            total += int(fields[11]) + int(fields[12])
+    todo = [pid]
+    while todo:
+        for child, cpu in kids.get(todo.pop(), []):
+            total += cpu
+            todo.append(child)
+    return total
+
+
+def cpu_list(cpus):
+    out = []
+    for part in cpus.split(","):
+        a, _, b = part.partition("-")
+        out += range(int(a), int(b or a) + 1)
+    return out
 
 
 def loadavg():
@@ -213,6 +296,12 @@ class Net:
         self.anchors = {}
         self.note = ""
         self.srv_sysctls = "?"
+        self.tun = args.wire == "tun"
+        self.relay = None
+        self.dev_srv, self.dev_cli = (TUN_SRV, TUN_CLI) if self.tun else (VETH_SRV, VETH_CLI)
+        # Bytes a packet carries on the device beyond its UDP payload: IP
+        # and UDP, and Ethernet's on a veth.
+        self.hdr = 28 if self.tun else 42
 
     def leftovers(self):
         for ns in (NS_SRV, NS_CLI):
@@ -231,10 +320,13 @@ class Net:
                 self.made = True
                 sh("ip", "netns", "add", NS_SRV)
                 sh("ip", "netns", "add", NS_CLI)
-                sh("ip", "link", "add", VETH_SRV, "netns", NS_SRV, "type", "veth", "peer", "name", VETH_CLI,
-                   "netns", NS_CLI)
-                for ns, dev, addr, cpus in ((NS_SRV, VETH_SRV, SRV_ADDR, self.args.server_cpu),
-                                            (NS_CLI, VETH_CLI, CLI_ADDR, self.args.client_cpus)):
+                if self.tun:
+                    self.start_relay()
+                else:
+                    sh("ip", "link", "add", VETH_SRV, "netns", NS_SRV, "type", "veth", "peer", "name", VETH_CLI,
+                       "netns", NS_CLI)
+                for ns, dev, addr, cpus in ((NS_SRV, self.dev_srv, SRV_ADDR, self.args.server_cpu),
+                                            (NS_CLI, self.dev_cli, CLI_ADDR, self.args.client_cpus)):
                     sh("ip", "-n", ns, "addr", "add", f"{addr}/30", "dev", dev)
                     sh("ip", "-n", ns, "link", "set", dev, "mtu", str(MTU), "up")
                     sh("ip", "-n", ns, "link", "set", "lo", "up")
@@ -250,11 +342,32 @@ class Net:
                            "net.core.rmem_max", "net.core.wmem_default", "net.core.wmem_max").stdout.split()))
             except (RuntimeError, OSError) as e:
                 self.teardown()
+                if self.tun:
+                    raise SystemExit(f"--wire tun: {e}")
                 self.loopback = True
                 self.note = f"Network namespaces failed ({e}); loopback instead."
         if self.loopback:
             self.anchors = {}
         self.addr = "127.0.0.1" if self.loopback else SRV_ADDR
+
+    def start_relay(self):
+        """The TUN pair and the relay between them (benches/http3/relay)."""
+        a = self.args
+        cmd = [a.relay, NS_SRV, TUN_SRV, NS_CLI, TUN_CLI, "--delay-ms", str(a.delay_ms),
+               "--rate-mbit", str(a.link_mbit), *(["--queue-bytes", str(a.queue_bytes)] if a.queue_bytes else [])]
+        self.relay = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if self.relay.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"{a.relay} did not start")
+        self.relay_conf = self.relay_counters()
+
+    def relay_counters(self):
+        """The relay's counters: {'a_to_b': {...}, 'b_to_a': {...}, ...}
+        (a is the server's side), and its CPU in jiffies."""
+        self.relay.stdin.write("\n")
+        self.relay.stdin.flush()
+        c = json.loads(self.relay.stdout.readline())
+        c["cpu"] = proc_cpu(self.relay.pid)
+        return c
 
     def proc(self, side):
         """The /proc directory whose net/ is `side`'s namespace's."""
@@ -272,10 +385,10 @@ class Net:
 
     def counters(self):
         s, c = snmp(self.proc("srv") + "/net/snmp"), snmp(self.proc("cli") + "/net/snmp")
-        dev = "lo" if self.loopback else VETH_CLI
+        dev = "lo" if self.loopback else self.dev_cli
         rx_bytes, rx_packets, _, _ = netdev(self.proc("cli") + "/net/dev", dev)
         return {"srv_udp_out": s[("Udp", "OutDatagrams")], "srv_udp_in": s[("Udp", "InDatagrams")],
-                "srv_tcp_out": s[("Tcp", "OutSegs")],
+                "srv_tcp_out": s[("Tcp", "OutSegs")], "srv_tcp_retrans": s[("Tcp", "RetransSegs")],
                 "cli_udp_in": c[("Udp", "InDatagrams")], "cli_udp_drop": c[("Udp", "RcvbufErrors")],
                 "cli_rx_bytes": rx_bytes, "cli_rx_packets": rx_packets}
 
@@ -290,7 +403,15 @@ class Net:
                     return True
         return False
 
+    def rx_bytes(self):
+        """Bytes the clients' device has received."""
+        return netdev(self.proc("cli") + "/net/dev", "lo" if self.loopback else self.dev_cli)[0]
+
     def teardown(self):
+        if self.relay:
+            self.relay.stdin.close()
+            self.relay.wait()
+            self.relay = None
         for p in self.anchors.values():
             p.kill()
             p.wait()
@@ -330,17 +451,25 @@ class Server:
         if self.kind == "nikaia":
             rt = os.path.join(self.work, "runtime.toml")
             with open(rt, "w") as f:
-                f.write(f'listen = "{self.net.addr}:{self.port}"\nworkers = 1\naccess-log = "off"\n'
+                f.write(f'listen = "{self.net.addr}:{self.port}"\nworkers = {self.args.workers}\naccess-log = "off"\n'
                         f'tls-cert = "{self.work}/cert.pem"\ntls-key = "{self.work}/key.pem"\n'
                         'http3 = true\nhttp2-max-requests = 1000000\n'
+                        f'stats-socket = "{self.work}/stats.sock"\n'
                         + ('http3-gso = false\n' if self.nogso else ''))
             cmd = [self.args.nikaia, "serve", self.root, "--runtime", rt]
         elif self.kind == "caddy":
             conf = os.path.join(self.work, "Caddyfile")
             with open(conf, "w") as f:
                 f.write(CADDYFILE.format(work=self.work, addr=self.net.addr, port=self.port, root=self.root))
-            env.update(GOMAXPROCS="1", HOME=self.work, XDG_DATA_HOME=self.work, XDG_CONFIG_HOME=self.work)
+            env.update(GOMAXPROCS=str(self.args.workers), HOME=self.work, XDG_DATA_HOME=self.work, XDG_CONFIG_HOME=self.work)
             cmd = ["caddy", "run", "--config", conf, "--adapter", "caddyfile"]
+        elif self.kind == "nginx":
+            conf = os.path.join(self.work, "nginx.conf")
+            os.makedirs(os.path.join(self.work, "nginx-tmp"), exist_ok=True)
+            with open(conf, "w") as f:
+                f.write(NGINX_CONF.format(work=self.work, addr=self.net.addr, port=self.port, root=self.root,
+                                          workers=self.args.workers))
+            cmd = [shutil.which("nginx") or "/usr/sbin/nginx", "-c", conf, "-p", self.work]
         else:
             cmd = ["gtlsserver", "-q", "--no-quic-dump", "--no-http-dump", "-d", self.root,
                    f"--max-udp-payload-size={MAX_UDP_PAYLOAD}",
@@ -362,6 +491,17 @@ class Server:
             raise SystemExit(f"{self.name} did not start: see {self.work}/{self.name}.log")
         self.pid = self.proc.pid
         time.sleep(0.2)
+
+    def h3_counters(self):
+        """nikaia's `explain --json` "h3" counters (datagrams, handed, …)."""
+        if self.kind != "nikaia":
+            return None
+        r = subprocess.run([self.args.nikaia, "explain", "--socket", f"{self.work}/stats.sock", "--json"],
+                           capture_output=True, text=True)
+        try:
+            return json.loads(r.stdout).get("h3")
+        except ValueError:
+            return None
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -437,6 +577,84 @@ def batch(server, load, args, net):
     return ok, bad, cpu_us, size
 
 
+def measure_stream(server, args, net):
+    """One download of the stream file on one connection, one stream: its
+    rates, the CPU it took and the relay's counters."""
+    uri = f"{server.base}/{STREAM_FILE}"
+    size = args.stream_mib << 20
+    samples, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            samples.append((time.time(), net.rx_bytes()))
+            time.sleep(0.005)
+
+    if server.proto == "h3":
+        cmd, env = gtlsclient_cmd(net, server, 1, [uri]), client_env(server)
+    else:
+        cmd, env = net.cli(["curl", "-sk", "--http2", "-o", "/dev/null", "-w", "%{http_version} %{size_download}",
+                            uri]), None
+    rel0 = net.relay_counters() if net.relay else None
+    c0, m0, p0 = net.counters(), cpu_lines(), proc_cpu(server.pid)
+    th = threading.Thread(target=sample)
+    th.start()
+    t0 = time.time()
+    failed, cli_us, outs = run_clients([cmd], timeout=300, env=env)
+    t1 = time.time()
+    time.sleep(0.05)
+    stop.set()
+    th.join()
+    p1, m1, c1 = proc_cpu(server.pid), cpu_lines(), net.counters()
+    rel1 = net.relay_counters() if net.relay else None
+    wall = t1 - t0
+    d = {k: c1[k] - c0[k] for k in c0}
+    tick_us = 1e6 / CLK_TCK
+    srv_us = (p1 - p0) * tick_us
+    mach_us = (m1["cpu"] - m0["cpu"]) * tick_us
+    core_us = srv_us + sum(m1[f"cpu{c}_irq"] - m0[f"cpu{c}_irq"] for c in cpu_list(args.server_cpu)) * tick_us
+    irq_all_us = (m1["cpu_irq"] - m0["cpu_irq"]) * tick_us
+    relay_us = (rel1["cpu"] - rel0["cpu"]) * tick_us if rel0 else 0.0
+    if server.proto == "h2":
+        got = outs[0].split()
+        ok = not failed and got == ["2", str(size)]
+    else:
+        udp_payload = max(d["cli_rx_bytes"] - net.hdr * d["cli_rx_packets"], 0)
+        ok = not failed and (net.loopback or udp_payload >= 0.99 * size)
+    r = {"requests": int(ok), "failed": int(not ok), "wall_s": wall, "body_bytes": size if ok else 0,
+         "server_us": srv_us, "client_us": cli_us, "machine_us": mach_us, "core_us": core_us, "relay_us": relay_us,
+         "others_pct": max(mach_us - srv_us - cli_us - irq_all_us - relay_us, 0) / wall / 1e4,
+         "irq_pct": irq_all_us / wall / 1e4, "relay_pct": relay_us / wall / 1e4,
+         "server_busy_pct": srv_us / wall / 1e4, "client_busy_pct": cli_us / wall / 1e4,
+         "counters": d, "bytes_ok": ok, "whole_mb_s": size / 1e6 / wall,
+         "tcp_retrans": d["srv_tcp_retrans"] if server.proto == "h2" else None}
+    # The settled rate: the body from 25 % to 98 % of the download's bytes on
+    # the wire, over the time between (linear between 5 ms samples).
+    base, total = samples[0][1], samples[-1][1] - samples[0][1]
+
+    def when(frac):
+        want = base + frac * total
+        for (ta, a), (tb, b) in zip(samples, samples[1:]):
+            if b >= want:
+                return ta + (tb - ta) * ((want - a) / (b - a) if b > a else 1)
+        return samples[-1][0]
+
+    t25, t98 = when(0.25), when(0.98)
+    r["settled_mb_s"] = 0.73 * size / 1e6 / (t98 - t25) if ok and t98 > t25 else None
+    r["first_quarter_s"] = t25 - t0
+    if rel0:
+        for side, name in (("a_to_b", "down"), ("b_to_a", "up")):
+            a, b = rel0[side], rel1[side]
+            r[f"relay_{name}"] = {
+                "packets": b["packets"] - a["packets"], "dropped": b["dropped"] - a["dropped"],
+                "late_over_1ms": b["late_over_1ms"] - a["late_over_1ms"], "max_late_us": b["max_late_us"],
+                "mean_late_us": (b["late_us_sum"] - a["late_us_sum"]) / max(b["packets"] - a["packets"], 1),
+                "max_queue_bytes": b["max_queue_bytes"]}
+    gib = size / (1 << 30)
+    for k in ("server", "client", "machine", "core"):
+        r[f"{k}_s_per_gib"] = r[f"{k}_us"] / 1e6 / gib if ok else None
+    return r
+
+
 def warm_up(server, args, net):
     """One connection's 200 small requests before a measured run."""
     warm = argparse.Namespace(**{**vars(args), "small_clients": 1, "small_requests": 200})
@@ -462,11 +680,10 @@ def measure(server, load, args, net, seconds):
     mach_us = (m1["cpu"] - m0["cpu"]) * tick_us
     # The server's process and the interrupt work on its CPU (receiving
     # the clients' packets there, RPS): not the other processes there.
-    irq = f"cpu{args.server_cpu}_irq"
-    core_us = srv_us + (m1[irq] - m0[irq]) * tick_us
+    core_us = srv_us + sum(m1[f"cpu{c}_irq"] - m0[f"cpu{c}_irq"] for c in cpu_list(args.server_cpu)) * tick_us
     irq_all_us = (m1["cpu_irq"] - m0["cpu_irq"]) * tick_us
     body = ok * size
-    udp_payload = max(d["cli_rx_bytes"] - 42 * d["cli_rx_packets"], 0)
+    udp_payload = max(d["cli_rx_bytes"] - net.hdr * d["cli_rx_packets"], 0)
     datagrams = d["cli_udp_in"] + d["cli_udp_drop"]
     r = {"requests": ok, "failed": bad, "wall_s": wall, "body_bytes": body,
          "server_us": srv_us, "client_us": cli_us, "machine_us": mach_us, "core_us": core_us,
@@ -507,11 +724,12 @@ def check_answers(server, net, work, root):
     got = os.path.join(work, f"got-{server.name}")
     shutil.rmtree(got, ignore_errors=True)
     os.makedirs(got)
-    names = [("100m.bin", "100m.bin"), ("4k/5.bin", "5.bin")]
+    names = ([("100m.bin", "100m.bin")] if "bulk" in server.args.loads else []) + \
+        ([(STREAM_FILE, STREAM_FILE)] if "stream" in server.args.loads else []) + [("4k/5.bin", "5.bin")]
     sizes = None
     for path, leaf in names:
         cap = None
-        if server.proto == "h3" and not net.loopback and path == "100m.bin":
+        if server.proto == "h3" and not net.loopback and not net.tun and path == "100m.bin":
             sizes = os.path.join(work, f"sizes-{server.name}.json")
             cap = subprocess.Popen(net.cli([sys.executable, os.path.abspath(__file__), "--capture", VETH_CLI,
                                             str(server.port), sizes]))
@@ -601,10 +819,14 @@ def size_line(sizes):
 
 # ------------------------------------------------------------------ the run
 
-def fixture(root):
+def fixture(root, args):
     os.makedirs(os.path.join(root, "4k"), exist_ok=True)
-    with open(os.path.join(root, "100m.bin"), "wb") as f:
-        f.write(os.urandom(BULK_SIZE))
+    if "bulk" in args.loads:
+        with open(os.path.join(root, "100m.bin"), "wb") as f:
+            f.write(os.urandom(BULK_SIZE))
+    if "stream" in args.loads:
+        with open(os.path.join(root, STREAM_FILE), "wb") as f:
+            f.write(os.urandom(args.stream_mib << 20))
     for i in range(SMALL_FILES):
         with open(os.path.join(root, "4k", f"{i}.bin"), "wb") as f:
             f.write(os.urandom(SMALL_SIZE))
@@ -671,7 +893,7 @@ def run(args):
     os.chmod(work, 0o755)
     root = os.path.join(work, "root")
     print(f"# work dir {work}; load average {loadavg()}", flush=True)
-    fixture(root)
+    fixture(root, args)
     material(work)
     net = Net(args)
     results, checks, buffers, sizes, redone = {}, {}, {}, {}, []
@@ -707,8 +929,13 @@ def run(args):
                         s = Server(name, args, net, work, root)
                         s.start()
                         try:
-                            warm_up(s, args, net)
-                            r = measure(s, load, args, net, args.seconds)
+                            if load == "stream":
+                                r = measure_stream(s, args, net)
+                            else:
+                                warm_up(s, args, net)
+                                r = measure(s, load, args, net, args.seconds)
+                            if s.kind == "nikaia" and s.proto == "h3":
+                                r["h3"] = s.h3_counters()
                         finally:
                             s.stop()
                         if r["others_pct"] <= args.max_other or attempt == args.retries:
@@ -733,6 +960,14 @@ def run(args):
 
 
 def progress(rnd, load, name, r):
+    if load == "stream":
+        dn = r.get("relay_down") or {}
+        return (f"round {rnd + 1} stream {name:16} settled {r['settled_mb_s'] or 0:6.1f} MB/s  whole "
+                f"{r['whole_mb_s']:6.1f} MB/s  busy srv {r['server_busy_pct']:.0f}% cli {r['client_busy_pct']:.0f}% "
+                f"relay {r['relay_pct']:.0f}% others {r['others_pct']:.0f}%  relay drops {dn.get('dropped')} "
+                f"late>1ms {dn.get('late_over_1ms')} mean late {dn.get('mean_late_us', 0):.0f} µs"
+                + (f"  tcp retrans {r['tcp_retrans']}" if r["tcp_retrans"] is not None else "")
+                + ("" if r["bytes_ok"] else "  FAILED"))
     if load == "bulk":
         head = (f"{r['mib_s']:7.1f} MiB/s  server {r['server_s_per_gib'] or 0:5.2f} s/GiB  "
                 f"client {r['client_s_per_gib'] or 0:5.2f}  machine {r['machine_s_per_gib'] or 0:5.2f}")
@@ -768,11 +1003,22 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
         L.append(f"- Network: loopback 127.0.0.1 (MTU 65536). {net.note} Datagram sizes are held only by each "
                  f"server's cap (quinn-proto and quic-go stop MTU discovery at 1452; gtlsserver "
                  f"--max-udp-payload-size {MAX_UDP_PAYLOAD}); counters are the whole machine's.")
+    elif net.tun:
+        q = net.relay_conf["queue_bytes"] if hasattr(net, "relay_conf") else args.queue_bytes
+        L.append(f"- Network: namespaces `{NS_SRV}` ({SRV_ADDR}, TUN {TUN_SRV}) and `{NS_CLI}` ({CLI_ADDR}, TUN "
+                 f"{TUN_CLI}), MTU {MTU}, joined by benches/http3/relay (`tun-relay`): each way a link of "
+                 f"{args.link_mbit:g} Mbit/s with a drop-tail queue of {q} bytes, then {args.delay_ms:g} ms of "
+                 f"delay, so a round trip of {2 * args.delay_ms:g} ms; every IP packet alike (TCP segments and UDP "
+                 f"datagrams of at most 1500 bytes: a TUN device without offloads gets them cut). The relay is "
+                 f"not pinned; its CPU and counters are in the stream table. The server's namespace keeps the "
+                 f"kernel's socket-buffer limits (net.core: {net.srv_sysctls}).")
     else:
         L.append(f"- Network: namespaces `{NS_SRV}` ({SRV_ADDR}, {VETH_SRV}) and `{NS_CLI}` ({CLI_ADDR}, "
                  f"{VETH_CLI}) joined by a veth pair, MTU {MTU} (UDP payload ≤ 1472); RPS steers each side's "
                  f"receive work to its own CPU; no qdisc, no delay, no loss added. The server's namespace keeps "
                  f"the kernel's socket-buffer limits (net.core: {net.srv_sysctls}).")
+    L.append(f"- Workers: {args.workers} (nikaia's `workers`, Caddy's GOMAXPROCS, nginx's worker_processes; "
+             f"gtlsserver has one thread).")
     L.append(f"- Server under `taskset -c {args.server_cpu}`, clients under `taskset -c {args.client_cpus}`; "
              f"{args.rounds} rounds, each load batched until {args.seconds} s have passed after a warm-up "
              f"(one connection, 200 small requests), a fresh server per run, servers rotated round by round; median (min–max) over rounds.")
@@ -780,6 +1026,10 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
              f"(SO_RCVBUFFORCE from an LD_PRELOAD shim; gtlsclient asks for none, browsers and quic-go's client "
              f"ask for megabytes; 0 leaves the kernel's default)." if args.client_rcvbuf else
              "- gtlsclient's UDP sockets keep the kernel's default receive buffer.")
+    if "stream" in args.loads:
+        L.append(f"- stream: one download of a {args.stream_mib} MiB file per run, one connection and one stream "
+                 f"(gtlsclient -n 1 with its defaults: stream window 6 MiB growing to 16, connection 15 growing "
+                 f"to 24, cubic; curl --http2), no warm-up.")
     L.append(f"- bulk: {args.bulk_clients} connections × {args.bulk_streams} streams of the 100 MiB file per "
              f"batch; small: {args.small_clients} connections × {args.small_requests} requests of 64 files of "
              f"4 KiB per batch (gtlsclient opens as many streams as the server allows; h2load -m {STREAMS}).")
@@ -820,6 +1070,33 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
                      f"{spread([r['client_s_per_gib'] for r in rs])} | {spread([r['machine_s_per_gib'] for r in rs])} | "
                      f"{spread([r['server_busy_pct'] for r in rs], '{:.0f}')} | {dg} | {ps} | {av} | {dr} |")
         L.append("")
+    if "stream" in args.loads:
+        link = args.link_mbit / 8
+        L.append(f"### Stream: one {args.stream_mib} MiB download at {2 * args.delay_ms:g} ms RTT, "
+                 f"{args.link_mbit:g} Mbit/s ({link:.1f} MB/s of IP packets)")
+        L.append("")
+        L.append("Settled: the body from 25 % to 98 % of the download over the time it took; whole: the body over "
+                 "the client's wall time (connection, handshake and slow start included). MB = 10⁶ bytes. "
+                 "Relay: its CPU, the server→client packets its queue dropped, those it wrote more than 1 ms "
+                 "late, and the mean lateness of all.")
+        L.append("")
+        L.append("| server | settled MB/s | whole MB/s | settled / link | server s/GiB | client s/GiB | "
+                 "relay CPU % | relay drops | TCP retransmits | relay late > 1 ms | relay mean late µs |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for name in args.servers:
+            rs = results.get(("stream", name))
+            if not rs:
+                continue
+            dn = [r.get("relay_down") or {} for r in rs]
+            L.append(f"| {name} | {spread([r['settled_mb_s'] for r in rs])} | {spread([r['whole_mb_s'] for r in rs])} | "
+                     f"{spread([r['settled_mb_s'] / link if r['settled_mb_s'] else None for r in rs])} | "
+                     f"{spread([r['server_s_per_gib'] for r in rs])} | {spread([r['client_s_per_gib'] for r in rs])} | "
+                     f"{spread([r['relay_pct'] for r in rs], '{:.0f}')} | "
+                     f"{spread([d.get('dropped') for d in dn], '{:.0f}')} | "
+                     f"{spread([r['tcp_retrans'] for r in rs], '{:.0f}') if rs[0]['tcp_retrans'] is not None else '–'} | "
+                     f"{spread([d.get('late_over_1ms') for d in dn], '{:.0f}')} | "
+                     f"{spread([d.get('mean_late_us') for d in dn], '{:.0f}')} |")
+        L.append("")
     if "small" in args.loads:
         L.append("### Small: 4 KiB files, CPU µs per request")
         L.append("")
@@ -846,16 +1123,17 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
                      f"{spread([r['server_busy_pct'] for r in rs], '{:.0f}')} | "
                      f"{spread([r['client_busy_pct'] for r in rs], '{:.0f}')} | {dq} | {ps} | {av} |")
         L.append("")
-    L.append("### Ratios, per round then median (min–max); CPU below 1 favours the first")
+    L.append("### Ratios, per round then median (min–max); CPU below 1 favours the first; rate is MiB/s (bulk), "
+             "requests/s (small), the settled rate (stream)")
     L.append("")
     L.append("| load | pair | server CPU | server+irq CPU | machine CPU | rate |")
     L.append("|---|---|---|---|---|---|")
     pairs = [("nikaia-h3", "nikaia-h2"), ("nikaia-h3", "caddy-h3"), ("nikaia-h3", "gtls-h3"),
              ("nikaia-h3-nogso", "nikaia-h3"), ("gtls-h3-nogso", "gtls-h3"), ("caddy-h3", "caddy-h2"),
-             ("nikaia-h2", "caddy-h2")]
+             ("nikaia-h2", "caddy-h2"), ("nikaia-h2", "nginx-h2"), ("caddy-h3", "nikaia-h2")]
     for load in args.loads:
-        unit = "s_per_gib" if load == "bulk" else "us_per_req"
-        rate = "mib_s" if load == "bulk" else "req_s"
+        unit = "us_per_req" if load == "small" else "s_per_gib"
+        rate = {"bulk": "mib_s", "small": "req_s", "stream": "settled_mb_s"}[load]
         for a, b in pairs:
             xs = paired(results, load, a, b, f"server_{unit}")
             if xs is None:
@@ -864,6 +1142,18 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
                      f"{spread(paired(results, load, a, b, f'machine_{unit}'))} | "
                      f"{spread(paired(results, load, a, b, rate))} |")
     L.append("")
+    handed = [(k, r["h3"]) for k, rs in results.items() for r in rs if r.get("h3")]
+    if handed and args.workers > 1:
+        L.append(f"nikaia-h3's datagrams handed from the worker that read them to the worker owning their "
+                 f"connection (`nikaia explain`: h3.handed / h3.datagrams, per run, a bulk or small run's warm-up included), "
+                 f"{args.workers} workers:")
+        L.append("")
+        for load in args.loads:
+            xs = [h["handed"] / h["datagrams"] * 100 for k, h in handed if k[0] == load and h.get("datagrams")]
+            lost = sum(h.get("handed_lost", 0) for k, h in handed if k[0] == load)
+            if xs:
+                L.append(f"- {load}: {spread(xs, '{:.1f}')} % handed, {lost} lost.")
+        L.append("")
     L += targets(results)
     others = [r["others_pct"] for rs in results.values() for r in rs]
     fails = sum(r["failed"] for rs in results.values() for r in rs)
@@ -879,7 +1169,19 @@ def report(args, net, results, checks, buffers, sizes, redone, stamp, load_befor
 
 
 def targets(results):
-    L = ["### Targets (#47)", ""]
+    L = []
+    one = paired(results, "stream", "nikaia-h3", "nikaia-h2", "settled_mb_s")
+    if one:
+        whole = paired(results, "stream", "nikaia-h3", "nikaia-h2", "whole_mb_s")
+        a = med([r["settled_mb_s"] for r in results[("stream", "nikaia-h3")]])
+        b = med([r["settled_mb_s"] for r in results[("stream", "nikaia-h2")]])
+        L += ["### Target (#48)", "",
+              f"- One stream over h3 ≥ 90 % of one HTTP/2 stream's rate: **{'met' if med(one) >= 0.9 else 'not met'}**"
+              f" — settled {a:.1f} MB/s over h3 against {b:.1f} MB/s over h2, ratio {spread(one)} (per-round "
+              f"pairs); whole downloads {spread(whole)}.", ""]
+    if not any(k[0] == "bulk" for k in results):
+        return L
+    L += ["### Targets (#47)", ""]
     h3h2 = paired(results, "bulk", "nikaia-h3", "nikaia-h2", "server_s_per_gib")
     h3c = paired(results, "bulk", "nikaia-h3", "caddy-h3", "server_s_per_gib")
     if h3h2:
@@ -910,13 +1212,23 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--servers", default=",".join(ALL_SERVERS))
-    ap.add_argument("--loads", default="bulk,small")
+    ap.add_argument("--loads", default="bulk,small", help="bulk, small, stream")
     ap.add_argument("--bulk-clients", type=int, default=2)
     ap.add_argument("--bulk-streams", type=int, default=1)
     ap.add_argument("--small-clients", type=int, default=8)
     ap.add_argument("--small-requests", type=int, default=1000)
-    ap.add_argument("--server-cpu", default="1")
-    ap.add_argument("--client-cpus", default="0")
+    ap.add_argument("--server-cpu", help="CPUs for the server: 1, or all of them with --workers > 1")
+    ap.add_argument("--client-cpus", help="CPUs for the clients: 0, or all of them with --workers > 1")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="nikaia's workers, Caddy's GOMAXPROCS, nginx's worker_processes")
+    ap.add_argument("--wire", choices=("veth", "tun"), default="veth",
+                    help="veth: no delay; tun: TUN devices and the relay (--delay-ms, --link-mbit)")
+    ap.add_argument("--relay", default="target/release/tun-relay", help="the relay's binary (run.sh builds it)")
+    ap.add_argument("--delay-ms", type=float, default=10, help="one way, so the round trip is twice")
+    ap.add_argument("--link-mbit", type=float, default=200, help="the relay's link rate each way")
+    ap.add_argument("--queue-bytes", type=int, default=0,
+                    help="the relay's drop-tail queue (0: rate × round trip)")
+    ap.add_argument("--stream-mib", type=int, default=64, help="the stream load's file")
     ap.add_argument("--loopback", action="store_true")
     ap.add_argument("--client-rcvbuf", type=int, default=4 << 20,
                     help="gtlsclient's UDP receive buffer, bytes (0: the kernel's default)")
@@ -930,8 +1242,17 @@ def main():
     if args.quick:
         args.rounds, args.seconds = 1, 2
     args.nikaia = os.path.abspath(args.nikaia)
+    args.relay = os.path.abspath(args.relay)
+    every = f"0-{os.cpu_count() - 1}"
+    args.server_cpu = args.server_cpu or (every if args.workers > 1 else "1")
+    args.client_cpus = args.client_cpus or (every if args.workers > 1 else "0")
     args.servers = [s for s in args.servers.split(",") if s]
     args.loads = [s for s in args.loads.split(",") if s]
+    for s in args.loads:
+        if s not in ("bulk", "small", "stream"):
+            raise SystemExit(f"--loads: {s} is not one of bulk, small, stream")
+    if args.wire == "tun" and not os.access(args.relay, os.X_OK):
+        raise SystemExit(f"--wire tun: no relay at {args.relay} (benches/http3/run.sh builds it)")
     for s in args.servers:
         if s not in ALL_SERVERS:
             raise SystemExit(f"--servers: {s} is not one of {', '.join(ALL_SERVERS)}")
