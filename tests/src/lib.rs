@@ -3,6 +3,7 @@
 //! the server sent.
 
 pub mod bodies;
+pub mod chromium;
 pub mod corpus;
 pub mod curl;
 pub mod https;

@@ -6,28 +6,21 @@
 //! disk. Any policy violation the browser reports fails it: the listing's
 //! inline script and style run by their hashes.
 
+use nikaia_tests::chromium::DevTools;
 use nikaia_tests::uploads::{url, Site, OPEN, RULES};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// How long any one step may take before the test gives up (a browser
-/// that never gets there; a passing run takes a few seconds in all).
-const WAIT: Duration = Duration::from_secs(30);
+/// How long any one step may take before the test gives up.
+const WAIT: Duration = nikaia_tests::chromium::WAIT;
 
 /// Chromium and its DevTools session on one page.
 struct Browser {
-    child: Child,
-    to: ChildStdin,
-    from: mpsc::Receiver<Value>,
-    next: u64,
+    dev: DevTools,
     /// Events read while waiting for something else.
     events: VecDeque<Value>,
-    session: String,
     /// What the browser logged about the page (policy violations,
     /// exceptions).
     complaints: Vec<String>,
@@ -35,65 +28,60 @@ struct Browser {
     credentials: (String, String),
 }
 
+/// A message the browser sent: requests it holds for us are let go on
+/// (with `credentials`, when it asks for them) and what it logs is noted
+/// in `complaints`, so every wait keeps the page moving. Anything else is
+/// given back.
+fn handle(
+    dev: &mut DevTools,
+    value: Value,
+    complaints: &mut Vec<String>,
+    credentials: &(String, String),
+) -> Option<Value> {
+    let params = &value["params"];
+    match value["method"].as_str() {
+        Some("Fetch.requestPaused") => {
+            let id = params["requestId"].clone();
+            dev.send_page("Fetch.continueRequest", json!({"requestId": id}));
+        }
+        Some("Fetch.authRequired") => {
+            let id = params["requestId"].clone();
+            let (user, password) = credentials.clone();
+            dev.send_page(
+                "Fetch.continueWithAuth",
+                json!({"requestId": id, "authChallengeResponse": {
+                    "response": "ProvideCredentials",
+                    "username": user, "password": password}}),
+            );
+        }
+        Some("Log.entryAdded") => {
+            let entry = &params["entry"];
+            let said = entry["text"].as_str().unwrap_or("");
+            // The network's own errors (a missing favicon, the sign-in's
+            // 401) are not the page's.
+            if entry["level"] == "error" && entry["source"] != "network" {
+                complaints.push(said.to_owned());
+            }
+        }
+        Some("Runtime.exceptionThrown") => {
+            complaints.push(params["exceptionDetails"].to_string());
+        }
+        Some("Runtime.consoleAPICalled") if params["type"] == "error" => {
+            complaints.push(params["args"].to_string());
+        }
+        _ => return Some(value),
+    }
+    None
+}
+
 impl Browser {
     fn start(profile: &Path) -> Browser {
-        // The pipe is the child's fds 3 (commands in) and 4 (answers out):
-        // the shell moves them there from stdin and stdout.
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg("exec chromium \"$@\" 3<&0 4>&1 0</dev/null 1>/dev/null")
-            .arg("chromium")
-            .args([
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--remote-debugging-pipe",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromium runs (test.sh installs it)");
-        let to = child.stdin.take().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, from) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut out = BufReader::new(out);
-            loop {
-                let mut message = Vec::new();
-                match out.read_until(0, &mut message) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-                message.pop();
-                let Ok(value) = serde_json::from_slice::<Value>(&message) else {
-                    continue;
-                };
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
         let mut browser = Browser {
-            child,
-            to,
-            from,
-            next: 0,
+            dev: DevTools::start(profile, &[], None, |_, _| {}),
             events: VecDeque::new(),
-            session: String::new(),
             complaints: Vec::new(),
             credentials: (String::new(), String::new()),
         };
-        let target = browser.call(None, "Target.createTarget", json!({"url": "about:blank"}));
-        let target = target["targetId"].as_str().unwrap().to_owned();
-        let attached = browser.call(
-            None,
-            "Target.attachToTarget",
-            json!({"targetId": target, "flatten": true}),
-        );
-        browser.session = attached["sessionId"].as_str().unwrap().to_owned();
         for domain in ["Page.enable", "Runtime.enable", "Log.enable", "DOM.enable"] {
             browser.page(domain, json!({}));
         }
@@ -104,89 +92,29 @@ impl Browser {
         browser
     }
 
-    /// Sends a command (to the page's session, or to the browser) and
-    /// waits for its result; events that come meanwhile are kept.
-    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        let mut message = json!({"id": id, "method": method, "params": params});
-        if let Some(session) = session {
-            message["sessionId"] = json!(session);
-        }
-        let mut bytes = serde_json::to_vec(&message).unwrap();
-        bytes.push(0);
-        self.to.write_all(&bytes).unwrap();
-        loop {
-            let value = self.read(method);
-            if value["id"] == json!(id) {
-                if let Some(error) = value.get("error") {
-                    panic!("{method}: {error}");
-                }
-                return value["result"].clone();
-            }
-            self.events.push_back(value);
-        }
-    }
-
+    /// Sends a command to the page and waits for its result; events that
+    /// come meanwhile are handled or kept.
     fn page(&mut self, method: &str, params: Value) -> Value {
-        let session = self.session.clone();
-        self.call(Some(&session), method, params)
+        let session = self.dev.session.clone();
+        let (events, complaints) = (&mut self.events, &mut self.complaints);
+        let credentials = &self.credentials;
+        self.dev
+            .call(Some(&session), method, params, &mut |dev, value| {
+                if let Some(value) = handle(dev, value, complaints, credentials) {
+                    events.push_back(value);
+                }
+            })
     }
 
-    /// The next message; requests the browser holds for us are let go on
-    /// (with the credentials, when it asks for them) and what it logs is
-    /// noted, so every wait keeps the page moving.
+    /// The next message the test may want (see [`handle`]).
     fn read(&mut self, waiting_for: &str) -> Value {
         loop {
-            let value = self
-                .from
-                .recv_timeout(WAIT)
-                .unwrap_or_else(|_| panic!("no answer from chromium for {waiting_for}"));
-            let params = &value["params"];
-            match value["method"].as_str() {
-                Some("Fetch.requestPaused") => {
-                    let id = params["requestId"].clone();
-                    self.send_page("Fetch.continueRequest", json!({"requestId": id}));
-                }
-                Some("Fetch.authRequired") => {
-                    let id = params["requestId"].clone();
-                    let (user, password) = self.credentials.clone();
-                    self.send_page(
-                        "Fetch.continueWithAuth",
-                        json!({"requestId": id, "authChallengeResponse": {
-                            "response": "ProvideCredentials",
-                            "username": user, "password": password}}),
-                    );
-                }
-                Some("Log.entryAdded") => {
-                    let entry = &params["entry"];
-                    let said = entry["text"].as_str().unwrap_or("");
-                    // The network's own errors (a missing favicon, the
-                    // sign-in's 401) are not the page's.
-                    if entry["level"] == "error" && entry["source"] != "network" {
-                        self.complaints.push(said.to_owned());
-                    }
-                }
-                Some("Runtime.exceptionThrown") => {
-                    self.complaints.push(params["exceptionDetails"].to_string());
-                }
-                Some("Runtime.consoleAPICalled") if params["type"] == "error" => {
-                    self.complaints.push(params["args"].to_string());
-                }
-                _ => return value,
+            let value = self.dev.recv(waiting_for);
+            let (complaints, credentials) = (&mut self.complaints, &self.credentials);
+            if let Some(value) = handle(&mut self.dev, value, complaints, credentials) {
+                return value;
             }
         }
-    }
-
-    /// Sends a command without waiting for its result (its answer is
-    /// read and dropped later, as an event would be).
-    fn send_page(&mut self, method: &str, params: Value) {
-        self.next += 1;
-        let message = json!({"id": self.next, "method": method, "params": params,
-            "sessionId": self.session});
-        let mut bytes = serde_json::to_vec(&message).unwrap();
-        bytes.push(0);
-        self.to.write_all(&bytes).unwrap();
     }
 
     /// Waits for the event `method`.
@@ -243,13 +171,6 @@ impl Browser {
             json!({"nodeId": node, "files": [file.to_str().unwrap()]}),
         );
         self.click_and_load("#upload button");
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -25,16 +25,11 @@
 
 use super::h3_runtime;
 use nikaia_std::rt::LogTarget;
+use nikaia_tests::chromium::DevTools;
 use nikaia_tests::TestPki;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
-
-/// How long one step may take before the test gives up.
-const WAIT: Duration = Duration::from_secs(30);
+use std::process::Command;
 
 /// A 1×1 grey PNG.
 const PNG: &[u8] =
@@ -93,13 +88,10 @@ fn nss_home(pki: &TestPki) -> tempfile::TempDir {
     home
 }
 
-/// Chromium and its DevTools session on one page.
+/// Chromium and its DevTools session on one page, with its own profile,
+/// counting the page's loads.
 struct Chromium {
-    child: Child,
-    to: ChildStdin,
-    from: mpsc::Receiver<Value>,
-    next: u64,
-    session: String,
+    dev: DevTools,
     loads: u64,
     _profile: tempfile::TempDir,
 }
@@ -107,57 +99,14 @@ struct Chromium {
 impl Chromium {
     fn start(home: &Path, flags: &[String]) -> Chromium {
         let profile = tempfile::tempdir().unwrap();
-        // The pipe is the child's fds 3 (commands in) and 4 (answers out).
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg("exec chromium \"$@\" 3<&0 4>&1 0</dev/null 1>/dev/null")
-            .arg("chromium")
-            .args(["--headless=new", "--no-sandbox", "--disable-gpu"])
-            .args(["--no-first-run", "--remote-debugging-pipe"])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("--host-resolver-rules=MAP localhost 127.0.0.1")
-            .args(flags)
-            .env("HOME", home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromium runs (test.sh installs it)");
-        let to = child.stdin.take().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, from) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut out = BufReader::new(out);
-            loop {
-                let mut message = Vec::new();
-                if !matches!(out.read_until(0, &mut message), Ok(n) if n > 0) {
-                    return;
-                }
-                message.pop();
-                if let Ok(value) = serde_json::from_slice::<Value>(&message) {
-                    if tx.send(value).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let mut flags = flags.to_vec();
+        flags.push("--host-resolver-rules=MAP localhost 127.0.0.1".into());
+        let dev = DevTools::start(profile.path(), &flags, Some(home), |_, _| {});
         let mut browser = Chromium {
-            child,
-            to,
-            from,
-            next: 0,
-            session: String::new(),
+            dev,
             loads: 0,
             _profile: profile,
         };
-        let target = browser.call(None, "Target.createTarget", json!({"url": "about:blank"}));
-        let target = target["targetId"].as_str().unwrap().to_owned();
-        let attached = browser.call(
-            None,
-            "Target.attachToTarget",
-            json!({"targetId": target, "flatten": true}),
-        );
-        browser.session = attached["sessionId"].as_str().unwrap().to_owned();
         browser.page("Page.enable", json!({}));
         browser.page("Network.enable", json!({}));
         // Every navigation asks the server again, page and images.
@@ -165,40 +114,15 @@ impl Chromium {
         browser
     }
 
-    /// The next message (a load noted on the way).
-    fn read(&mut self, waiting_for: &str) -> Value {
-        let value = (self.from.recv_timeout(WAIT))
-            .unwrap_or_else(|_| panic!("no answer from chromium for {waiting_for}"));
-        if value["method"] == "Page.loadEventFired" {
-            self.loads += 1;
-        }
-        value
-    }
-
-    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        let mut message = json!({"id": id, "method": method, "params": params});
-        if let Some(session) = session {
-            message["sessionId"] = json!(session);
-        }
-        let mut bytes = serde_json::to_vec(&message).unwrap();
-        bytes.push(0);
-        self.to.write_all(&bytes).unwrap();
-        loop {
-            let value = self.read(method);
-            if value["id"] == json!(id) {
-                if let Some(error) = value.get("error") {
-                    panic!("{method}: {error}");
-                }
-                return value["result"].clone();
-            }
-        }
-    }
-
+    /// Sends a command to the page and waits for its result, counting the
+    /// loads that come meanwhile.
     fn page(&mut self, method: &str, params: Value) -> Value {
-        let session = self.session.clone();
-        self.call(Some(&session), method, params)
+        let session = self.dev.session.clone();
+        let loads = &mut self.loads;
+        self.dev
+            .call(Some(&session), method, params, &mut |_, value| {
+                *loads += u64::from(value["method"] == "Page.loadEventFired");
+            })
     }
 
     /// Loads `url`, waits for its load event, and returns what the page
@@ -207,20 +131,14 @@ impl Chromium {
         let loads = self.loads;
         self.page("Page.navigate", json!({"url": url}));
         while self.loads == loads {
-            self.read("Page.loadEventFired");
+            let value = self.dev.recv("Page.loadEventFired");
+            self.loads += u64::from(value["method"] == "Page.loadEventFired");
         }
         let result = self.page(
             "Runtime.evaluate",
             json!({"expression": REPORT, "returnByValue": true}),
         );
         serde_json::from_str(result["result"]["value"].as_str().unwrap()).unwrap()
-    }
-}
-
-impl Drop for Chromium {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
