@@ -109,11 +109,9 @@ fn sigusr2_hands_the_udp_socket_to_the_new_process() {
     let log = site.wait_for_log("is ready; this process stops accepting and drains");
     assert!(log.contains("and 1 HTTP/3 UDP socket(s)"), "{log}");
     let pid = common::upgraded_pid(&log);
-    let end = Instant::now() + Duration::from_secs(40);
-    while server.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < end, "the old process did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::within_grace("the old process did not exit", || {
+        server.try_wait().unwrap().is_some()
+    });
     // Only the new process holds the port now: it was handed the UDP
     // socket (binding it would have failed while the old one lived).
     assert!(alive(pid));
@@ -124,11 +122,7 @@ fn sigusr2_hands_the_udp_socket_to_the_new_process() {
         rustix::process::Signal::TERM,
     )
     .unwrap();
-    let end = Instant::now() + Duration::from_secs(40);
-    while alive(pid) {
-        assert!(Instant::now() < end, "the new process did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::within_grace("the new process did not stop", || !alive(pid));
 }
 
 #[test]

@@ -246,11 +246,9 @@ fn sigusr2_under_16_held_h3_downloads_fails_and_cuts_none() {
     }
     all_whole(held, &site);
 
-    let end = Instant::now() + Duration::from_secs(40);
-    while server.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < end, "the old process did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::within_grace("the old process did not exit", || {
+        server.try_wait().unwrap().is_some()
+    });
     let log = site.log();
     assert_eq!(
         number_before(&log, " QUIC connection(s) finished after the handover"),
@@ -268,11 +266,7 @@ fn sigusr2_under_16_held_h3_downloads_fails_and_cuts_none() {
     all_whole(again, &site);
     assert!(alive(pid));
     signal(pid, rustix::process::Signal::TERM);
-    let end = Instant::now() + Duration::from_secs(40);
-    while alive(pid) {
-        assert!(Instant::now() < end, "the new process did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::within_grace("the new process did not stop", || !alive(pid));
 }
 
 /// SIGHUP while 8 h3 downloads are held open: the reload keeps every QUIC
@@ -319,11 +313,9 @@ fn an_upgrade_to_a_process_without_http3_leaves_the_old_one_reading_its_udp_sock
         h.go_on();
     }
     all_whole(held, &site);
-    let end = Instant::now() + Duration::from_secs(40);
-    while server.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < end, "the old process did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::within_grace("the old process did not exit", || {
+        server.try_wait().unwrap().is_some()
+    });
 }
 
 /// The new process of an upgrade dies while the old one still finishes
@@ -343,9 +335,7 @@ fn the_old_process_reads_its_udp_socket_again_when_the_new_one_dies() {
         h.go_on();
     }
     all_whole(held, &site);
-    let end = Instant::now() + Duration::from_secs(40);
-    while server.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < end, "the old process did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::within_grace("the old process did not exit", || {
+        server.try_wait().unwrap().is_some()
+    });
 }

@@ -235,3 +235,15 @@ pub fn upgraded_pid(log: &str) -> i32 {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no new pid in {log}"))
 }
+
+/// Waits (at most 40 s, the shutdown grace and some) until `what` holds,
+/// failing with `why` otherwise: an old process gone after an upgrade, a
+/// new one after its SIGTERM.
+#[allow(dead_code)] // not every test binary upgrades
+pub fn within_grace(why: &str, mut what: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while !what() {
+        assert!(std::time::Instant::now() < end, "{why}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
