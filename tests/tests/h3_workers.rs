@@ -12,8 +12,11 @@
 //! move is made mid-download by construction (the server holds the rest
 //! of the body until it counted the client's new address, or the client
 //! moves between two reads of the body), and each test asserts bytes,
-//! statuses and the server's counters (`path_changes`, `handed`,
-//! `stateless_resets`).
+//! statuses and the server's counters (`path_changes`, `handed`). A
+//! stateless reset is watched for where the client can see one (aioquic,
+//! on its live path): the server's own count may move for a datagram of a
+//! connection that ended, or of an ID the client retired, still on its
+//! way, as it should.
 
 #[path = "h3_workers/browser.rs"]
 mod browser;

