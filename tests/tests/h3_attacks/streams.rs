@@ -209,7 +209,15 @@ fn a_stopped_answer_is_reset_and_its_stream_comes_back() {
     let r = s.python(STOP_TWENTY);
     assert!(r["close"].is_null(), "{r}");
     assert_eq!(r["stopped"], 20, "{r}");
-    assert_eq!(r["server_resets_on_stopped"], 20, "{r}");
+    // Each stop is answered with a reset, unless the whole answer (its
+    // end included) was already on its way when the stop left: RFC 9000
+    // §3.5 lets a stream whose data is all sent skip it, and the client
+    // then has the whole answer first. Under load that happens to one
+    // now and then; never to most.
+    let resets = r["server_resets_on_stopped"].as_u64().unwrap();
+    let whole = r["whole_before_reset"].as_u64().unwrap();
+    assert_eq!(resets + whole, 20, "{r}");
+    assert!(resets >= 15, "{r}");
     // Freed streams come back as credit in MAX_STREAMS, which quinn
     // announces once more than 1/8 of the 128 are free (16): after 20
     // stops at least 17 came back. Unfreed, it would be 128 - 20.
@@ -243,6 +251,7 @@ d.pump(timeout=2)
 print(json.dumps(h3attacks.report(d,
     stopped=len(stopped),
     server_resets_on_stopped=sum(1 for s in stopped if s in d.resets),
+    whole_before_reset=sum(1 for s in stopped if s not in d.resets and s in resp.ended),
     after_stop_bytes=sum(resp.body[s] - b for s, b in stopped.items()),
     available=d.quic._remote_max_streams_bidi - h3wire.new_stream(d.quic) // 4)))
 d.close()
