@@ -124,15 +124,7 @@ impl Quic {
     /// inbox.
     pub(crate) fn watch(&mut self, epoll_fd: &OwnedFd) -> io::Result<()> {
         self.epoll = Some(epoll_fd.try_clone()?);
-        for (i, s) in self.common.sockets.iter().enumerate() {
-            epoll::add(
-                epoll_fd,
-                s.fd(),
-                epoll::EventData::new_u64(SOCKETS + i as u64),
-                epoll::EventFlags::IN | epoll::EventFlags::EXCLUSIVE,
-            )?;
-        }
-        self.reading = true;
+        self.read_sockets(true)?;
         epoll::add(
             epoll_fd,
             self.common.inboxes[self.worker].waker(),
@@ -495,14 +487,23 @@ impl Quic {
     /// drains (the pair closed): nobody else reads them then.
     pub(crate) fn follow_handover(&mut self) {
         let read = !self.common.handed.load(Relaxed);
-        if read == self.reading {
-            return;
+        if read != self.reading {
+            let _ = self.read_sockets(read);
+            // Datagrams may have waited meanwhile: read them without
+            // waiting for a new one.
+            self.more |= read;
         }
+    }
+
+    /// Puts the shared sockets in this worker's epoll (level-triggered and
+    /// exclusive), or takes them out: every one, the first error said.
+    fn read_sockets(&mut self, read: bool) -> io::Result<()> {
         let Some(epoll_fd) = self.epoll.as_ref() else {
-            return;
+            return Ok(());
         };
+        let mut first = Ok(());
         for (i, s) in self.common.sockets.iter().enumerate() {
-            let _ = match read {
+            let done = match read {
                 true => epoll::add(
                     epoll_fd,
                     s.fd(),
@@ -511,11 +512,12 @@ impl Quic {
                 ),
                 false => epoll::delete(epoll_fd, s.fd()),
             };
+            if first.is_ok() {
+                first = done.map_err(io::Error::from);
+            }
         }
         self.reading = read;
-        // Datagrams may have waited meanwhile: read them without waiting
-        // for a new one.
-        self.more |= read;
+        first
     }
 
     /// Produced bodies end now (the server stops). Whether there was one.
