@@ -24,11 +24,12 @@
 //! the Alt-Svc entry marked broken).
 
 use super::h3_runtime;
+use nikaia_std::http::Running;
 use nikaia_std::rt::LogTarget;
 use nikaia_tests::chromium::DevTools;
 use nikaia_tests::TestPki;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A 1×1 grey PNG.
@@ -142,6 +143,22 @@ impl Chromium {
     }
 }
 
+/// The 100-image site served as `nikaia serve` serves it on `workers`
+/// workers, over HTTPS and HTTP/3 with the test pair, its access log in a
+/// file; and a HOME whose NSS database trusts the test CA.
+fn served(workers: usize) -> (tempfile::TempDir, PathBuf, Running, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("site");
+    site(&root);
+    let pki = TestPki::new();
+    let log = tmp.path().join("access.log");
+    let mut rt = h3_runtime(&pki, workers);
+    rt.access_log = LogTarget::File(log.clone());
+    let server = nikaia_tests::serve::serve_dir(&root, rt, false, false);
+    let home = nss_home(&pki);
+    (tmp, log, server, home)
+}
+
 /// The access log's requests for `/`, in order: the protocol of each.
 fn page_protocols(log: &str) -> Vec<&str> {
     log.lines()
@@ -158,16 +175,8 @@ fn page_protocols(log: &str) -> Vec<&str> {
 /// writes each of them `HTTP/3.0`.
 #[test]
 fn chromium_forced_onto_quic_loads_100_images_from_4_workers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("site");
-    site(&root);
-    let pki = TestPki::new();
-    let log = tmp.path().join("access.log");
-    let mut rt = h3_runtime(&pki, 4);
-    rt.access_log = LogTarget::File(log.clone());
-    let server = nikaia_tests::serve::serve_dir(&root, rt, false, false);
+    let (_tmp, log, server, home) = served(4);
     let port = server.local_addr().port();
-    let home = nss_home(&pki);
     let mut browser = Chromium::start(
         home.path(),
         &[format!("--origin-to-force-quic-on=localhost:{port}")],
@@ -204,16 +213,8 @@ fn chromium_forced_onto_quic_loads_100_images_from_4_workers() {
 /// access log shows `GET /` over `HTTP/2.0` first, then `HTTP/3.0`.
 #[test]
 fn chromium_trusting_the_ca_through_nss_moves_from_h2_to_h3_by_alt_svc() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("site");
-    site(&root);
-    let pki = TestPki::new();
-    let log = tmp.path().join("access.log");
-    let mut rt = h3_runtime(&pki, 2);
-    rt.access_log = LogTarget::File(log.clone());
-    let server = nikaia_tests::serve::serve_dir(&root, rt, false, false);
+    let (_tmp, log, server, home) = served(2);
     let port = server.local_addr().port();
-    let home = nss_home(&pki);
     // Unknown roots allowed for localhost, QUIC forced on no port of ours
     // (see the header): the first request goes over TCP.
     let mut browser = Chromium::start(
