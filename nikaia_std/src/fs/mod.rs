@@ -20,6 +20,8 @@ mod rw;
 mod walk;
 
 #[cfg(target_os = "linux")]
+pub(crate) mod dav;
+#[cfg(target_os = "linux")]
 mod fd;
 #[cfg(target_os = "linux")]
 mod guard;
@@ -53,6 +55,8 @@ pub use map::{map, Mapped};
 pub use mem_host::MemHost;
 #[cfg(not(target_os = "linux"))]
 pub use no_map::{map, MapOnWasm32, Mapped};
+#[cfg(target_os = "linux")]
+pub(crate) use open::is_temporary as is_temporary_name;
 #[doc(hidden)]
 pub use open::{force_fallback_walk, resolver};
 pub use open::{Identity, Opened, TEMPORARY_PREFIX};

@@ -171,6 +171,14 @@ impl Writing {
         Ok(())
     }
 
+    /// Fills the file with a copy of `src` (WebDAV's `COPY`): its bytes
+    /// and its dead properties.
+    pub(crate) fn copy_from(&mut self, src: &File) -> Result<(), Error> {
+        let copied = super::dav::copy_bytes(src, &self.file, Path::new(&self.name))?;
+        self.written += copied;
+        Ok(())
+    }
+
     /// How many bytes were written.
     pub fn written(&self) -> u64 {
         self.written
@@ -208,6 +216,11 @@ impl Writing {
                 Mode::Conditional(_) => !found.created,
                 Mode::Replace | Mode::ReplaceIf(_) => true,
             };
+            // A site's write keeps what WebDAV said of the file it
+            // replaces (RFC 4918 §9.7.1).
+            if replace && !found.created && self.guard.is_some() {
+                super::dav::carry_dead(dir, &self.entry, file);
+            }
             let linked = self
                 .unnamed
                 .link(file, dir, &self.entry, replace, found.created);
@@ -326,7 +339,7 @@ fn give(
 /// Links an unnamed (`O_TMPFILE`) file as `entry` of `dir`: by the
 /// descriptor where the process may (`AT_EMPTY_PATH` needs
 /// `CAP_DAC_READ_SEARCH`), else through its `/proc/self/fd` link.
-fn link_unnamed(file: &File, dir: BorrowedFd<'_>, entry: &[u8]) -> Result<(), Errno> {
+pub(super) fn link_unnamed(file: &File, dir: BorrowedFd<'_>, entry: &[u8]) -> Result<(), Errno> {
     match rustix::fs::linkat(file, "", dir, entry, AtFlags::EMPTY_PATH) {
         Err(Errno::NOENT | Errno::PERM | Errno::ACCESS | Errno::INVAL) => {
             use std::os::fd::AsRawFd;

@@ -16,6 +16,7 @@ pub(crate) mod body;
 pub(crate) mod client;
 mod coding;
 pub(crate) mod conditional;
+pub(crate) mod dav;
 mod events;
 pub(crate) mod fields;
 pub(crate) mod file;

@@ -105,6 +105,19 @@ pub(crate) trait Writes {
             "resumable uploads need a backend that writes: this target's is read-only".to_owned(),
         ))
     }
+    /// The sink of a WebDAV request the site's rules let through from its
+    /// head (`spec/site.md`, "WebDAV class 1"); where the backend writes
+    /// nothing, a logged 500.
+    fn dav(
+        &self,
+        req: &Request,
+        job: crate::http::site::dav::Job,
+    ) -> Result<Box<dyn Erased>, Response> {
+        let _ = (req, job);
+        Err(Response::internal_error(
+            "WebDAV needs a backend that writes: this target's is read-only".to_owned(),
+        ))
+    }
     /// Counts an answer about a write of the directory writer, by status
     /// (`nikaia explain`); nothing where there are no counters.
     fn count_write(&self, _status: u16) {}

@@ -82,7 +82,9 @@ fn asked_name(req: &Request, hidden: bool) -> (std::path::PathBuf, bool) {
 /// `/*path` beside [`dir_handler`]'s: the body becomes the file the tail
 /// names under `root` (`PUT`), or the name goes (`DELETE`), only as the
 /// runtime file's write rules allow (`spec/site.md`, "Writes"; none by
-/// default: every such request is 405). Route it with `.coded_body()`
+/// default: every such request is 405). Routed for WebDAV's `PROPFIND`,
+/// `PROPPATCH`, `MKCOL`, `COPY` and `MOVE` too, it answers them as the
+/// rules' `webdav` keys allow (`spec/site.md`, "WebDAV class 1"). Route it with `.coded_body()`
 /// and `.max_body(Limit::None)`: the rules decide a coded body (415) and
 /// the size (413), in their order.
 ///
@@ -105,6 +107,11 @@ pub fn dir_writer(root: Root, hidden: bool) -> impl Fn(&Request) -> ToFile + Sen
         let (name, refused) = asked_name(req, hidden);
         let op = match req.method() {
             "DELETE" => Op::Delete,
+            "MKCOL" => Op::Mkcol,
+            "PROPPATCH" => Op::Proppatch,
+            "COPY" => Op::Copy,
+            "MOVE" => Op::Move,
+            "PROPFIND" => Op::Propfind,
             _ => Op::Put,
         };
         let mut to = ToFile::new(name, &root, fs::Mode::Replace);
@@ -154,6 +161,7 @@ impl super::Server {
         use std::sync::Arc;
         let writer = Arc::new(dir_writer(root.clone(), hidden));
         let remover = writer.clone();
+        let dav = writer.clone();
         let tus = Arc::new(resumable(root.clone(), hidden));
         let endpoint = self
             .rt
@@ -169,7 +177,14 @@ impl super::Server {
             .to_file("PUT", "/*path", move |req| writer(req))
             .coded_body()
             .max_body(Limit::None)
-            .to_file("DELETE", "/*path", move |req| remover(req))
+            .to_file("DELETE", "/*path", move |req| remover(req));
+        // WebDAV (`spec/site.md`, "WebDAV class 1"): decided by the rules
+        // as the writer's methods are (405 where no rule lets them).
+        for method in ["PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE"] {
+            let dav = dav.clone();
+            server = server.to_file(method, "/*path", move |req| dav(req));
+        }
+        server = server
             // Any other method: 405, with what the rules let the name do.
             .otherwise("/*path", move |req| other(req));
         if let Some(endpoint) = endpoint {

@@ -134,6 +134,14 @@ impl Writes for Serving<'_> {
         (self.shared.wing).resume(req, root, ask, hidden, self.tls)
     }
 
+    fn dav(
+        &self,
+        req: &crate::http::Request,
+        job: crate::http::site::dav::Job,
+    ) -> Result<Box<dyn crate::http::body::Erased>, crate::http::Response> {
+        self.shared.wing.dav(self.rt, req, job)
+    }
+
     fn count_write(&self, status: u16) {
         self.shared.stats.writes.refused(status);
     }

@@ -46,7 +46,12 @@ pub(crate) struct WriteStats {
     pub bytes: AtomicU64,
     pub deleted: AtomicU64,
     refused: [AtomicU64; WRITE_REFUSALS.len()],
+    /// WebDAV requests answered, by method ([`DAV_METHODS`]).
+    dav: [AtomicU64; DAV_METHODS.len()],
 }
+
+/// WebDAV's methods, as `nikaia explain` counts them.
+const DAV_METHODS: [&str; 5] = ["PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE"];
 
 impl WriteStats {
     /// Counts a write refused (or failed) with `status`.
@@ -56,8 +61,19 @@ impl WriteStats {
         self.refused[i].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a WebDAV request answered (whatever its status).
+    pub(crate) fn dav_answered(&self, method: &str) {
+        if let Some(i) = DAV_METHODS.iter().position(|&m| m == method) {
+            self.dav[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn report(&self) -> crate::rt::WritesReport {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let dav = (DAV_METHODS.iter().zip(&self.dav))
+            .map(|(&m, c)| (m, load(c)))
+            .filter(|&(_, n)| n > 0)
+            .collect();
         let mut refused: Vec<(u16, u64)> = WRITE_REFUSALS
             .iter()
             .zip(&self.refused)
@@ -71,6 +87,7 @@ impl WriteStats {
             bytes: load(&self.bytes),
             deleted: load(&self.deleted),
             refused,
+            dav,
         }
     }
 }

@@ -28,8 +28,8 @@ pub use listen::{HttpsRedirect, Listen, ListenAddr, UNIX_MODE};
 pub use resumable::{Resumable, DEFAULT_ENDPOINT as DEFAULT_RESUMABLE_ENDPOINT};
 pub(crate) use site::{any_matches, canonical};
 pub use site::{
-    reserved_header, AuthRule, Cors, DenyRule, HeaderRule, Net, Origins, SecurityHeaders, Site,
-    TrustedProxies, WriteRule,
+    reserved_header, AppleDouble, AuthRule, Cors, DenyRule, HeaderRule, Net, Origins,
+    SecurityHeaders, Site, TrustedProxies, WriteRule,
 };
 pub use units::{format_duration, format_size};
 
@@ -313,7 +313,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 52] = [
+pub const KEYS: [&str; 54] = [
     "listen",
     "workers",
     "io-threads",
@@ -359,6 +359,8 @@ pub const KEYS: [&str; 52] = [
     "index",
     "list",
     "resumable",
+    "webdav",
+    "apple-double",
     "security-headers",
     "trusted-proxies",
     "cors",

@@ -11,8 +11,8 @@ pub(crate) use config::available_cores;
 pub(crate) use config::{any_matches, canonical};
 pub use config::{
     default_storage, format_duration, format_size, format_utc, reserved_header, AccessLogFormat,
-    Acme, AcmeNames, AuthRule, CacheControl, CertFiles, CertSummary, ChallengeKind, Coding,
-    ConfigError, Cors, DenyRule, Eab, FallbackFor, Finding, Glob, HeaderRule, Http3Retry,
+    Acme, AcmeNames, AppleDouble, AuthRule, CacheControl, CertFiles, CertSummary, ChallengeKind,
+    Coding, ConfigError, Cors, DenyRule, Eab, FallbackFor, Finding, Glob, HeaderRule, Http3Retry,
     HttpsRedirect, KeyType, Listen, ListenAddr, LogTarget, Net, Origins, Resumable, Runtime,
     SecurityHeaders, SendFile, Site, TrustedProxies, Users, WriteRule, DEFAULT_RESUMABLE_ENDPOINT,
     KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,

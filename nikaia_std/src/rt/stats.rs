@@ -110,6 +110,8 @@ pub struct WritesReport {
     pub deleted: u64,
     /// Requests refused or failed, by status (only statuses seen).
     pub refused: Vec<(u16, u64)>,
+    /// WebDAV requests answered, by method (only methods seen).
+    pub dav: Vec<(&'static str, u64)>,
 }
 
 /// What became of request bodies, both protocols together.

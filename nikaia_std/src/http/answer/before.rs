@@ -137,7 +137,7 @@ fn site_write(
     mut to: ToFile,
     declared: Declared,
 ) -> Before {
-    use super::super::site::{write, Grant};
+    use super::super::site::{dav, write, Grant};
     static DEFAULTS: std::sync::LazyLock<crate::rt::Runtime> =
         std::sync::LazyLock::new(crate::rt::Runtime::default);
     let rt = files.runtime().unwrap_or(&DEFAULTS);
@@ -150,6 +150,35 @@ fn site_write(
         false => Some(0),
     };
     let tls = files.tls();
+    let asking = dav::Asking {
+        root: &to.root,
+        path: &to.name,
+        asked,
+        body: length != Some(0),
+        tls,
+    };
+    let verified = |c: &super::super::site::Check| files.verified(c);
+    let job = match asked.op {
+        Op::Put | Op::Mkcol => dav::discard(rt, req, asking.clone(), &verified),
+        _ => None,
+    };
+    let job = match job {
+        None if asked.op.dav() => Some(dav::ask(rt, req, asking, &verified)),
+        job => job,
+    };
+    if let Some(job) = job {
+        return match job.and_then(|job| files.dav(req, job)) {
+            Ok(sink) => {
+                let limit = Some(dav::XML_MAX);
+                Before::Stream { sink, limit }
+            }
+            Err(mut refusal) => {
+                files.count_write(refusal.status());
+                write::dress_refusal(rt, req, &name, &Grant::default(), tls, &mut refusal);
+                Before::Refuse(refusal)
+            }
+        };
+    }
     // A name no write may make (too long, a control character): 400 from
     // the head, before any rule (`spec/site.md`, "The order of checks").
     let unmakeable = match (asked.op, asked.refused) {

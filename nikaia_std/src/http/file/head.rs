@@ -212,7 +212,7 @@ fn plan(
 
 /// The type for a name's extension; `application/octet-stream` when unknown.
 /// The common text types are declared UTF-8.
-fn content_type(name: &Path) -> &'static str {
+pub(crate) fn content_type(name: &Path) -> &'static str {
     match mime_guess::from_path(name).first_raw() {
         Some(t) => with_charset(t),
         None => "application/octet-stream",

@@ -23,8 +23,8 @@ mod navigation;
 mod resolve;
 
 pub(crate) use compress::Variant;
-pub(crate) use head::Meta;
-pub(crate) use listing::{listed, Ask as ListAsk, Listed, Upload};
+pub(crate) use head::{content_type, Meta};
+pub(crate) use listing::{listed, Ask as ListAsk, Listed, Upload, MAX_ENTRIES};
 pub(crate) use resolve::{begin, opened};
 
 use super::response::{Body, Response};

@@ -7,6 +7,7 @@
 
 pub(crate) mod basic;
 mod cors;
+pub(crate) mod dav;
 pub(crate) mod dress;
 pub(crate) mod path;
 pub(crate) mod resume;
@@ -119,7 +120,7 @@ pub(crate) fn gate(
     verified: impl FnOnce(&Check) -> bool,
 ) -> Gate {
     let site = &rt.site;
-    let read = matches!(req.method(), "GET" | "HEAD");
+    let read = matches!(req.method(), "GET" | "HEAD" | "PROPFIND");
     if site.deny.is_empty() && site.auth.is_empty() && read {
         return Gate::Pass(Grant::default());
     }
@@ -136,10 +137,11 @@ pub(crate) fn gate(
         // The writes a rule allows here are allowed too (and only here).
         let writes = write::allowed(rt, &name);
         return Gate::Answer(match &site.cors {
-            Some(cors) if cors::is_preflight(req) => cors::preflight(cors, req, writes),
+            Some(cors) if cors::is_preflight(req) => cors::preflight(cors, req, &writes),
             _ => {
                 let mut r = Response::new(204);
-                r.push_header("Allow", allow(writes));
+                r.push_header("Allow", allow(&writes));
+                dav::options(rt, &name, &mut r);
                 r
             }
         });
@@ -148,8 +150,40 @@ pub(crate) fn gate(
         // Routed here for every method but the writer's (`serve_dir`).
         return Gate::Answer(not_allowed(rt, &name));
     }
+    read_auth(rt, req, &names, tls, verified)
+}
+
+/// The read rules alone for `name` (deny, auth), whatever the method: a
+/// WebDAV request's read (`PROPFIND`, a `COPY`'s source and members).
+pub(crate) fn gate_read(
+    rt: &Runtime,
+    req: &Request,
+    name: &str,
+    tls: bool,
+    verified: impl FnOnce(&Check) -> bool,
+) -> Gate {
+    let names = path::Candidates::of(name, &[]);
+    let matches = |patterns: &[crate::rt::Glob]| names.iter().any(|n| any_matches(patterns, n));
+    if let Some(rule) = rt.site.deny.iter().find(|r| matches(&r.patterns)) {
+        return match rule.status {
+            404 => Gate::Hide,
+            status => Gate::Answer(Response::status_page(status)),
+        };
+    }
+    read_auth(rt, req, &names, tls, verified)
+}
+
+/// The auth rule of a read of `names`, if one protects it.
+fn read_auth(
+    rt: &Runtime,
+    req: &Request,
+    names: &path::Candidates<'_>,
+    tls: bool,
+    verified: impl FnOnce(&Check) -> bool,
+) -> Gate {
+    let matches = |patterns: &[crate::rt::Glob]| names.iter().any(|n| any_matches(patterns, n));
     // A rule that protects writes only is the writer's (`write.rs`).
-    let mut reads = site.auth.iter().filter(|r| !r.writes_only);
+    let mut reads = rt.site.auth.iter().filter(|r| !r.writes_only);
     let Some(rule) = reads.find(|r| matches(&r.patterns)) else {
         return Gate::Pass(Grant::default());
     };
@@ -209,7 +243,7 @@ fn allow(writes: &[&str]) -> Bytes {
 /// (`name` normalised, with a trailing `/` for a directory).
 pub(crate) fn not_allowed(rt: &Runtime, name: &str) -> Response {
     let mut r = Response::status_page(405);
-    r.push_header("Allow", allow(write::allowed(rt, name)));
+    r.push_header("Allow", allow(&write::allowed(rt, name)));
     r
 }
 

@@ -25,6 +25,26 @@ pub(crate) enum Op {
     /// A request of the tus endpoint (`resume.rs`): its upload's final
     /// name is checked as a `PUT` of it.
     Resume,
+    /// WebDAV (`dav.rs`): `MKCOL` makes a collection.
+    Mkcol,
+    /// `PROPPATCH` changes a name's dead properties.
+    Proppatch,
+    /// `COPY`, checked at its Destination (its source is read).
+    Copy,
+    /// `MOVE`, checked at its Destination (its source as a `DELETE`).
+    Move,
+    /// `PROPFIND`: a read, under the read rules.
+    Propfind,
+}
+
+impl Op {
+    /// Whether the op is one of WebDAV's (a `webdav = true` rule's).
+    pub(crate) fn dav(self) -> bool {
+        matches!(
+            self,
+            Op::Mkcol | Op::Proppatch | Op::Copy | Op::Move | Op::Propfind
+        )
+    }
 }
 
 /// What the directory writer's handler made of a request before the rules.
@@ -59,6 +79,9 @@ pub(crate) struct Permit {
     pub check: Option<Box<Check>>,
     pub grant: Grant,
     pub tls: bool,
+    /// The rule has `webdav = true`: a `DELETE` of a collection takes its
+    /// members too.
+    pub webdav: bool,
     /// The users who may write; `None`: anyone.
     writers: Option<Vec<String>>,
     /// Taken on a plain listener where the rule wants TLS: 403 once auth
@@ -104,6 +127,11 @@ pub(crate) fn gate(
     let allowed = match asked.op {
         Op::Put | Op::Resume => rule.create || rule.replace,
         Op::Delete => rule.delete || rule.delete_dirs,
+        Op::Mkcol => rule.webdav && rule.create,
+        Op::Proppatch => rule.webdav && rule.replace,
+        Op::Copy | Op::Move => rule.webdav && (rule.create || rule.replace),
+        // A read: never a write rule's (`dav.rs` gates it).
+        Op::Propfind => false,
     };
     if !allowed || bare.is_empty() {
         return Err(super::not_allowed(rt, name));
@@ -124,11 +152,12 @@ pub(crate) fn gate(
         check: None,
         grant: Grant::default(),
         tls,
+        webdav: rule.webdav,
         writers: (!rule.anyone).then(|| rule.writers.clone()),
         plain_refused: !tls && !rule.plain_http,
         owner,
     };
-    if asked.op != Op::Delete {
+    if matches!(asked.op, Op::Put | Op::Resume) {
         permit.after_preconditions = head_fault(req, length, permit.limit);
     }
     match site.auth.iter().find(|r| matches(&r.patterns)) {
@@ -148,6 +177,35 @@ pub(crate) fn gate(
 }
 
 impl Permit {
+    /// The permit of a read a WebDAV request makes (`PROPFIND`, a
+    /// `COPY`'s source), let through by the read rules with `grant`, or
+    /// with `check` still to verify: no writer to be, nothing to write.
+    pub(crate) fn reading(
+        op: Op,
+        name: &str,
+        grant: Grant,
+        check: Option<Box<Check>>,
+        tls: bool,
+    ) -> Permit {
+        Permit {
+            op,
+            name: name.to_owned(),
+            conditions: Conditions::default(),
+            make_dirs: false,
+            removable: Removable::default(),
+            durability: Durability::default(),
+            limit: None,
+            after_preconditions: None,
+            check,
+            grant,
+            tls,
+            webdav: false,
+            writers: None,
+            plain_refused: false,
+            owner: None,
+        }
+    }
+
     /// Goes on once the credentials were checked: through, or the answer
     /// (401, 503; 403 for a user who is not one of the rule's writers, or
     /// on a plain listener the rule refuses).
@@ -205,15 +263,28 @@ pub(crate) fn writable_name(name: &str) -> bool {
     name.split('/').all(|c| !c.starts_with('.'))
 }
 
-/// The writes `name` (normalised, with a trailing `/` for a directory)
-/// allows: what its rule allows, never on the served directory itself
+/// The methods beyond a read's that `name` (normalised, with a trailing
+/// `/` for a directory) allows: `PROPFIND` where WebDAV reads are on,
+/// and what its write rule allows, never on the served directory itself
 /// nor on a dot-name. The one source of every `Allow` (`site::allow`).
-pub(crate) fn allowed(rt: &Runtime, name: &str) -> &'static [&'static str] {
+pub(crate) fn allowed(rt: &Runtime, name: &str) -> Vec<&'static str> {
     let bare = name.strip_suffix('/').unwrap_or(name);
-    if bare.is_empty() || !writable_name(bare) {
-        return &[];
+    let mut out = Vec::new();
+    if super::dav::reads(rt, name) {
+        out.push("PROPFIND");
     }
-    methods(rule_for(rt, bare))
+    if bare.is_empty() || !writable_name(bare) {
+        return out;
+    }
+    let rule = rule_for(rt, bare);
+    out.extend_from_slice(methods(rule));
+    if let Some(r) = rule.filter(|r| r.webdav) {
+        out.extend_from_slice(&["PROPPATCH", "COPY", "MOVE"][usize::from(!r.replace)..]);
+        if r.create {
+            out.push("MKCOL");
+        }
+    }
+    out
 }
 
 /// The longest name component a file system here holds (`NAME_MAX`).
@@ -307,7 +378,7 @@ pub(crate) fn answer(
 ) -> Response {
     let wrote = match permit.op {
         Op::Delete => Wrote::Removed,
-        Op::Put | Op::Resume => Wrote::Made,
+        _ => Wrote::Made,
     };
     let mut resp = write_answer(req, &permit.name, wrote, done);
     dress_answer(rt, req, permit, &mut resp);

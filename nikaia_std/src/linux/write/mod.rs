@@ -11,11 +11,12 @@
 //! checked, opened, written, named, answered); the acts that differ — a
 //! body written to a file (`put.rs`), a removal (`remove.rs`), a request
 //! of the tus endpoint (`resume/`, with the uploads' table and their
-//! directory) — and what the runtime file keeps from every write
+//! directory), WebDAV's requests (`dav/`) — and what the runtime file keeps from every write
 //! (`own.rs`). It sees of the server only its [`Wing`]: the writer and
 //! verifier threads, the count of writes at once, the counters, and the
 //! runtime current now.
 
+mod dav;
 mod own;
 mod put;
 mod remove;
@@ -102,6 +103,17 @@ impl Wing {
             return Ok(Box::new(remove::removal(self, rt, req, to)));
         }
         Ok(Box::new(put::upload(self, rt, req, to, length)?))
+    }
+
+    /// The sink of a WebDAV request its head let through
+    /// (`spec/site.md`, "WebDAV class 1").
+    pub(crate) fn dav(
+        self: &Arc<Self>,
+        rt: &Runtime,
+        req: &Request,
+        job: crate::http::site::dav::Job,
+    ) -> Result<Box<dyn Erased>, Response> {
+        Ok(Box::new(dav::request(self, rt, req, job)))
     }
 
     /// The sink of a request of the tus endpoint, `ask` decided from its

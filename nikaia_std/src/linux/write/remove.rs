@@ -64,6 +64,30 @@ impl Act for Remove {
         };
         debug_assert_eq!(permit.op, Op::Delete);
         let guard = permit.guard(self.own.identities(&self.root));
+        if permit.webdav {
+            // A collection goes with its members (RFC 4918 §9.6.1).
+            let rt = self.wing.runtime();
+            let tree = super::dav::remove_collection(&self.root, &rt, &permit, &self.name, &guard);
+            if let Some(done) = tree {
+                let resp = match done {
+                    Ok(mut resp) => {
+                        write::dress_answer(&rt, &self.req, &permit, &mut resp);
+                        resp
+                    }
+                    Err(e) => write::answer(&rt, &self.req, &permit, Err(e)),
+                };
+                let stats = &self.wing.writes;
+                match resp.status() {
+                    204 => stats.deleted.fetch_add(1, Relaxed),
+                    s if s >= 400 => {
+                        stats.refused(s);
+                        0
+                    }
+                    _ => 0,
+                };
+                return Step::Answer(resp);
+            }
+        }
         let done = self.root.remove_guarded(
             &self.name,
             &permit.conditions,

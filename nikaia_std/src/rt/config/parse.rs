@@ -245,6 +245,10 @@ impl Checker<'_> {
                 "deny" => put(&mut rt.site.deny, self.deny_rules(name, value)),
                 "write" => put(&mut rt.site.write, self.write_rules(name, value)),
                 "resumable" => rt.resumable = self.resumable(name, value),
+                "webdav" => put(&mut rt.site.webdav, self.boolean(name, value)),
+                "apple-double" => {
+                    put(&mut rt.site.apple_double, self.apple_double(name, value));
+                }
                 _ => self.unknown_key(key),
             }
         }

@@ -247,6 +247,10 @@ pub struct WriteRule {
     /// `plain-http`: writes are taken on a plain listener (TLS ended in
     /// front).
     pub plain_http: bool,
+    /// `webdav`: WebDAV clients may write the names too (`MKCOL`, `COPY`,
+    /// `MOVE`, `PROPPATCH`, and a `DELETE` of a collection with its
+    /// members: `spec/site.md`, "WebDAV class 1").
+    pub webdav: bool,
 }
 
 impl WriteRule {
@@ -265,6 +269,7 @@ impl WriteRule {
             durability: crate::fs::Durability::Data,
             trusted: false,
             plain_http: false,
+            webdav: false,
         }
     }
 }
@@ -285,6 +290,23 @@ pub struct Site {
     pub deny: Vec<DenyRule>,
     /// `[[write]]`, in file order.
     pub write: Vec<WriteRule>,
+    /// `webdav`: `OPTIONS` says `DAV: 1` and `PROPFIND` answers on every
+    /// name a read may see (a read-only mount).
+    pub webdav: bool,
+    /// `apple-double`: what a WebDAV write of Finder's `._NAME` and
+    /// `.DS_Store` gets.
+    pub apple_double: AppleDouble,
+}
+
+/// `apple-double`: Finder's AppleDouble files (`._NAME`) and `.DS_Store`
+/// are dot-names, never written; this says how a write of one is answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AppleDouble {
+    /// 403, as for any dot-name.
+    #[default]
+    Refuse,
+    /// 201 or 204, and nothing written: Finder goes on without them.
+    Discard,
 }
 
 impl Site {
@@ -297,6 +319,7 @@ impl Site {
             && self.auth.is_empty()
             && self.deny.is_empty()
             && self.write.is_empty()
+            && !self.webdav
     }
 }
 
@@ -345,6 +368,12 @@ impl Site {
             trusted.push(string("unix"));
         }
         line("trusted-proxies", Some(format!("[{}]", trusted.join(", "))));
+        line("webdav", Some(self.webdav.to_string()));
+        let apple = match self.apple_double {
+            AppleDouble::Refuse => "refuse",
+            AppleDouble::Discard => "discard",
+        };
+        line("apple-double", Some(string(apple)));
         line(
             "cors",
             self.cors.as_ref().map(|c| {
@@ -442,7 +471,7 @@ impl Site {
                         format!(
                             "{{ match = {}, {who}, create = {}, replace = {}, \
                              delete = {}, delete-dirs = {}, make-dirs = {}, {max}durability = {}, \
-                             trusted = {}, plain-http = {} }}",
+                             trusted = {}, plain-http = {}, webdav = {} }}",
                             globs(&r.patterns),
                             r.create,
                             r.replace,
@@ -451,7 +480,8 @@ impl Site {
                             r.make_dirs,
                             string(durability),
                             r.trusted,
-                            r.plain_http
+                            r.plain_http,
+                            r.webdav
                         )
                     })
                     .collect(),

@@ -3,14 +3,14 @@
 
 use super::{Checker, Value, BODY_LIMIT};
 use crate::fs::Durability;
-use crate::rt::config::site::WriteRule;
+use crate::rt::config::site::{AppleDouble, WriteRule};
 
 impl Checker<'_> {
     /// `[[write]]`.
     pub(super) fn write_rules(&mut self, key: &str, value: &Value<'_>) -> Option<Vec<WriteRule>> {
         const KNOWN: &str = "`match`, `writers`, `anyone`, `create`, `replace`, `delete`, \
-                             `delete-dirs`, `make-dirs`, `max-size`, `durability`, `trusted` and \
-                             `plain-http`";
+                             `delete-dirs`, `make-dirs`, `max-size`, `durability`, `trusted`, \
+                             `plain-http` and `webdav`";
         self.each_rule(key, value, |this, item, fields| {
             let mut rule = WriteRule::new();
             let mut good = true;
@@ -43,6 +43,7 @@ impl Checker<'_> {
                     "make-dirs" => flag(this, &mut rule.make_dirs).is_some(),
                     "trusted" => flag(this, &mut rule.trusted).is_some(),
                     "plain-http" => flag(this, &mut rule.plain_http).is_some(),
+                    "webdav" => flag(this, &mut rule.webdav).is_some(),
                     "max-size" => {
                         let size = this.size(key, v, BODY_LIMIT, "100MiB");
                         size.map(|s| rule.max_size = Some(s)).is_some()
@@ -101,5 +102,17 @@ impl Checker<'_> {
             }
             good.then_some(rule)
         })
+    }
+
+    /// `apple-double`: `"refuse"` or `"discard"`.
+    pub(super) fn apple_double(&mut self, key: &str, value: &Value<'_>) -> Option<AppleDouble> {
+        match self.string(key, value, "\"refuse\" or \"discard\"")? {
+            "refuse" => Some(AppleDouble::Refuse),
+            "discard" => Some(AppleDouble::Discard),
+            other => {
+                let why = format!("expected \"refuse\" or \"discard\", found \"{other}\"");
+                self.bad(key, value, why)
+            }
+        }
     }
 }

@@ -1,0 +1,587 @@
+//! What WebDAV asks of the file system (`spec/site.md`, "WebDAV class
+//! 1"), each step relative to a directory descriptor the parent walker
+//! (`parent.rs`) opened, never to a path resolved again: a name's
+//! properties (one `statx`, and the dead ones in one extended attribute),
+//! a collection made, a file copied into an unnamed file, a name moved,
+//! and a collection's members walked — opened `O_NOFOLLOW | O_DIRECTORY`
+//! level by level and removed by `unlinkat` in their own directory, so a
+//! directory swapped for a link meanwhile changes nothing outside (the
+//! `remove_dir_all` race, CVE-2022-21658, has nothing to race).
+
+use super::parent::{in_parent, Reach};
+pub(crate) use super::put::{denied, io_error};
+use super::{Durability, Error, Guard, Root};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode as Perm, OFlags, StatxFlags, XattrFlags};
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// The extended attribute that holds a name's dead properties, all of
+/// them (one attribute: a `PROPPATCH` is all or nothing).
+pub(crate) const DEAD: &std::ffi::CStr = c"user.nikaia.dav";
+/// The most the dead properties of one name may hold.
+pub(crate) const DEAD_MAX: usize = 16 << 10;
+
+/// What `PROPFIND` tells of a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub dir: bool,
+    pub size: u64,
+    /// Nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// Seconds since the Unix epoch, where the file system keeps it.
+    pub born: Option<i64>,
+    /// The file system's (device, inode).
+    pub id: (u64, u64),
+}
+
+impl Stat {
+    /// The ETag a `GET` of the file sends.
+    pub(crate) fn etag(&self) -> String {
+        format!("\"{:x}-{:x}\"", self.mtime_ns, self.size)
+    }
+}
+
+/// One `statx` of `entry` in `dir` (`None`: of `dir` itself), links not
+/// followed.
+fn statx(dir: BorrowedFd<'_>, entry: Option<&[u8]>) -> Result<(FileType, Stat), Errno> {
+    let mask = StatxFlags::TYPE
+        | StatxFlags::INO
+        | StatxFlags::SIZE
+        | StatxFlags::MTIME
+        | StatxFlags::BTIME;
+    let (path, flags) = match entry {
+        Some(e) => (OsStr::from_bytes(e), AtFlags::SYMLINK_NOFOLLOW),
+        None => (OsStr::new(""), AtFlags::EMPTY_PATH),
+    };
+    let st = rustix::fs::statx(dir, path, flags, mask)?;
+    let kind = FileType::from_raw_mode(st.stx_mode.into());
+    let born = (st.stx_mask & StatxFlags::BTIME.bits() != 0).then_some(st.stx_btime.tv_sec);
+    let stat = Stat {
+        dir: kind == FileType::Directory,
+        size: st.stx_size,
+        mtime_ns: st.stx_mtime.tv_sec * 1_000_000_000 + i64::from(st.stx_mtime.tv_nsec),
+        born,
+        id: (
+            rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            st.stx_ino,
+        ),
+    };
+    Ok((kind, stat))
+}
+
+/// The dead properties' record of an open file or directory, if it has
+/// one (a file system without `user.` attributes has none).
+pub(crate) fn read_dead(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; DEAD_MAX];
+    match rustix::fs::fgetxattr(fd, DEAD, &mut buf[..]) {
+        Ok(n) => {
+            buf.truncate(n);
+            Some(buf)
+        }
+        Err(_) => None,
+    }
+}
+
+/// Writes (or, `None`, removes) the dead properties' record: past what
+/// the file system holds is [`Error::NoSpace`] (507), a file system
+/// without `user.` attributes [`Error::Denied`] (403).
+pub(crate) fn write_dead(
+    fd: BorrowedFd<'_>,
+    record: Option<&[u8]>,
+    name: &Path,
+) -> Result<(), Error> {
+    let done = match record {
+        Some(bytes) if bytes.len() > DEAD_MAX => return Err(Error::NoSpace),
+        Some(bytes) => rustix::fs::fsetxattr(fd, DEAD, bytes, XattrFlags::empty()),
+        None => match rustix::fs::fremovexattr(fd, DEAD) {
+            Err(Errno::NODATA) => Ok(()),
+            other => other,
+        },
+    };
+    done.map_err(|e| match e {
+        Errno::NOSPC | Errno::TOOBIG | Errno::RANGE | Errno::DQUOT => Error::NoSpace,
+        Errno::OPNOTSUPP | Errno::PERM => {
+            denied("this file system keeps no properties (no user. extended attributes)")
+        }
+        e => io_error(e, name),
+    })
+}
+
+/// Carries the dead properties of `entry` in `dir` (the file a write
+/// replaces) onto `file`, before it takes the name (RFC 4918 §9.7.1).
+pub(crate) fn carry_dead(dir: BorrowedFd<'_>, entry: &[u8], file: &File) {
+    if let Ok(old) = open_entry(dir, entry) {
+        if let Some(record) = read_dead(old.as_fd()) {
+            let _ = rustix::fs::fsetxattr(file, DEAD, &record, XattrFlags::empty());
+        }
+    }
+}
+
+/// Opens `entry` of `dir` for its attributes: never through a link, never
+/// waiting on a FIFO.
+fn open_entry(dir: BorrowedFd<'_>, entry: &[u8]) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, OsStr::from_bytes(entry), flags, Perm::empty())
+}
+
+/// Opens `entry` of `dir` as a directory, no link followed.
+fn open_dir(dir: BorrowedFd<'_>, entry: &[u8]) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, OsStr::from_bytes(entry), flags, Perm::empty())
+}
+
+impl Root {
+    /// The target of a `PROPFIND`, opened as a read opens it (links that
+    /// stay inside followed): its descriptor and what it is.
+    pub(crate) fn dav_target(&self, name: &Path) -> Result<(OwnedFd, Stat), Error> {
+        use super::open::Purpose;
+        let fd = match self.open_fd(name, Purpose::Read) {
+            Err(Error::NotAFile { directory: true }) => self.open_fd(name, Purpose::List)?,
+            other => other?,
+        };
+        let (_, stat) = statx(fd.as_fd(), None).map_err(|e| io_error(e, name))?;
+        Ok((fd, stat))
+    }
+
+    /// Runs `step` with the directory `name` is in and its last
+    /// component, reached as a guarded write reaches it (no link on the
+    /// way, the guard's files refused, missing levels made if it says).
+    pub(crate) fn dav_at<T>(
+        &self,
+        name: &Path,
+        guard: &Guard,
+        step: impl FnOnce(OwnedFd, &[u8]) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        in_parent(self, name, Reach::NoLinks(guard), step)
+    }
+}
+
+/// What `entry` of `dir` is, no link followed; `None` where nothing is.
+pub(crate) fn look(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    name: &Path,
+) -> Result<Option<(FileType, Stat)>, Error> {
+    match statx(dir, Some(entry)) {
+        Ok(found) => Ok(Some(found)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(io_error(e, name)),
+    }
+}
+
+/// The dead properties of `entry` of `dir` (no link followed).
+pub(crate) fn dead_of(dir: BorrowedFd<'_>, entry: &[u8]) -> Option<Vec<u8>> {
+    open_entry(dir, entry)
+        .ok()
+        .and_then(|fd| read_dead(fd.as_fd()))
+}
+
+/// Sets the dead properties of `entry` of `dir` as `change` makes them
+/// from what they were (no link followed: a link is 403).
+pub(crate) fn change_dead(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    name: &Path,
+    change: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, Error>,
+) -> Result<(), Error> {
+    let fd = match open_entry(dir, entry) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) => return Err(denied("a link's properties are not written")),
+        Err(e) => return Err(io_error(e, name)),
+    };
+    let record = change(read_dead(fd.as_fd()))?;
+    write_dead(fd.as_fd(), record.as_deref(), name)
+}
+
+/// `MKCOL`: makes `entry` in `dir`. An existing name is
+/// [`Error::Exists`].
+pub(crate) fn make_dir(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    name: &Path,
+    durability: Durability,
+) -> Result<(), Error> {
+    match rustix::fs::mkdirat(dir, OsStr::from_bytes(entry), Perm::from_raw_mode(0o755)) {
+        Ok(()) => {}
+        Err(Errno::EXIST) => return Err(Error::Exists),
+        Err(e) => return Err(io_error(e, name)),
+    }
+    if durability == Durability::Full {
+        rustix::fs::fsync(dir).map_err(|e| io_error(e, name))?;
+    }
+    Ok(())
+}
+
+/// Moves `from_entry` of `from` to `to_entry` of `to` in one
+/// `renameat2`: `replace` lets it take the place of a file there (never
+/// of a directory: the caller removed that first); otherwise an existing
+/// name is [`Error::Exists`]. Across file systems, `EXDEV`.
+pub(crate) fn rename(
+    from: BorrowedFd<'_>,
+    from_entry: &[u8],
+    to: BorrowedFd<'_>,
+    to_entry: &[u8],
+    replace: bool,
+) -> Result<(), Errno> {
+    use rustix::fs::RenameFlags;
+    let flags = match replace {
+        true => RenameFlags::empty(),
+        false => RenameFlags::NOREPLACE,
+    };
+    rustix::fs::renameat_with(
+        from,
+        OsStr::from_bytes(from_entry),
+        to,
+        OsStr::from_bytes(to_entry),
+        flags,
+    )
+}
+
+/// Copies the bytes of `src` into `file` (`copy_file_range`, read and
+/// write where the kernel cannot: another file system's files), and its
+/// dead properties.
+pub(crate) fn copy_bytes(src: &File, file: &File, name: &Path) -> Result<u64, Error> {
+    use std::io::{Read, Write};
+    let mut copied = 0u64;
+    loop {
+        match rustix::fs::copy_file_range(src, None, file, None, 1 << 30) {
+            Ok(0) => break,
+            Ok(n) => copied += n as u64,
+            Err(Errno::XDEV | Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS) if copied == 0 => {
+                let (mut r, mut w) = (src, file);
+                let mut buf = vec![0u8; 256 << 10];
+                loop {
+                    let n = r.read(&mut buf).map_err(Error::Io)?;
+                    if n == 0 {
+                        break;
+                    }
+                    w.write_all(&buf[..n]).map_err(|e| match e.raw_os_error() {
+                        Some(28 | 122) => Error::NoSpace,
+                        _ => Error::Io(e),
+                    })?;
+                    copied += n as u64;
+                }
+                break;
+            }
+            Err(Errno::NOSPC | Errno::DQUOT) => return Err(Error::NoSpace),
+            Err(e) => return Err(io_error(e, name)),
+        }
+    }
+    if let Some(record) = read_dead(src.as_fd()) {
+        let _ = rustix::fs::fsetxattr(file, DEAD, &record, XattrFlags::empty());
+    }
+    Ok(copied)
+}
+
+/// Opens `entry` of `dir` to copy it: a regular file, no link followed
+/// (a link is 403: a copy never reads through one).
+pub(crate) fn open_source(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    name: &Path,
+) -> Result<(File, Stat), Error> {
+    let fd = match open_entry(dir, entry) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) => return Err(denied("a link is not copied")),
+        Err(Errno::NOENT) => return Err(Error::NotFound),
+        Err(e) => return Err(io_error(e, name)),
+    };
+    let (kind, stat) = statx(fd.as_fd(), None).map_err(|e| io_error(e, name))?;
+    match kind {
+        FileType::RegularFile => Ok((File::from(fd), stat)),
+        FileType::Directory => Err(Error::NotAFile { directory: true }),
+        _ => Err(Error::NotAFile { directory: false }),
+    }
+}
+
+/// What a walk of a collection may do with each member, by its name
+/// under the served directory (`spec/site.md`, "WebDAV class 1"): a
+/// member a rule refuses stays and is reported.
+pub(crate) trait Members {
+    /// Whether the member may be taken (read for a copy, removed for a
+    /// removal); `dir`: it is a collection.
+    fn may(&mut self, name: &str, dir: bool) -> bool;
+    /// A member that stays: refused by a rule (403), or by the file
+    /// system (its status).
+    fn refused(&mut self, name: &str, status: u16);
+    /// Takes one more member from the walk's budget; `false` once spent.
+    fn count(&mut self) -> bool;
+}
+
+/// The members of the open directory `dir`, but a write's temporaries.
+fn members(dir: BorrowedFd<'_>) -> Result<Vec<Vec<u8>>, Errno> {
+    let mut read = rustix::fs::Dir::read_from(dir)?;
+    let mut out = Vec::new();
+    while let Some(entry) = read.read() {
+        let entry = entry?;
+        let raw = entry.file_name().to_bytes();
+        if raw == b"." || raw == b".." || super::open::is_temporary(raw) {
+            continue;
+        }
+        out.push(raw.to_vec());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The name of `entry` inside the collection named `name`.
+fn inside(name: &str, entry: &[u8]) -> String {
+    let entry = String::from_utf8_lossy(entry);
+    match name {
+        "" => entry.into_owned(),
+        name => format!("{}/{entry}", name.trim_end_matches('/')),
+    }
+}
+
+/// Removes the collection `entry` of `dir` (named `name`) with its
+/// members, each as `rules` lets it: `true` when it is gone, `false` when
+/// something under it stays (reported through `rules`, with its parents
+/// kept).
+pub(crate) fn remove_tree(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    name: &str,
+    rules: &mut dyn Members,
+) -> Result<bool, Error> {
+    let path = Path::new(name);
+    let sub = match open_dir(dir, entry) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(true),
+        Err(Errno::NOTDIR | Errno::LOOP) => return Err(Error::NotAFile { directory: false }),
+        Err(e) => return Err(io_error(e, path)),
+    };
+    let mut whole = true;
+    for member in members(sub.as_fd()).map_err(|e| io_error(e, path))? {
+        let member_name = inside(name, &member);
+        if !rules.count() {
+            rules.refused(&member_name, 507);
+            whole = false;
+            continue;
+        }
+        let Some((kind, _)) = look(sub.as_fd(), &member, path)? else {
+            continue;
+        };
+        let is_dir = kind == FileType::Directory;
+        if !rules.may(&member_name, is_dir) {
+            rules.refused(&member_name, 403);
+            whole = false;
+            continue;
+        }
+        if is_dir {
+            whole &= remove_tree(sub.as_fd(), &member, &member_name, rules)?;
+            continue;
+        }
+        match rustix::fs::unlinkat(&sub, OsStr::from_bytes(&member), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => {
+                rules.refused(&member_name, status_of(e));
+                whole = false;
+            }
+        }
+    }
+    if !whole {
+        return Ok(false);
+    }
+    match rustix::fs::unlinkat(dir, OsStr::from_bytes(entry), AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(true),
+        // Something came meanwhile: it stays, and so does its collection.
+        Err(Errno::NOTEMPTY | Errno::EXIST) => {
+            rules.refused(name, 409);
+            Ok(false)
+        }
+        Err(e) => Err(io_error(e, path)),
+    }
+}
+
+/// Asks `rules` of every member of the collection `entry` of `dir`
+/// (named `name`) without acting: what a `MOVE` checks before its one
+/// rename.
+pub(crate) fn check_tree(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    name: &str,
+    rules: &mut dyn Members,
+) -> Result<(), Error> {
+    let path = Path::new(name);
+    let sub = match open_dir(dir, entry) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Error::NotFound),
+        Err(Errno::NOTDIR | Errno::LOOP) => return Err(Error::NotAFile { directory: false }),
+        Err(e) => return Err(io_error(e, path)),
+    };
+    for member in members(sub.as_fd()).map_err(|e| io_error(e, path))? {
+        let member_name = inside(name, &member);
+        if !rules.count() {
+            rules.refused(&member_name, 507);
+            return Ok(());
+        }
+        let Some((kind, _)) = look(sub.as_fd(), &member, path)? else {
+            continue;
+        };
+        let is_dir = kind == FileType::Directory;
+        if !rules.may(&member_name, is_dir) {
+            rules.refused(&member_name, 403);
+            continue;
+        }
+        if is_dir {
+            check_tree(sub.as_fd(), &member, &member_name, rules)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the collection `from_entry` of `from` (named `name`) to the new
+/// collection `to_entry` of `to`, member by member as `rules` lets each
+/// be read: each file through an unnamed file named only whole, no link
+/// followed or copied. `depth_zero`: the collection alone.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_tree(
+    from: BorrowedFd<'_>,
+    from_entry: &[u8],
+    to: BorrowedFd<'_>,
+    to_entry: &[u8],
+    name: &str,
+    depth_zero: bool,
+    durability: Durability,
+    rules: &mut dyn Members,
+) -> Result<(), Error> {
+    let path = Path::new(name);
+    let src = match open_dir(from, from_entry) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Error::NotFound),
+        Err(Errno::LOOP | Errno::NOTDIR) => return Err(denied("a link is not copied")),
+        Err(e) => return Err(io_error(e, path)),
+    };
+    make_dir(to, to_entry, path, durability)?;
+    if let Some(record) = read_dead(src.as_fd()) {
+        if let Ok(made) = open_dir(to, to_entry) {
+            let _ = rustix::fs::fsetxattr(&made, DEAD, &record, XattrFlags::empty());
+        }
+    }
+    if depth_zero {
+        return Ok(());
+    }
+    let dst = open_dir(to, to_entry).map_err(|e| io_error(e, path))?;
+    for member in members(src.as_fd()).map_err(|e| io_error(e, path))? {
+        let member_name = inside(name, &member);
+        if !rules.count() {
+            rules.refused(&member_name, 507);
+            continue;
+        }
+        let Some((kind, _)) = look(src.as_fd(), &member, path)? else {
+            continue;
+        };
+        let is_dir = kind == FileType::Directory;
+        if !matches!(kind, FileType::Directory | FileType::RegularFile)
+            || !rules.may(&member_name, is_dir)
+        {
+            rules.refused(&member_name, 403);
+            continue;
+        }
+        let done = match is_dir {
+            true => copy_tree(
+                src.as_fd(),
+                &member,
+                dst.as_fd(),
+                &member,
+                &member_name,
+                false,
+                durability,
+                rules,
+            ),
+            false => copy_file(
+                src.as_fd(),
+                &member,
+                dst.as_fd(),
+                &member,
+                Path::new(&member_name),
+                durability,
+            ),
+        };
+        if let Err(e) = done {
+            let status = match e {
+                Error::NoSpace => 507,
+                Error::Denied(_) => 403,
+                _ => 500,
+            };
+            rules.refused(&member_name, status);
+            if status == 507 {
+                return Err(Error::NoSpace);
+            }
+        }
+    }
+    if durability == Durability::Full {
+        rustix::fs::fsync(&dst).map_err(|e| io_error(e, path))?;
+    }
+    Ok(())
+}
+
+/// Copies the file `from_entry` of `from` to the new name `to_entry` of
+/// `to`: an unnamed file filled, synced as `durability` says, then
+/// linked (never over an existing name).
+pub(crate) fn copy_file(
+    from: BorrowedFd<'_>,
+    from_entry: &[u8],
+    to: BorrowedFd<'_>,
+    to_entry: &[u8],
+    name: &Path,
+    durability: Durability,
+) -> Result<(), Error> {
+    let (src, _) = open_source(from, from_entry, name)?;
+    let (file, temp) = super::temp::temporary(to).map_err(|e| io_error(e, name))?;
+    let cleanup = |temp: &Option<Vec<u8>>| {
+        if let Some(t) = temp {
+            let _ = rustix::fs::unlinkat(to, OsStr::from_bytes(t), AtFlags::empty());
+        }
+    };
+    let filled = copy_bytes(&src, &file, name).and_then(|_| {
+        if durability != Durability::None {
+            rustix::fs::fdatasync(&file).map_err(|e| io_error(e, name))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = filled {
+        cleanup(&temp);
+        return Err(e);
+    }
+    let linked = match &temp {
+        None => super::put::link_unnamed(&file, to, to_entry),
+        Some(t) => rustix::fs::linkat(
+            to,
+            OsStr::from_bytes(t),
+            to,
+            OsStr::from_bytes(to_entry),
+            AtFlags::empty(),
+        ),
+    };
+    cleanup(&temp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(Errno::EXIST) => Err(Error::Exists),
+        Err(e) => Err(io_error(e, name)),
+    }
+}
+
+/// The status a member's failure is reported with.
+fn status_of(e: Errno) -> u16 {
+    match e {
+        Errno::ACCESS | Errno::PERM => 403,
+        Errno::NOSPC | Errno::DQUOT => 507,
+        Errno::NOTEMPTY | Errno::EXIST => 409,
+        _ => 500,
+    }
+}
+
+/// The guard's check of what `entry` of `dir` is, for a walk that acts on
+/// it: the runtime file's own files are never moved or removed.
+pub(crate) fn guarded(guard: &Guard, stat: &Stat, name: &Path) -> Result<(), Error> {
+    if guard.protected.contains(&stat.id) {
+        let why = format!("{} is one of the server's own files", name.display());
+        return Err(denied(&why));
+    }
+    Ok(())
+}

@@ -1,0 +1,487 @@
+//! WebDAV's acts on names, on a writer thread (`spec/site.md`, "WebDAV
+//! class 1"): `MKCOL`, `COPY`, `MOVE`, and the `DELETE` of a collection
+//! with its members. Every name is reached by the parent walker with no
+//! link followed and the runtime file's own files refused; a file is
+//! copied into an unnamed file and named whole; an `Overwrite: F` is kept
+//! by the call that names (`linkat`, `renameat2(RENAME_NOREPLACE)`), never
+//! by a look that could race.
+
+use super::members::{Ruled, Source};
+use super::Dav;
+use crate::fs::dav as fsdav;
+use crate::fs::{Error, Guard, Mode, Root};
+use crate::http::dav::xml::Multistatus;
+use crate::http::response::Body;
+use crate::http::site::write::Permit;
+use crate::http::site::Grant;
+use crate::http::to_file::{failed, Wrote};
+use crate::http::Response;
+use crate::rt::Runtime;
+use crate::text::percent::percent_encode;
+use rustix::fd::AsFd;
+use rustix::fs::{AtFlags, FileType};
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How an act on names ended.
+enum Outcome {
+    /// Done: a name made (201) or one replaced (204).
+    Done { created: bool },
+    /// Members stayed, each with why (207).
+    Partial(Vec<(String, u16)>),
+}
+
+/// The name without its trailing `/` (the entry the walker reaches).
+fn bare(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    PathBuf::from(OsStr::from_bytes(&bytes[..end]))
+}
+
+/// The name as the rules see it.
+fn text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// The answer of an act on names.
+fn answered(done: Result<Outcome, Error>, wrote: Wrote) -> Response {
+    match done {
+        Ok(Outcome::Done { created: true }) => Response::new(201),
+        Ok(Outcome::Done { created: false }) => Response::new(204),
+        Ok(Outcome::Partial(refused)) => multistatus(&refused),
+        Err(e) => {
+            let status = failed(wrote, &e);
+            let mut resp = Response::status_page(status);
+            if matches!(e, Error::Io(_)) && matches!(status, 403 | 500) {
+                resp.log_error = Some(format!("WebDAV: {e}").into());
+            }
+            resp
+        }
+    }
+}
+
+/// A 207 naming each member that stayed, with its status.
+pub(super) fn multistatus(refused: &[(String, u16)]) -> Response {
+    let mut out = Multistatus::begin();
+    for (name, status) in refused {
+        out.status(&href(name, false), *status);
+    }
+    out.end();
+    xml_answer(207, out.out)
+}
+
+/// An XML answer.
+pub(super) fn xml_answer(status: u16, body: Vec<u8>) -> Response {
+    let mut resp = Response::new(status).header("Content-Type", "application/xml; charset=utf-8");
+    resp.body = Body::Bytes(bytes::Bytes::from(body));
+    resp
+}
+
+/// The href of a name under the served directory: percent-encoded, a
+/// collection's with its trailing `/`.
+pub(super) fn href(name: &str, collection: bool) -> String {
+    let bare = name.trim_end_matches('/');
+    let mut out = String::from("/");
+    out.push_str(&percent_encode(bare, b"/-._~!$&'()*+,;=:@"));
+    if collection && !bare.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// The guard of a name the request reads or removes: nothing made, the
+/// runtime file's own files refused.
+fn look_guard(protected: &[(u64, u64)]) -> Guard {
+    Guard {
+        make_dirs: false,
+        protected: protected.to_vec(),
+    }
+}
+
+/// `MKCOL`: 201; 405 for a name that exists, 409 for a missing parent
+/// (unless `make-dirs`).
+pub(super) fn mkcol(d: &mut Dav) -> Response {
+    let Some(permit) = d.source.as_deref() else {
+        return Response::status_page(500);
+    };
+    let guard = permit.guard(d.own.identities(&d.root));
+    let at = bare(&d.path);
+    let done = d.root.dav_at(&at, &guard, |dir, entry| {
+        fsdav::make_dir(dir.as_fd(), entry, &at, permit.durability)
+    });
+    match done {
+        Ok(()) => {
+            d.wing
+                .writes
+                .created
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Response::new(201)
+        }
+        // RFC 4918 §9.3.1: a name that exists is 405.
+        Err(Error::Exists) => Response::status_page(405),
+        Err(e) => answered(Err(e), Wrote::Made),
+    }
+}
+
+/// `COPY`: a file into an unnamed file named whole; a collection member
+/// by member, each read under its own rules.
+pub(super) fn copy(d: &mut Dav) -> Response {
+    let (Some(src_permit), Some(dst_permit), Some(dst_path)) =
+        (d.source.as_deref(), d.dest.as_deref(), d.dest_path.clone())
+    else {
+        return Response::status_page(500);
+    };
+    let own = d.own.identities(&d.root);
+    let (src, dst) = (bare(&d.path), bare(&dst_path));
+    let src_guard = look_guard(&own);
+    let dst_guard = dst_permit.guard(own.clone());
+    let rt = d.wing.runtime();
+    let found = d.root.dav_at(&src, &src_guard, |dir, entry| {
+        fsdav::look(dir.as_fd(), entry, &src)
+    });
+    let (kind, stat) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) | Err(Error::NotFound) => return Response::status_page(404),
+        Err(e) => return answered(Err(e), Wrote::Made),
+    };
+    if let Err(e) = fsdav::guarded(&src_guard, &stat, &src) {
+        return answered(Err(e), Wrote::Made);
+    }
+    let grant = src_permit.grant.clone();
+    if kind == FileType::RegularFile && dst_permit.limit.is_some_and(|l| stat.size > l) {
+        return Response::status_page(413);
+    }
+    let done = match kind {
+        FileType::RegularFile => copy_file(
+            d, &rt, dst_permit, &src, &dst, &src_guard, &dst_guard, stat.size,
+        ),
+        FileType::Directory => {
+            let names = (text(&src), text(&dst));
+            let cleared = clear(d, &rt, dst_permit, &dst, &dst_guard, true);
+            match cleared {
+                Err(e) => Err(e),
+                Ok(Cleared::Was(existed)) => {
+                    let mut rules = Ruled::new(&rt, &grant, Source::Read { hidden: d.hidden });
+                    rules.to = Some(names.clone());
+                    let zero = d.depth == crate::http::site::dav::Depth::Zero;
+                    let durability = dst_permit.durability;
+                    let walked = d.root.dav_at(&dst, &dst_guard, |ddir, dentry| {
+                        d.root.dav_at(&src, &src_guard, |sdir, sentry| {
+                            fsdav::copy_tree(
+                                sdir.as_fd(),
+                                sentry,
+                                ddir.as_fd(),
+                                dentry,
+                                &names.0,
+                                zero,
+                                durability,
+                                &mut rules,
+                            )
+                        })
+                    });
+                    walked.map(|()| match rules.refused.is_empty() {
+                        true => Outcome::Done { created: !existed },
+                        false => Outcome::Partial(rules.refused),
+                    })
+                }
+            }
+        }
+        _ => Err(Error::NotAFile { directory: false }),
+    };
+    answered(done, Wrote::Made)
+}
+
+/// What was at a Destination before the act: whether something was (it
+/// is gone now, or is a file the act replaces).
+enum Cleared {
+    Was(bool),
+}
+
+/// Clears the Destination for `Overwrite: T` (a collection there is
+/// removed as `DELETE` removes it; a file too where `whole`: a
+/// collection takes its place), or refuses it for `Overwrite: F` (412).
+/// A file left where `whole` is false is replaced by the act's own
+/// rename or link.
+fn clear(
+    d: &Dav,
+    rt: &Runtime,
+    permit: &Permit,
+    dst: &Path,
+    guard: &Guard,
+    whole: bool,
+) -> Result<Cleared, Error> {
+    let look = look_guard(&guard.protected);
+    let found = d.root.dav_at(dst, &look, |dir, entry| {
+        fsdav::look(dir.as_fd(), entry, dst)
+    });
+    let (kind, stat) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(Cleared::Was(false)),
+        // A missing parent: the act's own walk says 409 (or makes it).
+        Err(Error::NotFound) => return Ok(Cleared::Was(false)),
+        Err(e) => return Err(e),
+    };
+    if !d.overwrite {
+        return Err(Error::Exists);
+    }
+    fsdav::guarded(guard, &stat, dst)?;
+    match kind {
+        FileType::Directory => {
+            if !permit.removable.dirs {
+                return Err(fsdav::denied(
+                    "the rule does not let this remove directories",
+                ));
+            }
+            match remove_at(&d.root, rt, &permit.grant, dst, &look)? {
+                true => Ok(Cleared::Was(true)),
+                false => Err(Error::Io(std::io::ErrorKind::DirectoryNotEmpty.into())),
+            }
+        }
+        _ if !whole => Ok(Cleared::Was(true)),
+        _ => {
+            if !permit.removable.files && !permit.conditions.replace {
+                return Err(fsdav::denied("the rule does not let this replace files"));
+            }
+            d.root.dav_at(dst, &look, |dir, entry| {
+                match rustix::fs::unlinkat(&dir, OsStr::from_bytes(entry), AtFlags::empty()) {
+                    Ok(()) | Err(Errno::NOENT) => Ok(Cleared::Was(true)),
+                    Err(e) => Err(fsdav::io_error(e, dst)),
+                }
+            })
+        }
+    }
+}
+
+/// A collection's removal with its members, each under its own rules:
+/// `true` when it is gone.
+fn remove_at(
+    root: &Root,
+    rt: &Runtime,
+    grant: &Grant,
+    name: &Path,
+    guard: &Guard,
+) -> Result<bool, Error> {
+    let mut rules = Ruled::new(rt, grant, Source::Remove);
+    let label = text(name);
+    let whole = root.dav_at(name, guard, |dir, entry| {
+        fsdav::remove_tree(dir.as_fd(), entry, &label, &mut rules)
+    })?;
+    Ok(whole && rules.refused.is_empty())
+}
+
+/// A `DELETE` of a collection under a `webdav` rule (RFC 4918 §9.6.1):
+/// its members go, each under its own rule; those refused stay, with
+/// their parents, and are answered in a 207.
+pub(in crate::linux::write) fn remove_collection(
+    root: &Root,
+    rt: &Runtime,
+    permit: &Permit,
+    name: &Path,
+    guard: &Guard,
+) -> Option<Result<Response, Error>> {
+    let at = bare(name);
+    let look = look_guard(&guard.protected);
+    let found = root.dav_at(&at, &look, |dir, entry| {
+        fsdav::look(dir.as_fd(), entry, &at)
+    });
+    match found {
+        Ok(Some((FileType::Directory, stat))) => {
+            if let Err(e) = fsdav::guarded(guard, &stat, &at) {
+                return Some(Err(e));
+            }
+        }
+        // A file, a link, nothing: the usual removal.
+        _ => return None,
+    }
+    if !permit.removable.dirs {
+        return Some(Err(fsdav::denied(
+            "the rule does not let this remove directories",
+        )));
+    }
+    let mut rules = Ruled::new(rt, &permit.grant, Source::Remove);
+    let label = text(&at);
+    let walked = root.dav_at(&at, guard, |dir, entry| {
+        fsdav::remove_tree(dir.as_fd(), entry, &label, &mut rules)
+    });
+    Some(walked.map(|whole| match whole && rules.refused.is_empty() {
+        true => Response::new(204),
+        false => multistatus(&rules.refused),
+    }))
+}
+
+/// A file's `COPY`: the Destination cleared as `Overwrite` says, then an
+/// unnamed file filled from the source and named whole.
+#[allow(clippy::too_many_arguments)]
+fn copy_file(
+    d: &Dav,
+    rt: &Runtime,
+    permit: &Permit,
+    src: &Path,
+    dst: &Path,
+    src_guard: &Guard,
+    dst_guard: &Guard,
+    size: u64,
+) -> Result<Outcome, Error> {
+    let existed = match clear(d, rt, permit, dst, dst_guard, false)? {
+        Cleared::Was(existed) => existed,
+    };
+    let (file, _) = d.root.dav_at(src, src_guard, |dir, entry| {
+        fsdav::open_source(dir.as_fd(), entry, src)
+    })?;
+    let mut conditions = permit.conditions.clone();
+    conditions.replace &= d.overwrite;
+    let mut writing = d
+        .root
+        .begin_write_guarded(dst, Mode::Conditional(conditions), dst_guard)?;
+    if writing.free_space() < rt.write_free_floor.saturating_add(size) {
+        return Err(Error::NoSpace);
+    }
+    writing.copy_from(&file)?;
+    let written = writing.commit(permit.durability)?;
+    Ok(Outcome::Done {
+        created: written.created && !existed,
+    })
+}
+
+/// `MOVE`: one `renameat2` (a file replaced by it in one step), the
+/// Destination cleared first as `Overwrite` says; a collection moves
+/// only if every member may leave its name and take the new one, else
+/// nothing moves (207). Across file systems (`EXDEV`), a copy then the
+/// source's removal.
+pub(super) fn move_(d: &mut Dav) -> Response {
+    let (Some(src_permit), Some(dst_permit), Some(dst_path)) =
+        (d.source.as_deref(), d.dest.as_deref(), d.dest_path.clone())
+    else {
+        return Response::status_page(500);
+    };
+    let own = d.own.identities(&d.root);
+    let (src, dst) = (bare(&d.path), bare(&dst_path));
+    let src_guard = src_permit.guard(own.clone());
+    let look = look_guard(&own);
+    let dst_guard = dst_permit.guard(own.clone());
+    let rt = d.wing.runtime();
+    let found = d.root.dav_at(&src, &look, |dir, entry| {
+        fsdav::look(dir.as_fd(), entry, &src)
+    });
+    let (kind, stat) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) | Err(Error::NotFound) => return Response::status_page(404),
+        Err(e) => return answered(Err(e), Wrote::Made),
+    };
+    if let Err(e) = fsdav::guarded(&look, &stat, &src) {
+        return answered(Err(e), Wrote::Made);
+    }
+    let dir = kind == FileType::Directory;
+    let may = match dir {
+        true => src_permit.removable.dirs,
+        false => src_permit.removable.files,
+    };
+    if !may {
+        return Response::status_page(403);
+    }
+    let grant = src_permit.grant.clone();
+    if dir {
+        // Every member must be let leave and arrive: checked before
+        // anything moves.
+        let mut rules = Ruled::new(&rt, &grant, Source::Move);
+        rules.to = Some((text(&src), text(&dst)));
+        let label = text(&src);
+        let checked = d.root.dav_at(&src, &look, |sdir, sentry| {
+            fsdav::check_tree(sdir.as_fd(), sentry, &label, &mut rules)
+        });
+        match checked {
+            Err(e) => return answered(Err(e), Wrote::Made),
+            Ok(()) if !rules.refused.is_empty() => return multistatus(&rules.refused),
+            Ok(()) => {}
+        }
+    }
+    let existed = match clear(d, &rt, dst_permit, &dst, &dst_guard, dir) {
+        Ok(Cleared::Was(existed)) => existed,
+        Err(e) => return answered(Err(e), Wrote::Made),
+    };
+    if existed && !dst_permit.conditions.replace && !dir {
+        return Response::status_page(403);
+    }
+    let replace = existed && !dir;
+    let moved = d.root.dav_at(&dst, &dst_guard, |ddir, dentry| {
+        d.root.dav_at(&src, &src_guard, |sdir, sentry| {
+            match fsdav::rename(sdir.as_fd(), sentry, ddir.as_fd(), dentry, replace) {
+                Ok(()) => Ok(true),
+                Err(Errno::EXIST | Errno::NOTEMPTY) => Err(Error::Exists),
+                Err(Errno::XDEV) => Ok(false),
+                Err(e) => Err(fsdav::io_error(e, &dst)),
+            }
+        })
+    });
+    let done = match moved {
+        Ok(true) => Ok(Outcome::Done { created: !existed }),
+        Ok(false) => across(
+            d, &rt, &grant, dst_permit, &src, &dst, &look, &dst_guard, dir, existed,
+        ),
+        Err(e) => Err(e),
+    };
+    answered(done, Wrote::Made)
+}
+
+/// A `MOVE` across file systems (a mount inside the tree): a copy, then
+/// the source's removal — said in the error log, since it is not one
+/// step.
+#[allow(clippy::too_many_arguments)]
+fn across(
+    d: &Dav,
+    rt: &Runtime,
+    grant: &Grant,
+    permit: &Permit,
+    src: &Path,
+    dst: &Path,
+    look: &Guard,
+    dst_guard: &Guard,
+    dir: bool,
+    existed: bool,
+) -> Result<Outcome, Error> {
+    let names = (text(src), text(dst));
+    let mut rules = Ruled::new(rt, grant, Source::Move);
+    rules.to = Some(names.clone());
+    let durability = permit.durability;
+    d.root.dav_at(dst, dst_guard, |ddir, dentry| {
+        d.root.dav_at(src, look, |sdir, sentry| match dir {
+            true => fsdav::copy_tree(
+                sdir.as_fd(),
+                sentry,
+                ddir.as_fd(),
+                dentry,
+                &names.0,
+                false,
+                durability,
+                &mut rules,
+            ),
+            false => fsdav::copy_file(sdir.as_fd(), sentry, ddir.as_fd(), dentry, dst, durability),
+        })
+    })?;
+    eprintln!(
+        "nikaia: MOVE {} to {} crossed file systems: copied, then the source removed",
+        names.0, names.1
+    );
+    let removed = match dir {
+        true => remove_at(&d.root, rt, grant, src, look)?,
+        false => d
+            .root
+            .dav_at(src, look, |sdir, sentry| {
+                rustix::fs::unlinkat(&sdir, OsStr::from_bytes(sentry), AtFlags::empty())
+                    .map_err(|e| fsdav::io_error(e, src))
+            })
+            .is_ok(),
+    };
+    match (removed, rules.refused.is_empty()) {
+        (true, true) => Ok(Outcome::Done { created: !existed }),
+        _ => {
+            let mut refused = rules.refused;
+            if !removed {
+                refused.push((names.0, 409));
+            }
+            Ok(Outcome::Partial(refused))
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! Properties (`spec/site.md`, "WebDAV class 1", "Properties",
+//! "`PROPFIND`"): `PROPPATCH` writes a name's dead properties in one
+//! extended attribute, all or nothing; `PROPFIND` answers the live ones
+//! from one `statx` and the dead ones from that attribute, as a produced
+//! 207 whose members are read a chunk at a time on the writer threads as
+//! the client takes the answer — never built whole.
+
+use super::names::{href, xml_answer};
+use super::Dav;
+use crate::fs::dav::{self as fsdav, Stat};
+use crate::fs::{Error, Root};
+use crate::http::dav::dead;
+use crate::http::dav::xml::{self, Change, Content, Find, Multistatus, Prop, QName, Value};
+use crate::http::produce::{Produced, Producer, Pull, Pulled};
+use crate::http::site::dav::{member_may, Depth, Member};
+use crate::http::site::Grant;
+use crate::http::Response;
+use crate::rt::Runtime;
+use bytes::Bytes;
+use rustix::fd::{AsFd, OwnedFd};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Members read and written per turn of a `PROPFIND`'s body.
+const CHUNK: usize = 256;
+
+/// The live properties this server keeps, by their `DAV:` names.
+const LIVE: [&str; 6] = [
+    "resourcetype",
+    "getcontentlength",
+    "getlastmodified",
+    "getetag",
+    "getcontenttype",
+    "creationdate",
+];
+
+/// The 400 of a body that is not what the method takes.
+fn bad(why: &str) -> Response {
+    crate::http::site::write::unmakeable_answer(why)
+}
+
+/// `PROPPATCH`: the changes applied in order to the name's dead
+/// properties and written in one `fsetxattr`, or none of them (RFC 4918
+/// §9.2): a live property is 403 and the rest 424; past what the file
+/// system or the bound holds, 507.
+pub(super) fn proppatch(d: &mut Dav) -> Response {
+    let changes = match xml::proppatch(&d.body) {
+        Ok(c) => c,
+        Err(xml::Bad(why)) => return bad(why),
+    };
+    let Some(permit) = d.source.as_deref() else {
+        return Response::status_page(500);
+    };
+    let names: Vec<&QName> = changes
+        .iter()
+        .map(|c| match c {
+            Change::Set(n, _) | Change::Remove(n) => n,
+        })
+        .collect();
+    let protected: Vec<&QName> = names.iter().copied().filter(|n| n.ns == xml::DAV).collect();
+    let status = if !protected.is_empty() {
+        Err(403)
+    } else {
+        let guard = permit.guard(d.own.identities(&d.root));
+        let at = strip(&d.path);
+        let done = d.root.dav_at(&at, &guard, |dir, entry| {
+            fsdav::change_dead(dir.as_fd(), entry, &at, |old| {
+                let mut props = old.and_then(|r| dead::decode(&r).ok()).unwrap_or_default();
+                dead::apply(&mut props, &changes);
+                if props.is_empty() {
+                    return Ok(None);
+                }
+                Ok(Some(dead::encode(&props)))
+            })
+        });
+        match done {
+            Ok(()) => Ok(()),
+            Err(Error::NotFound) => return Response::status_page(404),
+            Err(Error::NoSpace) => Err(507),
+            Err(Error::Denied(_)) => Err(403),
+            Err(Error::Outside(_)) => return Response::status_page(404),
+            Err(e) => {
+                let mut resp = Response::status_page(500);
+                resp.log_error = Some(format!("PROPPATCH: {e}").into());
+                return resp;
+            }
+        }
+    };
+    fn empty<'a>(n: &&'a QName) -> Prop<'a> {
+        Prop {
+            name: n,
+            content: Content::Empty,
+        }
+    }
+    let mut out = Multistatus::begin();
+    let href = href(
+        &d.path.to_string_lossy(),
+        d.path.as_os_str().as_bytes().ends_with(b"/"),
+    );
+    match status {
+        Ok(()) => {
+            let props: Vec<Prop<'_>> = names.iter().map(empty).collect();
+            out.response(&href, &[(200, &props)]);
+        }
+        Err(403) if !protected.is_empty() => {
+            let refused: Vec<Prop<'_>> = protected.iter().map(empty).collect();
+            let rest: Vec<Prop<'_>> = names
+                .iter()
+                .filter(|n| n.ns != xml::DAV)
+                .map(empty)
+                .collect();
+            out.response(&href, &[(403, &refused), (424, &rest)]);
+        }
+        Err(status) => {
+            let props: Vec<Prop<'_>> = names.iter().map(empty).collect();
+            out.response(&href, &[(status, &props)]);
+        }
+    }
+    out.end();
+    xml_answer(207, out.out)
+}
+
+/// The name without its trailing `/`.
+fn strip(path: &Path) -> PathBuf {
+    let bytes = path.as_os_str().as_bytes();
+    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    PathBuf::from(OsStr::from_bytes(&bytes[..end]))
+}
+
+/// `PROPFIND` of Depth 0 or 1: the name's response now, its members'
+/// as the client reads.
+pub(super) fn propfind(d: &mut Dav) -> Response {
+    let find = match xml::propfind(&d.body) {
+        Ok(f) => f,
+        Err(xml::Bad(why)) => return bad(why),
+    };
+    let Some(permit) = d.source.as_deref() else {
+        return Response::status_page(500);
+    };
+    let (fd, stat) = match d.root.dav_target(&d.path) {
+        Ok(found) => found,
+        Err(Error::NotFound | Error::Outside(_)) => return Response::status_page(404),
+        Err(Error::NotAFile { .. }) => return Response::status_page(403),
+        Err(e) => {
+            let mut resp = Response::status_page(500);
+            resp.log_error = Some(format!("PROPFIND: {e}").into());
+            return resp;
+        }
+    };
+    let name = d.path.to_string_lossy().into_owned();
+    let dead = wants_dead(&find)
+        .then(|| fsdav::read_dead(fd.as_fd()))
+        .flatten();
+    let mut out = Multistatus::begin();
+    respond(&mut out, &find, &name, &stat, dead.as_deref());
+    let members = (d.depth == Depth::One && stat.dir).then(|| Walk {
+        dir: fd,
+        read: None,
+        name: name.trim_end_matches('/').to_owned(),
+        root: d.root.clone(),
+        find,
+        rt: d.wing.runtime(),
+        grant: permit.grant.clone(),
+        hidden: d.hidden,
+        budget: crate::http::file::MAX_ENTRIES,
+        done: false,
+    });
+    if members.is_none() {
+        out.end();
+        return xml_answer(207, out.out);
+    }
+    let shared = Arc::new(Mutex::new(Turns {
+        ready: vec![Bytes::from(out.out)],
+        walk: members,
+        running: false,
+        waiting: None,
+        failed: None,
+    }));
+    let producer = Members {
+        shared,
+        wing: d.wing.clone(),
+    };
+    use crate::http::response::IntoResponse;
+    let mut resp = Produced::new(producer)
+        .content_type("application/xml; charset=utf-8")
+        .into_response();
+    resp.status = 207;
+    resp
+}
+
+/// Whether an answer to `find` reads dead properties.
+fn wants_dead(find: &Find) -> bool {
+    match find {
+        Find::AllProp { .. } | Find::PropName => true,
+        Find::Prop(names) => names
+            .iter()
+            .any(|n| !(n.ns == xml::DAV && LIVE.contains(&n.local.as_str()))),
+    }
+}
+
+/// One `<D:response>` for `name` as `find` asks.
+fn respond(out: &mut Multistatus, find: &Find, name: &str, stat: &Stat, dead: Option<&[u8]>) {
+    let dead: Vec<(QName, Value)> = dead.and_then(|r| dead::decode(r).ok()).unwrap_or_default();
+    let live = live(name, stat);
+    let href = href(name, stat.dir);
+    let names: Vec<QName> = live.iter().map(|(n, _)| QName::dav(n)).collect();
+    match find {
+        Find::AllProp { .. } => {
+            let mut props: Vec<Prop<'_>> = names
+                .iter()
+                .zip(&live)
+                .map(|(n, (_, c))| Prop {
+                    name: n,
+                    content: c.content(),
+                })
+                .collect();
+            props.extend(dead.iter().map(|(n, v)| Prop {
+                name: n,
+                content: Content::Raw(v),
+            }));
+            out.response(&href, &[(200, &props)]);
+        }
+        Find::PropName => {
+            let mut props: Vec<Prop<'_>> = names
+                .iter()
+                .map(|n| Prop {
+                    name: n,
+                    content: Content::Empty,
+                })
+                .collect();
+            props.extend(dead.iter().map(|(n, _)| Prop {
+                name: n,
+                content: Content::Empty,
+            }));
+            out.response(&href, &[(200, &props)]);
+        }
+        Find::Prop(asked) => {
+            let (mut found, mut missing) = (Vec::new(), Vec::new());
+            for q in asked {
+                let is_live = (q.ns == xml::DAV)
+                    .then(|| live.iter().position(|(n, _)| *n == q.local))
+                    .flatten();
+                if let Some(i) = is_live {
+                    found.push(Prop {
+                        name: q,
+                        content: live[i].1.content(),
+                    });
+                } else if let Some((_, v)) = dead.iter().find(|(n, _)| n == q) {
+                    found.push(Prop {
+                        name: q,
+                        content: Content::Raw(v),
+                    });
+                } else {
+                    missing.push(Prop {
+                        name: q,
+                        content: Content::Empty,
+                    });
+                }
+            }
+            let mut stats: Vec<(u16, &[Prop<'_>])> = Vec::new();
+            if !found.is_empty() {
+                stats.push((200, &found));
+            }
+            if !missing.is_empty() {
+                stats.push((404, &missing));
+            }
+            out.response(&href, &stats);
+        }
+    }
+}
+
+/// A live property's value.
+enum Live {
+    Text(String),
+    Collection,
+    Empty,
+}
+
+impl Live {
+    fn content(&self) -> Content<'_> {
+        match self {
+            Live::Text(t) => Content::Text(t),
+            Live::Collection => Content::Collection,
+            Live::Empty => Content::Empty,
+        }
+    }
+}
+
+/// The live properties of `name` as it is now: what a `GET` of it would
+/// say (its `ETag` byte for byte, its type), and its birth where the file
+/// system keeps one.
+fn live(name: &str, stat: &Stat) -> Vec<(&'static str, Live)> {
+    let modified = stat.mtime_ns.div_euclid(1_000_000_000).max(0) as u64;
+    let date = crate::text::date::imf_fixdate(modified);
+    let mut out = vec![
+        (
+            "resourcetype",
+            match stat.dir {
+                true => Live::Collection,
+                false => Live::Empty,
+            },
+        ),
+        (
+            "getlastmodified",
+            Live::Text(String::from_utf8_lossy(&date).into_owned()),
+        ),
+    ];
+    if !stat.dir {
+        out.push(("getcontentlength", Live::Text(stat.size.to_string())));
+        out.push(("getetag", Live::Text(stat.etag())));
+        let kind = crate::http::file::content_type(Path::new(name));
+        out.push(("getcontenttype", Live::Text(kind.to_owned())));
+    }
+    if let Some(born) = stat.born {
+        out.push((
+            "creationdate",
+            Live::Text(crate::text::date::rfc3339(born.max(0) as u64)),
+        ));
+    }
+    out
+}
+
+/// The members still to answer, and the answers ready to send.
+struct Turns {
+    ready: Vec<Bytes>,
+    walk: Option<Walk>,
+    /// A writer turn is reading the next chunk.
+    running: bool,
+    /// The body waits for that turn.
+    waiting: Option<crate::http::body::Resume>,
+    failed: Option<String>,
+}
+
+/// A collection's members being read.
+struct Walk {
+    dir: OwnedFd,
+    read: Option<rustix::fs::Dir>,
+    name: String,
+    root: Root,
+    find: Find,
+    rt: Arc<Runtime>,
+    grant: Grant,
+    hidden: bool,
+    budget: usize,
+    /// The end of the multistatus was written.
+    done: bool,
+}
+
+impl Walk {
+    /// The next members' responses (the end of the multistatus after
+    /// the last), or `None` once it was written.
+    fn chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
+        let mut read = match self.read.take() {
+            Some(read) => read,
+            None => rustix::fs::Dir::read_from(&self.dir).map_err(|e| e.to_string())?,
+        };
+        let chunk = self.chunk_from(&mut read);
+        self.read = Some(read);
+        chunk
+    }
+
+    /// [`Walk::chunk`] from the directory's reader.
+    fn chunk_from(&mut self, read: &mut rustix::fs::Dir) -> Result<Option<Vec<u8>>, String> {
+        let mut out = Multistatus { out: Vec::new() };
+        let mut taken = 0;
+        while taken < CHUNK {
+            let Some(entry) = read.read() else {
+                out.end();
+                self.done = true;
+                return Ok(Some(out.out));
+            };
+            let entry = entry.map_err(|e| e.to_string())?;
+            let raw = entry.file_name().to_bytes();
+            if raw == b"." || raw == b".." || crate::fs::is_temporary_name(raw) {
+                continue;
+            }
+            if self.budget == 0 {
+                continue;
+            }
+            self.budget -= 1;
+            taken += 1;
+            let member = match self.name.as_str() {
+                "" => String::from_utf8_lossy(raw).into_owned(),
+                n => format!("{n}/{}", String::from_utf8_lossy(raw)),
+            };
+            if !member_may(
+                &self.rt,
+                &self.grant,
+                &member,
+                Member::Read {
+                    hidden: self.hidden,
+                },
+            ) {
+                continue;
+            }
+            let Some((stat, dead)) = self.member(raw, &member) else {
+                continue;
+            };
+            respond(&mut out, &self.find, &member, &stat, dead.as_deref());
+        }
+        Ok(Some(out.out))
+    }
+
+    /// What a member is (a link followed as a read follows it, inside the
+    /// root only) and its dead properties where the answer wants them.
+    fn member(&self, raw: &[u8], name: &str) -> Option<(Stat, Option<Vec<u8>>)> {
+        let look = fsdav::look(self.dir.as_fd(), raw, Path::new(name)).ok()??;
+        let link = look.0 == rustix::fs::FileType::Symlink;
+        let want = wants_dead(&self.find);
+        if link {
+            let (fd, stat) = self.root.dav_target(Path::new(name)).ok()?;
+            let dead = want.then(|| fsdav::read_dead(fd.as_fd())).flatten();
+            return Some((stat, dead));
+        }
+        if !matches!(
+            look.0,
+            rustix::fs::FileType::RegularFile | rustix::fs::FileType::Directory
+        ) {
+            return None;
+        }
+        let dead = want
+            .then(|| fsdav::dead_of(self.dir.as_fd(), raw))
+            .flatten();
+        Some((look.1, dead))
+    }
+}
+
+/// The produced body of a `PROPFIND` of Depth 1.
+struct Members {
+    shared: Arc<Mutex<Turns>>,
+    wing: Arc<super::Wing>,
+}
+
+impl Producer for Members {
+    fn pull(&mut self, pull: &mut Pull<'_>) -> Pulled {
+        let mut turns = crate::sync::lock(&self.shared);
+        if let Some(why) = turns.failed.take() {
+            return Pulled::Failed(why);
+        }
+        if !turns.ready.is_empty() {
+            return Pulled::Piece(turns.ready.remove(0));
+        }
+        if turns.walk.is_none() {
+            return Pulled::End;
+        }
+        turns.waiting = Some(pull.later());
+        if !turns.running {
+            turns.running = true;
+            let shared = self.shared.clone();
+            self.wing.pool.submit(move || turn(&shared));
+        }
+        Pulled::Later
+    }
+}
+
+/// A writer turn of a `PROPFIND`'s body: the next chunk of members.
+fn turn(shared: &Arc<Mutex<Turns>>) {
+    let walk = crate::sync::lock(shared).walk.take();
+    let Some(mut walk) = walk else {
+        return;
+    };
+    let chunk = walk.chunk();
+    let mut turns = crate::sync::lock(shared);
+    turns.running = false;
+    match chunk {
+        Ok(Some(bytes)) => {
+            if !walk.done {
+                turns.walk = Some(walk);
+            }
+            if !bytes.is_empty() {
+                turns.ready.push(Bytes::from(bytes));
+            }
+        }
+        Ok(None) => {}
+        Err(why) => turns.failed = Some(format!("PROPFIND: {why}")),
+    }
+    if let Some(resume) = turns.waiting.take() {
+        drop(turns);
+        resume.resume();
+    }
+}
