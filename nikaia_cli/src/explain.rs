@@ -217,6 +217,17 @@ pub fn render(socket: &Path, r: &Value, http3: bool) -> String {
             size(n(&w["bytes"])),
             n(&w["deleted"]),
         );
+        let dav: Vec<String> = w["dav"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(method, c)| format!("{} {method}", n(c)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !dav.is_empty() {
+            out += &format!("webdav       {} answered\n", dav.join(", "));
+        }
     }
     let u = &r["resumable"];
     if u.is_object() {

@@ -255,6 +255,16 @@ pub fn prometheus(r: &Value) -> String {
             "Writes and deletes of the directory writer refused or failed, by status.",
             refused.unwrap_or_default(),
         );
+        let dav = w["dav"].as_object().map(|m| {
+            m.iter()
+                .map(|(method, count)| (vec![("method", method.clone())], n(count)))
+                .collect::<Vec<_>>()
+        });
+        p.counter(
+            "nikaia_webdav_requests_total",
+            "WebDAV requests the directory writer answered, by method (refusals are counted by status in nikaia_upload_refusals_total).",
+            dav.unwrap_or_default(),
+        );
     }
     let u = &r["resumable"];
     if u.is_object() {

@@ -382,6 +382,13 @@ impl Report {
             }
             s.push_str(&format!("\"{status}\":{count}"));
         }
+        s.push_str("},\"dav\":{");
+        for (i, (method, count)) in w.dav.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(&format!("\"{method}\":{count}"));
+        }
         s.push_str("}}");
         if let Some(u) = &self.resumable {
             s.push_str(&format!(

@@ -456,6 +456,21 @@ pub(crate) fn own_names(rt: &Runtime) -> Vec<&str> {
 pub(crate) fn findings(rt: &Runtime) -> Vec<crate::rt::Finding> {
     let mut found = Vec::new();
     for (i, rule) in rt.site.write.iter().enumerate() {
+        // A drive anyone can change, or whose password crosses the
+        // network in the clear, is said out loud (`spec/site.md`, "WebDAV
+        // class 1").
+        let open = match (rule.anyone, rule.plain_http) {
+            (true, _) => Some("without credentials (anyone = true)"),
+            (false, true) => Some("on a plain listener (plain-http = true): its password crosses the network in the clear unless a proxy in front ends TLS"),
+            (false, false) => None,
+        };
+        if let Some(how) = open.filter(|_| rule.webdav) {
+            found.push(crate::rt::Finding {
+                key: "write",
+                message: format!("[[write]] rule {} lets WebDAV clients write {how}", i + 1),
+                warning: true,
+            });
+        }
         for pattern in &rule.patterns {
             let Some(name) = sample(pattern) else {
                 continue;
