@@ -23,8 +23,12 @@ mod navigation;
 mod resolve;
 
 pub(crate) use compress::Variant;
-pub(crate) use head::{content_type, Meta};
-pub(crate) use listing::{listed, Ask as ListAsk, Listed, Upload, MAX_ENTRIES};
+#[cfg(target_os = "linux")]
+pub(crate) use head::content_type;
+pub(crate) use head::Meta;
+#[cfg(target_os = "linux")]
+pub(crate) use listing::MAX_ENTRIES;
+pub(crate) use listing::{listed, Ask as ListAsk, Listed, Upload};
 pub(crate) use resolve::{begin, opened};
 
 use super::response::{Body, Response};

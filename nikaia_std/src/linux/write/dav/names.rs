@@ -324,9 +324,7 @@ fn copy_file(
     dst_guard: &Guard,
     size: u64,
 ) -> Result<Outcome, Error> {
-    let existed = match clear(d, rt, permit, dst, dst_guard, false)? {
-        Cleared::Was(existed) => existed,
-    };
+    let Cleared::Was(existed) = clear(d, rt, permit, dst, dst_guard, false)?;
     let (file, _) = d.root.dav_at(src, src_guard, |dir, entry| {
         fsdav::open_source(dir.as_fd(), entry, src)
     })?;
