@@ -38,6 +38,11 @@ command -v gtlsclient >/dev/null 2>&1 || need+=(ngtcp2-client)
 # certutil: the test CA in a temporary NSS database, trusted by Chromium as
 # a user's private CA is (tests/tests/h3_workers/browser.rs).
 command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools)
+# WebDAV clients that are not ours (tests/tests/dav_clients.rs): litmus
+# 0.13's suite programs, rclone's webdav remote, cadaver scripted.
+[ -x /usr/libexec/litmus/basic ] || need+=(litmus)
+command -v rclone >/dev/null 2>&1 || need+=(rclone)
+command -v cadaver >/dev/null 2>&1 || need+=(cadaver)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
