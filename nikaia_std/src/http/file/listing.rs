@@ -20,6 +20,7 @@ use crate::rt::Glob;
 use crate::text::percent::percent_encode;
 use ask::Format;
 use bytes::Bytes;
+#[cfg(target_os = "linux")]
 pub(crate) use read::MAX_ENTRIES;
 pub(crate) use render::Upload;
 use std::path::PathBuf;
