@@ -21,6 +21,9 @@ pub(crate) use write::{error_body, Content, Multistatus, Prop};
 
 pub(crate) const DAV: &str = "DAV:";
 
+/// The values of one `PROPPATCH`, written again, in bytes at most.
+const MAX_VALUES: usize = 1 << 20;
+
 /// An expanded name: namespace and local name (`ns` "" = no namespace).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct QName {
@@ -107,9 +110,10 @@ pub(crate) fn propfind(body: &[u8]) -> Result<Find, Bad> {
 /// `DAV:include`), each once, in document order; their contents ignored.
 fn names(r: &mut Reader<'_>) -> Result<Vec<QName>, Bad> {
     let mut out: Vec<QName> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     while let Some(e) = r.child()? {
         r.skip()?;
-        if !out.contains(&e.name) {
+        if seen.insert(e.name.clone()) {
             out.push(e.name);
         }
     }
@@ -165,6 +169,7 @@ pub(crate) fn proppatch(body: &[u8]) -> Result<Vec<Change>, Bad> {
         return Err(Bad("the root element is not DAV:propertyupdate"));
     }
     let mut changes = Vec::new();
+    let mut budget = MAX_VALUES;
     while let Some(op) = r.child()? {
         let set = if op.name.is_dav("set") {
             true
@@ -181,7 +186,7 @@ pub(crate) fn proppatch(body: &[u8]) -> Result<Vec<Change>, Bad> {
             }
             while let Some(p) = r.child()? {
                 if set {
-                    let value = value(&mut r)?;
+                    let value = value(&mut r, &mut budget)?;
                     changes.push(Change::Set(p.name, value));
                 } else {
                     r.skip()?;
@@ -194,9 +199,13 @@ pub(crate) fn proppatch(body: &[u8]) -> Result<Vec<Change>, Bad> {
     Ok(changes)
 }
 
-/// The content of the element open now, written again self-contained.
-fn value(r: &mut Reader<'_>) -> Result<Value, Bad> {
+/// The content of the element open now, written again self-contained,
+/// taking its length from `budget` (a value's top elements repeat the
+/// declarations in scope, so the values can outgrow the body).
+fn value(r: &mut Reader<'_>, budget: &mut usize) -> Result<Value, Bad> {
     let mut out = String::new();
+    // The bindings in scope around the value, found at its first element.
+    let mut outer: Option<Vec<(String, String)>> = None;
     // The names of the elements started in the value and not ended yet,
     // and whether the last one started is still empty (its start tag not
     // closed: written `<x/>` if it ends so).
@@ -211,21 +220,26 @@ fn value(r: &mut Reader<'_>) -> Result<Value, Bad> {
         match ev {
             Ev::Text(t) => write::escape_text(&mut out, &t),
             Ev::Start(e) => {
-                let top = names.is_empty();
-                let decls: Vec<(&str, &str)> = if top {
-                    r.in_scope()
-                } else {
-                    e.decls
+                let own = e.decls.iter().map(|(p, n)| (p.as_str(), n.as_str()));
+                if names.is_empty() {
+                    let outer = outer.get_or_insert_with(|| r.in_scope(r.depth() - 1));
+                    let mut decls: Vec<(&str, &str)> = outer
                         .iter()
+                        .filter(|(p, _)| !e.decls.iter().any(|(q, _)| p == q))
                         .map(|(p, n)| (p.as_str(), n.as_str()))
-                        .collect()
-                };
-                start_tag(&mut out, &e, &decls, top);
+                        .collect();
+                    decls.extend(own);
+                    decls.sort_unstable();
+                    start_tag(&mut out, &e, &decls, true);
+                } else {
+                    start_tag(&mut out, &e, &own.collect::<Vec<_>>(), false);
+                }
                 names.push(e.raw);
                 open = true;
             }
             Ev::End => {
                 let Some(name) = names.pop() else {
+                    *budget -= out.len();
                     return Ok(Value(out));
                 };
                 if open {
@@ -237,6 +251,9 @@ fn value(r: &mut Reader<'_>) -> Result<Value, Bad> {
                     out.push('>');
                 }
             }
+        }
+        if out.len() > *budget {
+            return Err(Bad("the property values are too large"));
         }
     }
 }

@@ -427,10 +427,7 @@ fn finite_depth() -> Response {
 
 /// An answer with RFC 4918's `DAV:error` body naming `condition`.
 pub(crate) fn precondition(status: u16, condition: &str) -> Response {
-    let body = format!(
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
-         <D:error xmlns:D=\"DAV:\"><D:{condition}/></D:error>\n"
-    );
+    let body = crate::http::dav::xml::error_body(condition);
     let mut resp = Response::new(status).header("Content-Type", "application/xml; charset=utf-8");
     resp.body = crate::http::response::Body::Bytes(Bytes::from(body));
     resp

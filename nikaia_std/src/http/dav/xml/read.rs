@@ -12,9 +12,11 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::XmlVersion;
 
 /// Elements nested deeper than this are refused.
-pub(super) const MAX_DEPTH: usize = 64;
+const MAX_DEPTH: usize = 64;
 /// Namespace declarations in scope at once (on the open elements).
 const MAX_BINDINGS: usize = 256;
+/// Attributes on one element, namespace declarations included.
+const MAX_ATTRIBUTES: usize = 256;
 const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
 
@@ -109,6 +111,9 @@ impl<'a> Reader<'a> {
                     if !first {
                         return Err(Bad("an XML declaration not at the start"));
                     }
+                    if d.version().is_err() {
+                        return Err(Bad("a bad XML declaration"));
+                    }
                     if let Some(enc) = d.encoding() {
                         let enc = enc.map_err(|_| Bad("a bad XML declaration"))?;
                         if !enc.eq_ignore_ascii_case("utf-8")
@@ -141,6 +146,9 @@ impl<'a> Reader<'a> {
                 }
                 Event::CData(_) | Event::GeneralRef(_) if self.depth == 0 => {
                     return Err(Bad("text outside the root element"));
+                }
+                Event::Text(t) if t.contains("]]>") => {
+                    return Err(Bad("']]>' in text"));
                 }
                 Event::Text(t) => return Ok(Some(Ev::Text(t.xml10_content().into_owned()))),
                 Event::CData(t) => return Ok(Some(Ev::Text(t.xml10_content().into_owned()))),
@@ -193,9 +201,15 @@ impl<'a> Reader<'a> {
         if !qualified_name(&raw) {
             return Err(Bad("an element name that is not an XML name"));
         }
+        if !attributes_apart(e.attributes_raw()) {
+            return Err(Bad("attributes not separated by whitespace"));
+        }
         let mut attrs = Vec::new();
         let mut decls = Vec::new();
-        for a in e.attributes() {
+        for (i, a) in e.attributes().enumerate() {
+            if i == MAX_ATTRIBUTES {
+                return Err(Bad("too many attributes on an element"));
+            }
             let a = a.map_err(|_| Bad("a malformed attribute"))?;
             let key = a.key.as_ref().to_owned();
             if a.value.contains('<') {
@@ -297,17 +311,17 @@ impl<'a> Reader<'a> {
             .map(|b| b.ns.as_str())
     }
 
-    /// Every binding in scope now, the innermost for each prefix, sorted by
-    /// prefix (the default one, "", first; absent if never declared).
-    pub(super) fn in_scope(&self) -> Vec<(&str, &str)> {
-        let mut out: Vec<(&str, &str)> = Vec::new();
-        for b in self.scope.iter().rev() {
-            if !out.iter().any(|(p, _)| *p == b.prefix) {
-                out.push((&b.prefix, &b.ns));
-            }
+    /// Every binding in scope on the open element at `depth`, the innermost
+    /// for each prefix, sorted by prefix (the default one, "", first; absent
+    /// if never declared).
+    pub(super) fn in_scope(&self, depth: usize) -> Vec<(String, String)> {
+        let mut map = std::collections::BTreeMap::new();
+        for b in self.scope.iter().take_while(|b| b.depth <= depth) {
+            map.insert(b.prefix.as_str(), b.ns.as_str());
         }
-        out.sort_unstable();
-        out
+        map.into_iter()
+            .map(|(p, n)| (p.to_owned(), n.to_owned()))
+            .collect()
     }
 
     /// The root element's start (the first event that is not prolog).
@@ -351,6 +365,31 @@ impl<'a> Reader<'a> {
             Some(_) => Err(Bad("the body is not well-formed XML")),
         }
     }
+}
+
+/// Whether each attribute value's closing quote is followed by whitespace
+/// or the end (quick-xml reads `a='1'b='2'` as two attributes; XML 1.0
+/// §3.1 wants `S` between them).
+fn attributes_apart(raw: &str) -> bool {
+    let mut quote = None;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                if chars
+                    .peek()
+                    .is_some_and(|n| !matches!(n, ' ' | '\t' | '\r' | '\n'))
+                {
+                    return false;
+                }
+            }
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None => {}
+        }
+    }
+    true
 }
 
 /// XML 1.0 §2.2 `Char`.

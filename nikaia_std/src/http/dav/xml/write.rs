@@ -26,8 +26,6 @@ pub(crate) enum Content<'a> {
     Collection,
     /// A dead property's stored XML, written as it is.
     Raw(&'a Value),
-    /// Trusted XML the server wrote (an error element, say).
-    Xml(&'a str),
 }
 
 pub(crate) struct Prop<'a> {
@@ -141,7 +139,6 @@ fn property(w: &mut Writer<&mut Vec<u8>>, p: &Prop<'_>) {
         }
         Content::Collection => "<D:collection/>",
         Content::Raw(v) => &v.0,
-        Content::Xml(x) => x,
     };
     put(w, Event::Start(s));
     put(w, Event::Text(BytesText::from_escaped(inner)));
