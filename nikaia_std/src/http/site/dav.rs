@@ -236,7 +236,24 @@ fn read_side(
     if op == Op::Copy && !rule_for(rt, bare(name)).is_some_and(|r| r.webdav) && !reads(rt, name) {
         return Err(super::not_allowed(rt, name));
     }
-    let permit = match gate_read(rt, req, name, tls, verified) {
+    let mut gate = gate_read(rt, req, name, tls, verified);
+    if matches!(&gate, Gate::Pass(g) if g.users.is_none()) && op == Op::Propfind {
+        // A collection no rule protects whose members one does (`**`
+        // covers every name but the served directory's own): the members'
+        // rule asks for the credentials, or they would all be left out.
+        let inside = match bare(name) {
+            "" => "x".to_owned(),
+            dir => format!("{dir}/x"),
+        };
+        if let probe @ (Gate::Verify(_) | Gate::Pass(_)) = gate_read(rt, req, &inside, tls, verified) {
+            gate = probe;
+        } else if let Gate::Answer(challenge) = gate_read(rt, req, &inside, tls, verified) {
+            if challenge.status() == 401 {
+                gate = Gate::Answer(challenge);
+            }
+        }
+    }
+    let permit = match gate {
         Gate::Pass(grant) => Permit::reading(op, name, grant, None, tls),
         Gate::Hide => return Err(Response::status_page(404)),
         Gate::Answer(refusal) => return Err(refusal),

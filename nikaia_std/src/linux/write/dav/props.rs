@@ -139,7 +139,12 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
     let Some(permit) = d.source.as_deref() else {
         return Response::status_page(500);
     };
-    let (fd, stat) = match d.root.dav_target(&d.path) {
+    // The served directory itself is `.` to the file system.
+    let at = match d.path.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => d.path.as_path(),
+    };
+    let (fd, stat) = match d.root.dav_target(at) {
         Ok(found) => found,
         Err(Error::NotFound | Error::Outside(_)) => return Response::status_page(404),
         Err(Error::NotAFile { .. }) => return Response::status_page(403),
