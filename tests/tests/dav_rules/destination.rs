@@ -346,3 +346,48 @@ fn destinations_that_name_this_server_are_written() {
         .send(addr);
     assert_eq!(reply.status, 201);
 }
+
+/// `Overwrite: T` onto a collection with members alice may not remove
+/// (hidden, denied, bob's): the COPY or MOVE does not happen, and
+/// neither those members nor any other of the Destination is lost.
+#[test]
+fn overwrite_onto_a_collection_with_members_the_user_may_not_remove_loses_nothing() {
+    let mut problems = Vec::new();
+    for method in ["COPY", "MOVE"] {
+        let d = Drive::new("ow-coll", RULES);
+        let running = d.serve();
+        let addr = running.local_addr();
+        let before = snapshot(d.path());
+        let reply = req(method, "/drive/dir/")
+            .h("Destination", "/drive/coll/")
+            .send(addr);
+        let after = snapshot(d.path());
+        let line = format!(
+            "{method} drive/dir/ onto drive/coll/: {} {}",
+            reply.status,
+            reply.text()
+        );
+        eprintln!("{line}");
+        let lost: Vec<String> = changes(&before, &after)
+            .into_iter()
+            .filter(|c| c.starts_with("root/drive/coll/") && c.ends_with("-> nothing"))
+            .collect();
+        if !lost.is_empty() && !(200..300).contains(&reply.status) {
+            problems.push(format!(
+                "{line}: refused, yet the Destination lost {lost:?}"
+            ));
+        }
+        for kept in [".env", "x.key", "y.forbid", "bobs/b.txt", "deep/.hid"] {
+            let key = Path::new("root/drive/coll").join(kept);
+            if before.get(&key) != after.get(&key) {
+                problems.push(format!("{line}: {kept} changed"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}

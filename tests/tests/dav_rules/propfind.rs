@@ -193,3 +193,42 @@ for h in sorted(hrefs)[:2]: print(h)
         assert!(told.contains(&href), "{href} missing");
     }
 }
+
+/// A link out of the root: PROPFIND neither lists through it nor tells
+/// what it points at (its size, its ETag).
+#[test]
+fn propfind_tells_nothing_of_what_a_link_out_points_at() {
+    let d = Drive::new("pf-links", RULES);
+    let running = d.serve();
+    let addr = running.local_addr();
+    let mut problems = Vec::new();
+    for (path, depth) in [
+        ("/drive/out-dir/", "1"),
+        ("/drive/out-dir/keep.txt", "0"),
+        ("/drive/out-link", "0"),
+        ("/drive/", "1"),
+    ] {
+        let reply = req("PROPFIND", path).h("Depth", depth).send(addr);
+        let text = reply.text();
+        eprintln!("PROPFIND {path}: {} {:?}", reply.status, hrefs(&reply.body));
+        // outside/keep.txt is 18 bytes; outside/ holds victim and sub.
+        let told = hrefs(&reply.body);
+        if told
+            .iter()
+            .any(|h| h.contains("victim") || h.ends_with("/sub/"))
+        {
+            problems.push(format!("PROPFIND {path} lists outside: {told:?}"));
+        }
+        if text.contains("<D:getcontentlength>18<") {
+            problems.push(format!(
+                "PROPFIND {path} tells outside/keep.txt's size: {text}"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
