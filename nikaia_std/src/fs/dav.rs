@@ -310,6 +310,16 @@ pub(crate) trait Members {
     fn refused(&mut self, name: &str, status: u16);
     /// Takes one more member from the walk's budget; `false` once spent.
     fn count(&mut self) -> bool;
+    /// Goes one level deeper; `false` past the deepest a walk goes (its
+    /// descriptors and its stack are bounded). Each `true` is followed by
+    /// a [`Members::leave`].
+    fn enter(&mut self) -> bool;
+    fn leave(&mut self);
+    /// The free space a copy keeps on the file system (`write-free-floor`).
+    fn floor(&self) -> u64;
+    /// Whether the (device, inode) is one of the runtime file's own files,
+    /// never read, moved or removed by a walk.
+    fn own(&self, id: (u64, u64)) -> bool;
 }
 
 /// The members of the open directory `dir`, but a write's temporaries.
@@ -362,17 +372,24 @@ pub(crate) fn remove_tree(
             whole = false;
             continue;
         }
-        let Some((kind, _)) = look(sub.as_fd(), &member, path)? else {
+        let Some((kind, stat)) = look(sub.as_fd(), &member, path)? else {
             continue;
         };
         let is_dir = kind == FileType::Directory;
-        if !rules.may(&member_name, is_dir) {
+        if rules.own(stat.id) || !rules.may(&member_name, is_dir) {
             rules.refused(&member_name, 403);
             whole = false;
             continue;
         }
         if is_dir {
-            whole &= remove_tree(sub.as_fd(), &member, &member_name, rules)?;
+            if !rules.enter() {
+                rules.refused(&member_name, 403);
+                whole = false;
+                continue;
+            }
+            let done = remove_tree(sub.as_fd(), &member, &member_name, rules);
+            rules.leave();
+            whole &= done?;
             continue;
         }
         match rustix::fs::unlinkat(&sub, OsStr::from_bytes(&member), AtFlags::empty()) {
@@ -419,16 +436,22 @@ pub(crate) fn check_tree(
             rules.refused(&member_name, 507);
             return Ok(());
         }
-        let Some((kind, _)) = look(sub.as_fd(), &member, path)? else {
+        let Some((kind, stat)) = look(sub.as_fd(), &member, path)? else {
             continue;
         };
         let is_dir = kind == FileType::Directory;
-        if !rules.may(&member_name, is_dir) {
+        if rules.own(stat.id) || !rules.may(&member_name, is_dir) {
             rules.refused(&member_name, 403);
             continue;
         }
         if is_dir {
-            check_tree(sub.as_fd(), &member, &member_name, rules)?;
+            if !rules.enter() {
+                rules.refused(&member_name, 403);
+                continue;
+            }
+            let done = check_tree(sub.as_fd(), &member, &member_name, rules);
+            rules.leave();
+            done?;
         }
     }
     Ok(())
@@ -472,27 +495,34 @@ pub(crate) fn copy_tree(
             rules.refused(&member_name, 507);
             continue;
         }
-        let Some((kind, _)) = look(src.as_fd(), &member, path)? else {
+        let Some((kind, stat)) = look(src.as_fd(), &member, path)? else {
             continue;
         };
         let is_dir = kind == FileType::Directory;
-        if !matches!(kind, FileType::Directory | FileType::RegularFile)
-            || !rules.may(&member_name, is_dir)
-        {
+        let copied = matches!(kind, FileType::Directory | FileType::RegularFile);
+        if !copied || rules.own(stat.id) || !rules.may(&member_name, is_dir) {
+            rules.refused(&member_name, 403);
+            continue;
+        }
+        if is_dir && !rules.enter() {
             rules.refused(&member_name, 403);
             continue;
         }
         let done = match is_dir {
-            true => copy_tree(
-                src.as_fd(),
-                &member,
-                dst.as_fd(),
-                &member,
-                &member_name,
-                false,
-                durability,
-                rules,
-            ),
+            true => {
+                let done = copy_tree(
+                    src.as_fd(),
+                    &member,
+                    dst.as_fd(),
+                    &member,
+                    &member_name,
+                    false,
+                    durability,
+                    rules,
+                );
+                rules.leave();
+                done
+            }
             false => copy_file(
                 src.as_fd(),
                 &member,
@@ -500,6 +530,7 @@ pub(crate) fn copy_tree(
                 &member,
                 Path::new(&member_name),
                 durability,
+                rules.floor(),
             ),
         };
         if let Err(e) = done {
@@ -522,7 +553,8 @@ pub(crate) fn copy_tree(
 
 /// Copies the file `from_entry` of `from` to the new name `to_entry` of
 /// `to`: an unnamed file filled, synced as `durability` says, then
-/// linked (never over an existing name).
+/// linked (never over an existing name); [`Error::NoSpace`] where it
+/// would leave less than `floor` free.
 pub(crate) fn copy_file(
     from: BorrowedFd<'_>,
     from_entry: &[u8],
@@ -530,8 +562,12 @@ pub(crate) fn copy_file(
     to_entry: &[u8],
     name: &Path,
     durability: Durability,
+    floor: u64,
 ) -> Result<(), Error> {
-    let (src, _) = open_source(from, from_entry, name)?;
+    let (src, stat) = open_source(from, from_entry, name)?;
+    if super::temp::free_space(to) < floor.saturating_add(stat.size) {
+        return Err(Error::NoSpace);
+    }
     let (file, temp) = super::temp::temporary(to).map_err(|e| io_error(e, name))?;
     let cleanup = |temp: &Option<Vec<u8>>| {
         if let Some(t) = temp {

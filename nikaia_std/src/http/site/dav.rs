@@ -149,9 +149,12 @@ pub(crate) fn ask(
     }
     if let Some(dest) = &dest {
         let (from, to) = (bare(&name), bare(&dest.permit.name));
-        let inside =
-            to.len() > from.len() && to.starts_with(from) && to[from.len()..].starts_with('/');
-        if from == to || inside || from.is_empty() {
+        let under = |a: &str, b: &str| {
+            b.is_empty() || a.len() > b.len() && a.starts_with(b) && a[b.len()..].starts_with('/')
+        };
+        // Onto itself, into itself, or onto a collection that holds it
+        // (which `Overwrite: T` would remove, the source with it).
+        if from == to || under(to, from) || under(from, to) {
             return Err(Response::status_page(403));
         }
     }
@@ -245,7 +248,9 @@ fn read_side(
             "" => "x".to_owned(),
             dir => format!("{dir}/x"),
         };
-        if let probe @ (Gate::Verify(_) | Gate::Pass(_)) = gate_read(rt, req, &inside, tls, verified) {
+        if let probe @ (Gate::Verify(_) | Gate::Pass(_)) =
+            gate_read(rt, req, &inside, tls, verified)
+        {
             gate = probe;
         } else if let Gate::Answer(challenge) = gate_read(rt, req, &inside, tls, verified) {
             if challenge.status() == 401 {

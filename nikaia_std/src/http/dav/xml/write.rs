@@ -53,10 +53,22 @@ impl Multistatus {
     /// (escaped here for XML); each propstat is (status code, props),
     /// written as `HTTP/1.1 200 OK` and so on.
     pub(crate) fn response(&mut self, href: &str, propstats: &[(u16, &[Prop<'_>])]) {
+        let with: Vec<_> = propstats.iter().map(|&(s, p)| (s, p, None)).collect();
+        self.response_errors(href, &with);
+    }
+
+    /// As [`Multistatus::response`], each propstat with a precondition's
+    /// element in its `<D:error>` where one is given (RFC 4918 §14.22:
+    /// `cannot-modify-protected-property` beside a 403).
+    pub(crate) fn response_errors(
+        &mut self,
+        href: &str,
+        propstats: &[(u16, &[Prop<'_>], Option<&str>)],
+    ) {
         let mut w = Writer::new(&mut self.out);
         start(&mut w, "D:response");
         text_element(&mut w, "D:href", href);
-        for (status, props) in propstats {
+        for (status, props, error) in propstats {
             start(&mut w, "D:propstat");
             start(&mut w, "D:prop");
             for p in *props {
@@ -64,6 +76,11 @@ impl Multistatus {
             }
             end(&mut w, "D:prop");
             text_element(&mut w, "D:status", &status_line(*status));
+            if let Some(name) = error {
+                start(&mut w, "D:error");
+                put(&mut w, Event::Empty(BytesStart::new(format!("D:{name}"))));
+                end(&mut w, "D:error");
+            }
             end(&mut w, "D:propstat");
         }
         end(&mut w, "D:response");

@@ -10,6 +10,9 @@ use crate::rt::Runtime;
 
 /// The most members one walk takes (the listing's cap).
 pub(super) const MAX_MEMBERS: usize = 100_000;
+/// The deepest a walk goes below the collection it acts on: each level
+/// holds a descriptor and a frame on a writer thread's stack.
+pub(super) const MAX_DEPTH: usize = 64;
 
 /// The rules of one walk.
 pub(super) struct Ruled<'a> {
@@ -23,6 +26,14 @@ pub(super) struct Ruled<'a> {
     pub to: Option<(String, String)>,
     pub refused: Vec<(String, u16)>,
     pub budget: usize,
+    /// Levels below the walked collection now.
+    depth: usize,
+    /// `write-free-floor`.
+    pub floor: u64,
+    /// The runtime file's own files (device, inode).
+    pub protected: Vec<(u64, u64)>,
+    /// Dot-names are shown (`--hidden`).
+    pub hidden: bool,
 }
 
 /// What the walk does at its own side.
@@ -37,14 +48,24 @@ pub(super) enum Source {
 }
 
 impl<'a> Ruled<'a> {
-    pub(super) fn new(rt: &'a Runtime, grant: &'a Grant, at_source: Source) -> Ruled<'a> {
+    pub(super) fn new(
+        rt: &'a Runtime,
+        grant: &'a Grant,
+        at_source: Source,
+        protected: &[(u64, u64)],
+        hidden: bool,
+    ) -> Ruled<'a> {
         Ruled {
+            protected: protected.to_vec(),
+            hidden,
             rt,
             grant,
             at_source,
             to: None,
             refused: Vec::new(),
             budget: MAX_MEMBERS,
+            depth: 0,
+            floor: rt.write_free_floor,
         }
     }
 
@@ -72,8 +93,51 @@ impl Members for Ruled<'_> {
         }
     }
 
+    /// A member a listing would not show this user (a dot-name, a name
+    /// denied or under another auth rule) is not named: its nearest
+    /// parent that would be shown is, once.
     fn refused(&mut self, name: &str, status: u16) {
-        self.refused.push((name.to_owned(), status));
+        let hidden = self.hidden;
+        let shown = |n: &str| member_may(self.rt, self.grant, n, Member::Read { hidden });
+        let mut said = name.trim_end_matches('/');
+        while !shown(said) {
+            match said.rsplit_once('/') {
+                Some((parent, _)) => said = parent,
+                None => {
+                    said = "";
+                    break;
+                }
+            }
+        }
+        if said.is_empty() && !shown(name) {
+            // Nothing above it under the walk is shown either: the walked
+            // collection answers for it.
+            said = self.to.as_ref().map_or("", |(from, _)| from.as_str());
+        }
+        if self.refused.iter().any(|(n, _)| n == said) {
+            return;
+        }
+        self.refused.push((said.to_owned(), status));
+    }
+
+    fn enter(&mut self) -> bool {
+        if self.depth >= MAX_DEPTH {
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    fn own(&self, id: (u64, u64)) -> bool {
+        self.protected.contains(&id)
     }
 
     fn count(&mut self) -> bool {

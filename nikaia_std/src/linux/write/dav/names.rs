@@ -162,8 +162,10 @@ pub(super) fn copy(d: &mut Dav) -> Response {
             let cleared = clear(d, &rt, dst_permit, &dst, &dst_guard, true);
             match cleared {
                 Err(e) => Err(e),
+                Ok(Cleared::Refused(refused)) => Ok(Outcome::Partial(refused)),
                 Ok(Cleared::Was(existed)) => {
-                    let mut rules = Ruled::new(&rt, &grant, Source::Read { hidden: d.hidden });
+                    let read = Source::Read { hidden: d.hidden };
+                    let mut rules = Ruled::new(&rt, &grant, read, &own, d.hidden);
                     rules.to = Some(names.clone());
                     let zero = d.depth == crate::http::site::dav::Depth::Zero;
                     let durability = dst_permit.durability;
@@ -188,15 +190,19 @@ pub(super) fn copy(d: &mut Dav) -> Response {
                 }
             }
         }
+        // A link is not read through, nor a FIFO or device read.
+        FileType::Symlink => Err(fsdav::denied("a link is not copied")),
         _ => Err(Error::NotAFile { directory: false }),
     };
     answered(done, Wrote::Made)
 }
 
 /// What was at a Destination before the act: whether something was (it
-/// is gone now, or is a file the act replaces).
+/// is gone now, or is a file the act replaces), or the members of a
+/// collection there that may not go (nothing was removed).
 enum Cleared {
     Was(bool),
+    Refused(Vec<(String, u16)>),
 }
 
 /// Clears the Destination for `Overwrite: T` (a collection there is
@@ -234,6 +240,21 @@ fn clear(
                     "the rule does not let this remove directories",
                 ));
             }
+            // Every member must be let go: checked before any is removed.
+            let mut rules = Ruled::new(
+                rt,
+                &permit.grant,
+                Source::Remove,
+                &guard.protected,
+                d.hidden,
+            );
+            let label = text(dst);
+            d.root.dav_at(dst, &look, |dir, entry| {
+                fsdav::check_tree(dir.as_fd(), entry, &label, &mut rules)
+            })?;
+            if !rules.refused.is_empty() {
+                return Ok(Cleared::Refused(rules.refused));
+            }
             match remove_at(&d.root, rt, &permit.grant, dst, &look)? {
                 true => Ok(Cleared::Was(true)),
                 false => Err(Error::Io(std::io::ErrorKind::DirectoryNotEmpty.into())),
@@ -263,7 +284,7 @@ fn remove_at(
     name: &Path,
     guard: &Guard,
 ) -> Result<bool, Error> {
-    let mut rules = Ruled::new(rt, grant, Source::Remove);
+    let mut rules = Ruled::new(rt, grant, Source::Remove, &guard.protected, false);
     let label = text(name);
     let whole = root.dav_at(name, guard, |dir, entry| {
         fsdav::remove_tree(dir.as_fd(), entry, &label, &mut rules)
@@ -300,7 +321,7 @@ pub(in crate::linux::write) fn remove_collection(
             "the rule does not let this remove directories",
         )));
     }
-    let mut rules = Ruled::new(rt, &permit.grant, Source::Remove);
+    let mut rules = Ruled::new(rt, &permit.grant, Source::Remove, &guard.protected, false);
     let label = text(&at);
     let walked = root.dav_at(&at, guard, |dir, entry| {
         fsdav::remove_tree(dir.as_fd(), entry, &label, &mut rules)
@@ -324,7 +345,10 @@ fn copy_file(
     dst_guard: &Guard,
     size: u64,
 ) -> Result<Outcome, Error> {
-    let Cleared::Was(existed) = clear(d, rt, permit, dst, dst_guard, false)?;
+    let existed = match clear(d, rt, permit, dst, dst_guard, false)? {
+        Cleared::Was(existed) => existed,
+        Cleared::Refused(refused) => return Ok(Outcome::Partial(refused)),
+    };
     let (file, _) = d.root.dav_at(src, src_guard, |dir, entry| {
         fsdav::open_source(dir.as_fd(), entry, src)
     })?;
@@ -371,6 +395,11 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     if let Err(e) = fsdav::guarded(&look, &stat, &src) {
         return answered(Err(e), Wrote::Made);
     }
+    if kind == FileType::Symlink {
+        // Moved, a relative link would name something else; and a link to
+        // a name the rules keep would take a name of the mover's choosing.
+        return Response::status_page(403);
+    }
     let dir = kind == FileType::Directory;
     let may = match dir {
         true => src_permit.removable.dirs,
@@ -383,7 +412,7 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     if dir {
         // Every member must be let leave and arrive: checked before
         // anything moves.
-        let mut rules = Ruled::new(&rt, &grant, Source::Move);
+        let mut rules = Ruled::new(&rt, &grant, Source::Move, &own, d.hidden);
         rules.to = Some((text(&src), text(&dst)));
         let label = text(&src);
         let checked = d.root.dav_at(&src, &look, |sdir, sentry| {
@@ -397,6 +426,7 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     }
     let existed = match clear(d, &rt, dst_permit, &dst, &dst_guard, dir) {
         Ok(Cleared::Was(existed)) => existed,
+        Ok(Cleared::Refused(refused)) => return multistatus(&refused),
         Err(e) => return answered(Err(e), Wrote::Made),
     };
     if existed && !dst_permit.conditions.replace && !dir {
@@ -440,7 +470,7 @@ fn across(
     existed: bool,
 ) -> Result<Outcome, Error> {
     let names = (text(src), text(dst));
-    let mut rules = Ruled::new(rt, grant, Source::Move);
+    let mut rules = Ruled::new(rt, grant, Source::Move, &look.protected, d.hidden);
     rules.to = Some(names.clone());
     let durability = permit.durability;
     d.root.dav_at(dst, dst_guard, |ddir, dentry| {
@@ -455,7 +485,18 @@ fn across(
                 durability,
                 &mut rules,
             ),
-            false => fsdav::copy_file(sdir.as_fd(), sentry, ddir.as_fd(), dentry, dst, durability),
+            false => {
+                let floor = rt.write_free_floor;
+                fsdav::copy_file(
+                    sdir.as_fd(),
+                    sentry,
+                    ddir.as_fd(),
+                    dentry,
+                    dst,
+                    durability,
+                    floor,
+                )
+            }
         })
     })?;
     eprintln!(

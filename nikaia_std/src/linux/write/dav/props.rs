@@ -66,6 +66,10 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
         let guard = permit.guard(d.own.identities(&d.root));
         let at = strip(&d.path);
         let done = d.root.dav_at(&at, &guard, |dir, entry| {
+            // The runtime file's own files take no properties either.
+            if let Some((_, stat)) = fsdav::look(dir.as_fd(), entry, &at)? {
+                fsdav::guarded(&guard, &stat, &at)?;
+            }
             fsdav::change_dead(dir.as_fd(), entry, &at, |old| {
                 let mut props = old.and_then(|r| dead::decode(&r).ok()).unwrap_or_default();
                 dead::apply(&mut props, &changes);
@@ -111,7 +115,8 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
                 .filter(|n| n.ns != xml::DAV)
                 .map(empty)
                 .collect();
-            out.response(&href, &[(403, &refused), (424, &rest)]);
+            let protected = Some("cannot-modify-protected-property");
+            out.response_errors(&href, &[(403, &refused, protected), (424, &rest, None)]);
         }
         Err(status) => {
             let props: Vec<Prop<'_>> = names.iter().map(empty).collect();
