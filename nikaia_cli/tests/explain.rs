@@ -360,7 +360,7 @@ fn uploads_reach_the_text_the_json_and_prometheus() {
     std::fs::create_dir(&site).unwrap();
     let sock = dir.path().join("stats.sock");
     let runtime = dir.path().join("runtime.toml");
-    let rules = "[[write]]\nmatch = \"*\"\nanyone = true\nplain-http = true\ndelete = true\n";
+    let rules = "webdav = true\n[[write]]\nmatch = \"*\"\nanyone = true\nplain-http = true\ndelete = true\nwebdav = true\n";
     std::fs::write(
         &runtime,
         format!(
@@ -386,21 +386,34 @@ fn uploads_reach_the_text_the_json_and_prometheus() {
     assert!(send(&again).starts_with("HTTP/1.1 412"));
     let delete = "DELETE /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
     assert!(send(delete).starts_with("HTTP/1.1 204"));
+    let mkcol = "MKCOL /d HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    assert!(send(mkcol).starts_with("HTTP/1.1 201"));
+    let propfind = "PROPFIND /d HTTP/1.1\r\nHost: t\r\nDepth: 0\r\nConnection: close\r\n\r\n";
+    assert!(send(propfind).starts_with("HTTP/1.1 207"));
 
     let (report, text, prom) = views(&sock);
     assert_eq!(
         report["writes"],
-        serde_json::json!({"created": 1, "replaced": 0, "bytes": 5, "deleted": 1, "refused": {"412": 1}})
+        serde_json::json!({"created": 2, "replaced": 0, "bytes": 5, "deleted": 1, "refused": {"412": 1},
+                           "dav": {"MKCOL": 1, "PROPFIND": 1}})
     );
     assert!(
         text.contains(
-            "uploads      1 created, 0 replaced (5 B received), 1 deleted; refused: 1 412"
+            "uploads      2 created, 0 replaced (5 B received), 1 deleted; refused: 1 412"
         ),
         "{text}"
     );
+    assert!(
+        text.contains("webdav       1 MKCOL, 1 PROPFIND answered"),
+        "{text}"
+    );
+    assert_eq!(
+        prometheus_sample(&prom, "nikaia_webdav_requests", &[("method", "MKCOL")]),
+        1.0
+    );
     assert_eq!(
         prometheus_sample(&prom, "nikaia_uploads", &[("outcome", "created")]),
-        1.0
+        2.0
     );
     assert_eq!(prometheus_sample(&prom, "nikaia_upload_bytes", &[]), 5.0);
     assert_eq!(
