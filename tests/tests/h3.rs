@@ -12,6 +12,8 @@
 mod bodies;
 #[path = "h3/browser.rs"]
 mod browser;
+#[path = "h3/dav.rs"]
+mod dav;
 #[path = "h3/equality.rs"]
 mod equality;
 #[path = "h3/quic.rs"]
