@@ -26,16 +26,6 @@ use std::sync::{Arc, Mutex};
 /// Members read and written per turn of a `PROPFIND`'s body.
 const CHUNK: usize = 256;
 
-/// The live properties this server keeps, by their `DAV:` names.
-const LIVE: [&str; 6] = [
-    "resourcetype",
-    "getcontentlength",
-    "getlastmodified",
-    "getetag",
-    "getcontenttype",
-    "creationdate",
-];
-
 /// The 400 of a body that is not what the method takes.
 fn bad(why: &str) -> Response {
     crate::http::site::write::unmakeable_answer(why)
@@ -164,7 +154,8 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
         .then(|| fsdav::read_dead(fd.as_fd()))
         .flatten();
     let mut out = Multistatus::begin();
-    respond(&mut out, &find, &name, &stat, dead.as_deref());
+    let quota = wants_quota(&find).then(|| quota(fd.as_fd())).flatten();
+    respond(&mut out, &find, &name, &stat, dead.as_deref(), quota);
     let members = (d.depth == Depth::One && stat.dir).then(|| Walk {
         dir: fd,
         read: None,
@@ -200,20 +191,54 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
     resp
 }
 
+/// Whether `find` names RFC 4331's quota properties.
+fn wants_quota(find: &Find) -> bool {
+    match find {
+        Find::Prop(names) => names
+            .iter()
+            .any(|n| n.ns == xml::DAV && n.local.starts_with("quota-")),
+        _ => false,
+    }
+}
+
+/// The bytes free for an unprivileged writer on the file system of `fd`,
+/// and the bytes used on it.
+fn quota(fd: rustix::fd::BorrowedFd<'_>) -> Option<(u64, u64)> {
+    let st = rustix::fs::fstatvfs(fd).ok()?;
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
+    let used = st
+        .f_blocks
+        .saturating_sub(st.f_bfree)
+        .saturating_mul(st.f_frsize);
+    Some((free, used))
+}
+
 /// Whether an answer to `find` reads dead properties.
 fn wants_dead(find: &Find) -> bool {
     match find {
         Find::AllProp { .. } | Find::PropName => true,
-        Find::Prop(names) => names
-            .iter()
-            .any(|n| !(n.ns == xml::DAV && LIVE.contains(&n.local.as_str()))),
+        // A dead property is never in `DAV:` (`PROPPATCH` refuses them).
+        Find::Prop(names) => names.iter().any(|n| n.ns != xml::DAV),
     }
 }
 
 /// One `<D:response>` for `name` as `find` asks.
-fn respond(out: &mut Multistatus, find: &Find, name: &str, stat: &Stat, dead: Option<&[u8]>) {
+fn respond(
+    out: &mut Multistatus,
+    find: &Find,
+    name: &str,
+    stat: &Stat,
+    dead: Option<&[u8]>,
+    quota: Option<(u64, u64)>,
+) {
     let dead: Vec<(QName, Value)> = dead.and_then(|r| dead::decode(r).ok()).unwrap_or_default();
-    let live = live(name, stat);
+    let mut live = live(name, stat);
+    // RFC 4331's quota, asked by name only (it is not in `allprop`, §3),
+    // for a collection: its file system's free and used bytes.
+    if let (Find::Prop(_), Some((free, used)), true) = (find, quota, stat.dir) {
+        live.push(("quota-available-bytes", Live::Text(free.to_string())));
+        live.push(("quota-used-bytes", Live::Text(used.to_string())));
+    }
     let href = href(name, stat.dir);
     let names: Vec<QName> = live.iter().map(|(n, _)| QName::dav(n)).collect();
     match find {
@@ -408,7 +433,11 @@ impl Walk {
             let Some((stat, dead)) = self.member(raw, &member) else {
                 continue;
             };
-            respond(&mut out, &self.find, &member, &stat, dead.as_deref());
+            let quota = match wants_quota(&self.find) && stat.dir {
+                true => quota(self.dir.as_fd()),
+                false => None,
+            };
+            respond(&mut out, &self.find, &member, &stat, dead.as_deref(), quota);
         }
         Ok(Some(out.out))
     }
