@@ -1,0 +1,358 @@
+//! The drive under test and a raw HTTP/1.1 client over TLS that sends
+//! what the replayed clients send and reads what the server answers
+//! (chunked bodies included).
+
+use nikaia_std::http::Running;
+use nikaia_std::rt::{LogTarget, Runtime};
+use nikaia_tests::serve::serve_dir;
+use nikaia_tests::{TestPki, TlsClient};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+/// The user of `tests/dav_clients.rs`: `dav`, password `dav-pass-49`.
+pub(crate) const USERS: &str = "dav:$2b$05$oAEZLNMowttTKZghSTmwquNiiZ8NkBY1GbhT8exMShcPoeCAxBep2\n";
+/// `dav:dav-pass-49` in base64.
+pub(crate) const BASIC: &str = "Basic ZGF2OmRhdi1wYXNzLTQ5";
+
+/// spec/site.md's drive: everything behind the password, the one writer
+/// may create, replace, delete files and directories, WebDAV on.
+pub(crate) const DRIVE: &str = r#"
+webdav = true
+APPLE
+
+[[auth]]
+match = ["**"]
+htpasswd = "users.htpasswd"
+
+[[write]]
+match = ["**"]
+writers = ["dav"]
+create = true
+replace = true
+delete = true
+delete-dirs = true
+make-dirs = false
+webdav = true
+"#;
+
+pub(crate) const WIN_UA: &str = "Microsoft-WebDAV-MiniRedir/10.0.17134";
+pub(crate) const MAC_UA: &str = "WebDAVFS/3.0.0 (03008000) Darwin/23.4.0 (arm64)";
+
+pub(crate) const DAV: &[u8] = b"DAV:";
+pub(crate) const MS: &[u8] = b"urn:schemas-microsoft-com:";
+pub(crate) const APPLE: &[u8] = b"http://www.apple.com/webdav_fs/props/";
+
+/// A drive served over TLS (the server stops before the directories go).
+pub(crate) struct Drive {
+    pub(crate) running: Running,
+    pub(crate) root: PathBuf,
+    pub(crate) pki: TestPki,
+    _tmp: tempfile::TempDir,
+}
+
+impl Drive {
+    /// `apple`: the `apple-double` line of the runtime file ("" for the
+    /// default, `refuse`).
+    pub(crate) fn new(apple: &str) -> Drive {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(tmp.path().join("users.htpasswd"), USERS).unwrap();
+        let file = tmp.path().join("runtime.toml");
+        std::fs::write(&file, DRIVE.replace("APPLE", apple)).unwrap();
+        let mut rt = Runtime::load(&file)
+            .unwrap_or_else(|e| panic!("the WebDAV runtime file (#49) is refused: {e:?}"));
+        let pki = TestPki::new();
+        let base = pki.runtime();
+        rt.listen = base.listen;
+        rt.tls_cert = base.tls_cert;
+        rt.tls_key = base.tls_key;
+        rt.workers = 2;
+        rt.access_log = LogTarget::Off;
+        let running = serve_dir(&root, rt, false, true);
+        Drive {
+            running,
+            root,
+            pki,
+            _tmp: tmp,
+        }
+    }
+
+    pub(crate) fn authority(&self) -> String {
+        format!("127.0.0.1:{}", self.running.local_addr().port())
+    }
+
+    pub(crate) fn client(&self, agent: &'static str) -> Dav<'_> {
+        Dav {
+            drive: self,
+            conn: None,
+            agent,
+            log: Vec::new(),
+        }
+    }
+}
+
+/// An answer as read off the wire, its body de-chunked.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Answer {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The tokens of a comma-separated header, trimmed.
+    pub(crate) fn tokens(&self, name: &str) -> Vec<String> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .flat_map(|(_, v)| v.split(','))
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+}
+
+/// One client: a kept-alive TLS connection (reopened when the server
+/// closes it, as both clients do), its User-Agent, and what it sent and
+/// got so far (for the failure messages).
+pub(crate) struct Dav<'d> {
+    pub(crate) drive: &'d Drive,
+    pub(crate) conn: Option<TlsClient>,
+    pub(crate) agent: &'static str,
+    pub(crate) log: Vec<String>,
+}
+
+impl Dav<'_> {
+    /// Sends `method path` with `headers` (Host and User-Agent added, as
+    /// both clients send them) and `body`; returns the answer. `body` is
+    /// sent as is: the caller writes `Content-Length` or chunks.
+    pub(crate) fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Answer {
+        let mut head = format!("{method} {path} HTTP/1.1\r\n");
+        for (n, v) in headers {
+            head.push_str(&format!("{n}: {v}\r\n"));
+        }
+        head.push_str(&format!(
+            "User-Agent: {}\r\nHost: {}\r\n\r\n",
+            self.agent,
+            self.drive.authority()
+        ));
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(body);
+        let addr = self.drive.running.local_addr();
+        let conn = self
+            .conn
+            .get_or_insert_with(|| TlsClient::connect_tls(addr, self.drive.pki.client_config()));
+        conn.send(&bytes);
+        let answer = read_answer(conn.reader(), method == "HEAD").unwrap_or_else(|e| {
+            panic!(
+                "{method} {path}: no answer ({e}); before it: {:#?}",
+                self.log
+            )
+        });
+        let closes = answer
+            .tokens("connection")
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case("close"));
+        if closes {
+            self.conn = None;
+        }
+        self.log
+            .push(format!("{method} {path} -> {}", answer.status));
+        answer
+    }
+
+    /// `send` that asserts the status, with the exchange so far.
+    pub(crate) fn expect(
+        &mut self,
+        status: u16,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Answer {
+        let a = self.send(method, path, headers, body);
+        assert_eq!(
+            a.status,
+            status,
+            "{method} {path} ({}): answered {} {:?}\n{}\nexchange so far: {:#?}",
+            self.agent,
+            a.status,
+            a.headers,
+            a.text(),
+            self.log
+        );
+        a
+    }
+}
+
+/// Reads one answer: chunked bodies decoded, `Content-Length` read
+/// exactly, a body closed by the server read to its end.
+pub(crate) fn read_answer(r: &mut impl BufRead, head_only: bool) -> std::io::Result<Answer> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let status: u16 = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("status line {line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            break;
+        }
+        let (n, v) = l
+            .split_once(':')
+            .ok_or_else(|| std::io::Error::other(format!("header {l:?}")))?;
+        headers.push((n.to_owned(), v.trim().to_owned()));
+    }
+    let mut a = Answer {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    if head_only || status == 204 || status == 304 || status < 200 {
+        return Ok(a);
+    }
+    let chunked = a
+        .tokens("transfer-encoding")
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case("chunked"));
+    if chunked {
+        loop {
+            line.clear();
+            r.read_line(&mut line)?;
+            let size = line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size, 16)
+                .map_err(|_| std::io::Error::other(format!("chunk size {line:?}")))?;
+            if size == 0 {
+                // Trailers, then the empty line.
+                loop {
+                    line.clear();
+                    r.read_line(&mut line)?;
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            let at = a.body.len();
+            a.body.resize(at + size, 0);
+            r.read_exact(&mut a.body[at..])?;
+            line.clear();
+            r.read_line(&mut line)?;
+        }
+    } else if let Some(len) = a.header("content-length") {
+        let len: usize = len.parse().map_err(std::io::Error::other)?;
+        a.body = vec![0; len];
+        r.read_exact(&mut a.body)?;
+    } else {
+        r.read_to_end(&mut a.body)?;
+    }
+    Ok(a)
+}
+
+/// A chunked body: `data` in chunks of `size` bytes, then the last chunk.
+pub(crate) fn chunked(data: &[u8], size: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in data.chunks(size) {
+        out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+        out.extend_from_slice(c);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// A 405 for a lock method: with `Allow`, which lists what the name
+/// takes and neither LOCK nor UNLOCK (class 1).
+pub(crate) fn assert_lock_refused(a: &Answer, what: &str) {
+    assert_eq!(a.status, 405, "{what}: {} {:?}", a.status, a.headers);
+    let allow = a.tokens("allow");
+    assert!(
+        !allow.is_empty(),
+        "{what}: a 405 says Allow: {:?}",
+        a.headers
+    );
+    for m in ["GET", "HEAD", "OPTIONS", "PROPFIND"] {
+        assert!(
+            allow.iter().any(|t| t == m),
+            "{what}: Allow {allow:?} lacks {m}"
+        );
+    }
+    for m in ["LOCK", "UNLOCK"] {
+        assert!(
+            !allow.iter().any(|t| t == m),
+            "{what}: Allow {allow:?} offers {m}"
+        );
+    }
+}
+
+/// OPTIONS as both clients read it: `DAV` with class 1 (and not 2: no
+/// locks until #50), `MS-Author-Via: DAV`, an `Allow` with `methods`
+/// (what the name takes: the served directory itself is never written,
+/// so `/` lists no PUT, DELETE or PROPPATCH — spec/site.md, "`OPTIONS`
+/// and 405") and neither LOCK nor UNLOCK.
+pub(crate) fn assert_options(a: &Answer, methods: &[&str]) {
+    assert!(
+        (200..300).contains(&a.status),
+        "OPTIONS: {} {:?}",
+        a.status,
+        a.headers
+    );
+    let dav = a.tokens("dav");
+    assert!(
+        dav.iter().any(|t| t == "1"),
+        "DAV: {dav:?} ({:?})",
+        a.headers
+    );
+    assert!(!dav.iter().any(|t| t == "2"), "DAV: {dav:?} claims locks");
+    assert_eq!(a.header("ms-author-via"), Some("DAV"), "{:?}", a.headers);
+    let allow = a.tokens("allow");
+    for m in methods {
+        assert!(allow.iter().any(|t| t == m), "Allow {allow:?} lacks {m}");
+    }
+    for m in ["LOCK", "UNLOCK"] {
+        assert!(!allow.iter().any(|t| t == m), "Allow {allow:?} offers {m}");
+    }
+}
+
+/// What `/` allows: reads and PROPFIND.
+pub(crate) const ROOT_ALLOWS: [&str; 4] = ["GET", "HEAD", "OPTIONS", "PROPFIND"];
+/// What a file or folder under the writer's rule allows.
+pub(crate) const NAME_ALLOWS: [&str; 8] = [
+    "GET",
+    "HEAD",
+    "OPTIONS",
+    "PUT",
+    "DELETE",
+    "PROPFIND",
+    "PROPPATCH",
+    "MOVE",
+];
+
+pub(crate) fn on_disk(root: &Path) -> Vec<String> {
+    nikaia_tests::names(root)
+}
