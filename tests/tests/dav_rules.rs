@@ -29,7 +29,8 @@
 //! - `propfind.rs`: PROPFIND's depth, what it hides, its ETag, 3 000
 //!   members;
 //! - `off.rs`: without `webdav`, every method as before; the same answers
-//!   over HTTP/1.1 and HTTP/2.
+//!   over HTTP/1.1 and HTTP/2;
+//! - `found.rs`: what an outside tester found in the first build.
 
 use nikaia_std::http::Running;
 use nikaia_std::rt::{LogTarget, Runtime};
@@ -44,6 +45,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "dav_rules/destination.rs"]
 mod destination;
+#[path = "dav_rules/found.rs"]
+mod found;
 #[path = "dav_rules/links.rs"]
 mod links;
 #[path = "dav_rules/off.rs"]
@@ -243,9 +246,15 @@ impl Req {
         head.extend_from_slice(self.method.as_bytes());
         head.push(b' ');
         head.extend_from_slice(&self.target);
-        head.extend_from_slice(
-            format!(" HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n").as_bytes(),
-        );
+        head.extend_from_slice(b" HTTP/1.1\r\nConnection: close\r\n");
+        // The address, unless the request names a host of its own.
+        if !self
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("host"))
+        {
+            head.extend_from_slice(format!("Host: {addr}\r\n").as_bytes());
+        }
         if let Some(pair) = self.auth {
             head.extend_from_slice(format!("Authorization: Basic {}\r\n", base64(pair)).as_bytes());
         }

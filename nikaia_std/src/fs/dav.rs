@@ -188,6 +188,9 @@ pub(crate) fn change_dead(
     name: &Path,
     change: impl FnOnce(Option<Vec<u8>>) -> Result<Option<Vec<u8>>, Error>,
 ) -> Result<(), Error> {
+    // Held against every other write of the name (a `PUT` carrying the
+    // record over, another `PROPPATCH`): read, changed and written as one.
+    let _serial = super::temp::serialize(dir, entry);
     let fd = match open_entry(dir, entry) {
         Ok(fd) => fd,
         Err(Errno::LOOP) => return Err(denied("a link's properties are not written")),

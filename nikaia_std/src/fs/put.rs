@@ -42,6 +42,9 @@ pub struct Writing {
     /// A write under a site's rules: the last component, if a link, is
     /// replaced (never followed), and protected files are refused.
     guard: Option<Guard>,
+    /// Whether the file takes the dead properties of the file it replaces
+    /// (a body written: yes; a copy, which brings its own: no).
+    carry: bool,
     /// The levels its walk made, removed again if it ends without its
     /// name (declared last: dropped after the file and its directory).
     made: Made,
@@ -126,6 +129,7 @@ impl Writing {
             mode,
             written: 0,
             guard,
+            carry: true,
             made: Made::default(),
         })
     }
@@ -150,6 +154,7 @@ impl Writing {
             mode: a.mode,
             written,
             guard,
+            carry: true,
             made: Made::default(),
         };
         let dir = writing.dir.as_fd();
@@ -176,6 +181,9 @@ impl Writing {
     pub(crate) fn copy_from(&mut self, src: &File) -> Result<(), Error> {
         let copied = super::dav::copy_bytes(src, &self.file, Path::new(&self.name))?;
         self.written += copied;
+        // The Destination is replaced by the source, properties and all
+        // (RFC 4918 §9.8.4): nothing of the old file's is carried.
+        self.carry = false;
         Ok(())
     }
 
@@ -218,7 +226,7 @@ impl Writing {
             };
             // A site's write keeps what WebDAV said of the file it
             // replaces (RFC 4918 §9.7.1).
-            if replace && !found.created && self.guard.is_some() {
+            if replace && !found.created && self.guard.is_some() && self.carry {
                 super::dav::carry_dead(dir, &self.entry, file);
             }
             let linked = self

@@ -34,8 +34,8 @@ pub(crate) struct Stats {
 
 /// The statuses a write of the directory writer is refused with, counted
 /// each on its own (`rt::WritesReport`); any other is counted as 500.
-const WRITE_REFUSALS: [u16; 14] = [
-    400, 401, 403, 404, 405, 409, 412, 413, 415, 500, 503, 507, 408, 411,
+const WRITE_REFUSALS: [u16; 16] = [
+    400, 401, 403, 404, 405, 409, 412, 413, 415, 500, 503, 507, 408, 411, 424, 502,
 ];
 
 /// What the directory writer did (`rt::WritesReport`).

@@ -52,11 +52,8 @@ fn rows(port: u16) -> Vec<Row> {
             &format!("http://127.0.0.1:{}/drive/x", port ^ 1),
             502,
         ),
-        row(
-            "another scheme",
-            &format!("https://127.0.0.1:{port}/drive/x"),
-            502,
-        ),
+        // (`https` to this host and port on a plain listener names this
+        // server: TLS may have ended in front, `found.rs`.)
         row(
             "ftp scheme",
             &format!("ftp://127.0.0.1:{port}/drive/x"),
@@ -97,7 +94,7 @@ fn rows(port: u16) -> Vec<Row> {
         row("the root", "/x", 405),
         row("the root itself", "/", 405),
         row("no path in the URI", &here, 405),
-        row("doubled slash is a path", "//evil.example/x", 405),
+        row("a network-path reference", "//evil.example/x", 400),
         row("deny 404", "/drive/secret/x", 404),
         row("deny 404 by suffix", "/drive/new.key", 404),
         row("deny 403", "/drive/forbidden/x", 403),

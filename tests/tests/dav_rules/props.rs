@@ -4,7 +4,7 @@
 
 use super::*;
 
-fn set(props: &str) -> String {
+pub(super) fn set(props: &str) -> String {
     format!(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\
          <D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\"><D:set><D:prop>{props}\
@@ -14,7 +14,7 @@ fn set(props: &str) -> String {
 
 /// The value of `Z:name` a PROPFIND of `path` sends (its text between the
 /// tags), if one came with 200.
-fn value(addr: SocketAddr, path: &str, name: &str) -> Option<String> {
+pub(super) fn value(addr: SocketAddr, path: &str, name: &str) -> Option<String> {
     let body = format!(
         "<?xml version=\"1.0\"?><D:propfind xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\">\
          <D:prop><Z:{name}/></D:prop></D:propfind>"

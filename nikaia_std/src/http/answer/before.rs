@@ -182,11 +182,13 @@ fn site_write(
     // A name no write may make (too long, a control character): 400 from
     // the head, before any rule (`spec/site.md`, "The order of checks").
     let unmakeable = match (asked.op, asked.refused) {
-        (Op::Put, false) => write::unmakeable(to.name.as_os_str().as_encoded_bytes()),
+        (Op::Put, false) => {
+            write::unmakeable(to.name.as_os_str().as_encoded_bytes()).map(write::unmakeable_answer)
+        }
+        (Op::Delete, false) => dav::delete_depth(rt, req, &name),
         _ => None,
     };
-    if let Some(why) = unmakeable {
-        let mut refusal = write::unmakeable_answer(why);
+    if let Some(mut refusal) = unmakeable {
         files.count_write(400);
         write::dress_refusal(rt, req, &name, &Grant::default(), tls, &mut refusal);
         return Before::Refuse(refusal);

@@ -134,8 +134,8 @@ pub(crate) fn ask(
         _ => None,
     };
     let overwrite = match req.header_bytes("overwrite").map(<[u8]>::trim_ascii) {
-        None | Some(b"T" | b"t") => true,
-        Some(b"F" | b"f") => false,
+        None | Some(b"T") => true,
+        Some(b"F") => false,
         Some(_) => return Err(bad("Overwrite must be T or F")),
     };
     match op {
@@ -170,6 +170,20 @@ pub(crate) fn ask(
     })
 }
 
+/// A `DELETE` under a `webdav` rule that asks a `Depth` but `infinity`:
+/// 400 (RFC 4918 §9.6.1: a collection goes whole, or the request is
+/// wrong), never a removal of more than the client meant.
+pub(crate) fn delete_depth(rt: &Runtime, req: &Request, name: &str) -> Option<Response> {
+    if !rule_for(rt, bare(name)).is_some_and(|r| r.webdav) {
+        return None;
+    }
+    match depth(req) {
+        Ok(Depth::Infinity) => None,
+        Ok(_) => Some(bad("DELETE takes Depth infinity")),
+        Err(bad) => Some(bad),
+    }
+}
+
 /// Whether `name`'s last component is one of Finder's: an AppleDouble
 /// file (`._NAME`) or `.DS_Store`.
 pub(crate) fn apple_double(name: &[u8]) -> bool {
@@ -195,7 +209,8 @@ pub(crate) fn discard(
     }
     // The name a write beside it would have: the dots taken off.
     let lossy = a.path.to_string_lossy();
-    let (dir, last) = lossy.rsplit_once('/').unwrap_or(("", &lossy));
+    let lossy = lossy.trim_end_matches('/');
+    let (dir, last) = lossy.rsplit_once('/').unwrap_or(("", lossy));
     let stand_in = match dir {
         "" => last.trim_start_matches('.').to_owned(),
         dir => format!("{dir}/{}", last.trim_start_matches('.')),
@@ -343,20 +358,28 @@ fn destination(
 /// as it is, an absolute URI only with the request's scheme and
 /// authority (502 for another: RFC 4918 §9.8.4, §9.9.4).
 fn local_path<'d>(raw: &'d str, req: &Request, tls: bool) -> Result<&'d str, Response> {
+    if raw.starts_with("//") {
+        return Err(bad("the Destination is a network-path reference"));
+    }
     if raw.starts_with('/') {
         return Ok(raw);
     }
     let Some((scheme, rest)) = raw.split_once("://") else {
         return Err(bad("the Destination is neither an absolute URI nor a path"));
     };
-    let ours = if tls { "https" } else { "http" };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = (&rest[..end], &rest[end..]);
+    let path = if path.starts_with('/') { path } else { "/" };
+    // On a plain listener TLS may have ended in front (`plain-http`): an
+    // `https` Destination of the same host names this server too, its
+    // port read as `https`'s.
+    let https = scheme.eq_ignore_ascii_case("https");
+    let ours = match tls {
+        true => https,
+        false => https || scheme.eq_ignore_ascii_case("http"),
     };
     let host = req.header("host").unwrap_or("");
-    let same = scheme.eq_ignore_ascii_case(ours) && same_authority(authority, host, tls);
-    if !same {
+    if !ours || !same_authority(authority, host, https) {
         let mut resp = Response::status_page(502);
         resp.log_error = None;
         return Err(resp);

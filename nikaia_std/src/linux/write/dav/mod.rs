@@ -105,8 +105,9 @@ impl Dav {
             self.checking = Side::Dest;
             return Step::Check(check);
         }
-        // A read takes no writer's place.
-        if self.op != Op::Propfind {
+        // A read takes no writer's place; a `PROPPATCH` takes its place
+        // once its body is here (a body that never comes holds none).
+        if !matches!(self.op, Op::Propfind | Op::Proppatch) {
             match self.wing.slot(self.max_writes) {
                 Ok(slot) => self.slot = Some(slot),
                 Err(busy) => return Step::Answer(self.refusal(busy)),
@@ -193,7 +194,13 @@ impl Act for Dav {
         }
         let resp = match self.op {
             Op::Propfind => props::propfind(self),
-            _ => props::proppatch(self),
+            _ => match self.wing.slot(self.max_writes) {
+                Ok(slot) => {
+                    self.slot = Some(slot);
+                    props::proppatch(self)
+                }
+                Err(busy) => return Some(self.refusal(busy)),
+            },
         };
         Some(self.answer(resp))
     }

@@ -40,6 +40,11 @@ fn bare(path: &Path) -> PathBuf {
     PathBuf::from(OsStr::from_bytes(&bytes[..end]))
 }
 
+/// Whether the Destination was written with a trailing `/`.
+fn slashed(d: &Dav) -> bool {
+    (d.dest_path.as_ref()).is_some_and(|p| p.as_os_str().as_bytes().ends_with(b"/"))
+}
+
 /// The name as the rules see it.
 fn text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
@@ -79,10 +84,12 @@ pub(super) fn xml_answer(status: u16, body: Vec<u8>) -> Response {
     resp
 }
 
-/// The href of a name under the served directory: percent-encoded, a
-/// collection's with its trailing `/`.
-pub(super) fn href(name: &str, collection: bool) -> String {
-    let bare = name.trim_end_matches('/');
+/// The href of a name under the served directory (its exact bytes, UTF-8
+/// or not): percent-encoded, a collection's with its trailing `/`.
+pub(super) fn href(name: impl AsRef<[u8]>, collection: bool) -> String {
+    let name = name.as_ref();
+    let end = name.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    let bare = &name[..end];
     let mut out = String::from("/");
     out.push_str(&percent_encode(bare, b"/-._~!$&'()*+,;=:@"));
     if collection && !bare.is_empty() {
@@ -349,6 +356,11 @@ fn copy_file(
         Cleared::Was(existed) => existed,
         Cleared::Refused(refused) => return Ok(Outcome::Partial(refused)),
     };
+    if !existed && slashed(d) {
+        // A trailing `/` names a collection: a file is not made there
+        // (as a `PUT` of it is refused).
+        return Err(Error::NotAFile { directory: true });
+    }
     let (file, _) = d.root.dav_at(src, src_guard, |dir, entry| {
         fsdav::open_source(dir.as_fd(), entry, src)
     })?;
@@ -429,6 +441,9 @@ pub(super) fn move_(d: &mut Dav) -> Response {
         Ok(Cleared::Refused(refused)) => return multistatus(&refused),
         Err(e) => return answered(Err(e), Wrote::Made),
     };
+    if !existed && !dir && slashed(d) {
+        return answered(Err(Error::NotAFile { directory: true }), Wrote::Made);
+    }
     if existed && !dst_permit.conditions.replace && !dir {
         return Response::status_page(403);
     }

@@ -37,6 +37,7 @@ fn bad(why: &str) -> Response {
 /// system or the bound holds, 507.
 pub(super) fn proppatch(d: &mut Dav) -> Response {
     let changes = match xml::proppatch(&d.body) {
+        Ok(c) if c.is_empty() => return bad("PROPPATCH names no property (RFC 4918 §14.19)"),
         Ok(c) => c,
         Err(xml::Bad(why)) => return bad(why),
     };
@@ -89,10 +90,8 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
         }
     }
     let mut out = Multistatus::begin();
-    let href = href(
-        &d.path.to_string_lossy(),
-        d.path.as_os_str().as_bytes().ends_with(b"/"),
-    );
+    let bytes = d.path.as_os_str().as_bytes();
+    let href = href(bytes, bytes.ends_with(b"/"));
     match status {
         Ok(()) => {
             let props: Vec<Prop<'_>> = names.iter().map(empty).collect();
@@ -155,11 +154,18 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
         .flatten();
     let mut out = Multistatus::begin();
     let quota = wants_quota(&find).then(|| quota(fd.as_fd())).flatten();
-    respond(&mut out, &find, &name, &stat, dead.as_deref(), quota);
+    let bytes = d.path.as_os_str().as_bytes();
+    respond(&mut out, &find, bytes, &stat, dead.as_deref(), quota);
     let members = (d.depth == Depth::One && stat.dir).then(|| Walk {
         dir: fd,
         read: None,
         name: name.trim_end_matches('/').to_owned(),
+        bytes: {
+            let b = d.path.as_os_str().as_bytes();
+            let end = b.iter().rposition(|&c| c != b'/').map_or(0, |i| i + 1);
+            b[..end].to_vec()
+        },
+        truncated: false,
         root: d.root.clone(),
         find,
         rt: d.wing.runtime(),
@@ -226,13 +232,13 @@ fn wants_dead(find: &Find) -> bool {
 fn respond(
     out: &mut Multistatus,
     find: &Find,
-    name: &str,
+    name: &[u8],
     stat: &Stat,
     dead: Option<&[u8]>,
     quota: Option<(u64, u64)>,
 ) {
     let dead: Vec<(QName, Value)> = dead.and_then(|r| dead::decode(r).ok()).unwrap_or_default();
-    let mut live = live(name, stat);
+    let mut live = live(OsStr::from_bytes(name), stat);
     // RFC 4331's quota, asked by name only (it is not in `allprop`, §3),
     // for a collection: its file system's free and used bytes.
     if let (Find::Prop(_), Some((free, used)), true) = (find, quota, stat.dir) {
@@ -326,7 +332,7 @@ impl Live {
 /// The live properties of `name` as it is now: what a `GET` of it would
 /// say (its `ETag` byte for byte, its type), and its birth where the file
 /// system keeps one.
-fn live(name: &str, stat: &Stat) -> Vec<(&'static str, Live)> {
+fn live(name: &OsStr, stat: &Stat) -> Vec<(&'static str, Live)> {
     let modified = stat.mtime_ns.div_euclid(1_000_000_000).max(0) as u64;
     let date = crate::text::date::imf_fixdate(modified);
     let mut out = vec![
@@ -372,7 +378,12 @@ struct Turns {
 struct Walk {
     dir: OwnedFd,
     read: Option<rustix::fs::Dir>,
+    /// The collection's name, as the rules read it.
     name: String,
+    /// Its exact bytes, for the hrefs and the opens.
+    bytes: Vec<u8>,
+    /// Members past the bound were left out.
+    truncated: bool,
     root: Root,
     find: Find,
     rt: Arc<Runtime>,
@@ -402,6 +413,12 @@ impl Walk {
         let mut taken = 0;
         while taken < CHUNK {
             let Some(entry) = read.read() else {
+                if self.truncated {
+                    // Said, so that no client takes the listing for whole
+                    // (RFC 4918 §9.1: 507 for the collection, as servers
+                    // that bound a listing answer).
+                    out.status(&href(&self.bytes, true), 507);
+                }
                 out.end();
                 self.done = true;
                 return Ok(Some(out.out));
@@ -412,6 +429,7 @@ impl Walk {
                 continue;
             }
             if self.budget == 0 {
+                self.truncated = true;
                 continue;
             }
             self.budget -= 1;
@@ -430,26 +448,32 @@ impl Walk {
             ) {
                 continue;
             }
-            let Some((stat, dead)) = self.member(raw, &member) else {
+            let mut at = self.bytes.clone();
+            if !at.is_empty() {
+                at.push(b'/');
+            }
+            at.extend_from_slice(raw);
+            let Some((stat, dead)) = self.member(raw, &at) else {
                 continue;
             };
             let quota = match wants_quota(&self.find) && stat.dir {
                 true => quota(self.dir.as_fd()),
                 false => None,
             };
-            respond(&mut out, &self.find, &member, &stat, dead.as_deref(), quota);
+            respond(&mut out, &self.find, &at, &stat, dead.as_deref(), quota);
         }
         Ok(Some(out.out))
     }
 
     /// What a member is (a link followed as a read follows it, inside the
     /// root only) and its dead properties where the answer wants them.
-    fn member(&self, raw: &[u8], name: &str) -> Option<(Stat, Option<Vec<u8>>)> {
-        let look = fsdav::look(self.dir.as_fd(), raw, Path::new(name)).ok()??;
+    fn member(&self, raw: &[u8], at: &[u8]) -> Option<(Stat, Option<Vec<u8>>)> {
+        let name = Path::new(OsStr::from_bytes(at));
+        let look = fsdav::look(self.dir.as_fd(), raw, name).ok()??;
         let link = look.0 == rustix::fs::FileType::Symlink;
         let want = wants_dead(&self.find);
         if link {
-            let (fd, stat) = self.root.dav_target(Path::new(name)).ok()?;
+            let (fd, stat) = self.root.dav_target(name).ok()?;
             let dead = want.then(|| fsdav::read_dead(fd.as_fd())).flatten();
             return Some((stat, dead));
         }
