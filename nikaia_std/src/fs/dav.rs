@@ -76,6 +76,14 @@ fn statx(dir: BorrowedFd<'_>, entry: Option<&[u8]>) -> Result<(FileType, Stat), 
 /// The dead properties' record of an open file or directory, if it has
 /// one (a file system without `user.` attributes has none).
 pub(crate) fn read_dead(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+    // Most names have none, and most records are small: a buffer on the
+    // stack first, the bound's only for a record that needs it.
+    let mut small = [0u8; 512];
+    match rustix::fs::fgetxattr(fd, DEAD, &mut small[..]) {
+        Ok(n) => return Some(small[..n].to_vec()),
+        Err(Errno::RANGE) => {}
+        Err(_) => return None,
+    }
     let mut buf = vec![0u8; DEAD_MAX];
     match rustix::fs::fgetxattr(fd, DEAD, &mut buf[..]) {
         Ok(n) => {
