@@ -347,7 +347,11 @@ fn give(
 /// Links an unnamed (`O_TMPFILE`) file as `entry` of `dir`: by the
 /// descriptor where the process may (`AT_EMPTY_PATH` needs
 /// `CAP_DAC_READ_SEARCH`), else through its `/proc/self/fd` link.
-pub(super) fn link_unnamed(file: &File, dir: BorrowedFd<'_>, entry: &[u8]) -> Result<(), Errno> {
+pub(in crate::fs) fn link_unnamed(
+    file: &File,
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+) -> Result<(), Errno> {
     match rustix::fs::linkat(file, "", dir, entry, AtFlags::EMPTY_PATH) {
         Err(Errno::NOENT | Errno::PERM | Errno::ACCESS | Errno::INVAL) => {
             use std::os::fd::AsRawFd;

@@ -107,6 +107,22 @@ fn look_guard(protected: &[(u64, u64)]) -> Guard {
     }
 }
 
+/// What the request's own name is now, reached under `guard` (no link
+/// followed on the way, the runtime file's own files refused), or the
+/// answer: 404 where nothing is.
+fn source(d: &Dav, src: &Path, guard: &Guard) -> Result<(FileType, fsdav::Stat), Response> {
+    let found = (d.root).dav_at(src, guard, |dir, entry| {
+        fsdav::look(dir.as_fd(), entry, src)
+    });
+    let (kind, stat) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) | Err(Error::NotFound) => return Err(Response::status_page(404)),
+        Err(e) => return Err(answered(Err(e), Wrote::Made)),
+    };
+    fsdav::guarded(guard, &stat, src).map_err(|e| answered(Err(e), Wrote::Made))?;
+    Ok((kind, stat))
+}
+
 /// `MKCOL`: 201; 405 for a name that exists, 409 for a missing parent
 /// (unless `make-dirs`).
 pub(super) fn mkcol(d: &mut Dav) -> Response {
@@ -145,17 +161,10 @@ pub(super) fn copy(d: &mut Dav) -> Response {
     let src_guard = look_guard(&own);
     let dst_guard = dst_permit.guard(own.clone());
     let rt = d.wing.runtime();
-    let found = d.root.dav_at(&src, &src_guard, |dir, entry| {
-        fsdav::look(dir.as_fd(), entry, &src)
-    });
-    let (kind, stat) = match found {
-        Ok(Some(found)) => found,
-        Ok(None) | Err(Error::NotFound) => return Response::status_page(404),
-        Err(e) => return answered(Err(e), Wrote::Made),
+    let (kind, stat) = match source(d, &src, &src_guard) {
+        Ok(found) => found,
+        Err(resp) => return resp,
     };
-    if let Err(e) = fsdav::guarded(&src_guard, &stat, &src) {
-        return answered(Err(e), Wrote::Made);
-    }
     let grant = src_permit.grant.clone();
     if kind == FileType::RegularFile && dst_permit.limit.is_some_and(|l| stat.size > l) {
         return Response::status_page(413);
@@ -396,17 +405,10 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     let look = look_guard(&own);
     let dst_guard = dst_permit.guard(own.clone());
     let rt = d.wing.runtime();
-    let found = d.root.dav_at(&src, &look, |dir, entry| {
-        fsdav::look(dir.as_fd(), entry, &src)
-    });
-    let (kind, stat) = match found {
-        Ok(Some(found)) => found,
-        Ok(None) | Err(Error::NotFound) => return Response::status_page(404),
-        Err(e) => return answered(Err(e), Wrote::Made),
+    let (kind, _) = match source(d, &src, &look) {
+        Ok(found) => found,
+        Err(resp) => return resp,
     };
-    if let Err(e) = fsdav::guarded(&look, &stat, &src) {
-        return answered(Err(e), Wrote::Made);
-    }
     if kind == FileType::Symlink {
         // Moved, a relative link would name something else; and a link to
         // a name the rules keep would take a name of the mover's choosing.
