@@ -204,3 +204,37 @@ fn a_proppatch_body_that_never_comes_holds_no_writers_place() {
     assert_eq!(reply.status, 201, "{}", reply.text());
     drop(stalled);
 }
+
+/// A collection past the listing's bound (100 000 members): the 207 says
+/// so with a 507 for the collection, after the members it lists, so that
+/// no sync client takes the listing for whole.
+#[test]
+fn a_listing_past_its_bound_ends_with_507() {
+    let d = Drive::new("found-bound", RULES);
+    let dir = d.drive().join("many");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..100_005u32 {
+        std::fs::File::create(dir.join(format!("f{i}"))).unwrap();
+    }
+    let running = d.serve();
+    let addr = running.local_addr();
+    let body = "<?xml version=\"1.0\"?><D:propfind xmlns:D=\"DAV:\"><D:prop>\
+                <D:resourcetype/></D:prop></D:propfind>";
+    let reply = req("PROPFIND", "/drive/many/")
+        .h("Depth", "1")
+        .body(body)
+        .send(addr);
+    assert_eq!(reply.status, 207);
+    let text = reply.text();
+    assert_eq!(
+        text.matches("<D:response>").count(),
+        100_002,
+        "the collection, 100 000 members, the 507"
+    );
+    let last = text.rsplit("<D:response>").next().unwrap();
+    assert!(
+        last.contains("<D:href>/drive/many/</D:href>") && last.contains(" 507 "),
+        "{last}"
+    );
+    assert!(text.ends_with("</D:multistatus>"));
+}
