@@ -25,8 +25,14 @@ impl Identity {
     /// [`Mode::ReplaceIf`](super::Mode::ReplaceIf) compares it: quoted,
     /// from the modification time (ns) and the size.
     pub fn etag(&self) -> String {
-        format!("\"{:x}-{:x}\"", self.mtime_ns, self.size)
+        etag_of(self.mtime_ns, self.size)
     }
+}
+
+/// The strong ETag of a version: its modification time (ns) and size.
+/// One format for a `GET` and for WebDAV's `getetag`.
+pub(crate) fn etag_of(mtime_ns: i64, size: u64) -> String {
+    format!("\"{mtime_ns:x}-{size:x}\"")
 }
 
 /// A regular file opened under a root: the one descriptor every later step

@@ -45,7 +45,7 @@ pub(crate) struct Stat {
 impl Stat {
     /// The ETag a `GET` of the file sends.
     pub(crate) fn etag(&self) -> String {
-        format!("\"{:x}-{:x}\"", self.mtime_ns, self.size)
+        super::open::etag_of(self.mtime_ns, self.size)
     }
 }
 

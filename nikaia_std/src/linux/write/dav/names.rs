@@ -34,7 +34,7 @@ enum Outcome {
 }
 
 /// The name without its trailing `/` (the entry the walker reaches).
-fn bare(path: &Path) -> PathBuf {
+pub(super) fn bare(path: &Path) -> PathBuf {
     let bytes = path.as_os_str().as_bytes();
     let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
     PathBuf::from(OsStr::from_bytes(&bytes[..end]))

@@ -20,7 +20,7 @@ use bytes::Bytes;
 use rustix::fd::{AsFd, OwnedFd};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// Members read and written per turn of a `PROPFIND`'s body.
@@ -55,7 +55,7 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
         Err(403)
     } else {
         let guard = permit.guard(d.own.identities(&d.root));
-        let at = strip(&d.path);
+        let at = super::names::bare(&d.path);
         let done = d.root.dav_at(&at, &guard, |dir, entry| {
             // The runtime file's own files take no properties either.
             if let Some((_, stat)) = fsdav::look(dir.as_fd(), entry, &at)? {
@@ -114,13 +114,6 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
     }
     out.end();
     xml_answer(207, out.out)
-}
-
-/// The name without its trailing `/`.
-fn strip(path: &Path) -> PathBuf {
-    let bytes = path.as_os_str().as_bytes();
-    let end = bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
-    PathBuf::from(OsStr::from_bytes(&bytes[..end]))
 }
 
 /// `PROPFIND` of Depth 0 or 1: the name's response now, its members'
