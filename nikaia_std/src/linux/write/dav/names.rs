@@ -276,6 +276,11 @@ fn clear(
                 false => Err(Error::Io(std::io::ErrorKind::DirectoryNotEmpty.into())),
             }
         }
+        // A file the act's own rename or link replaces: only where the
+        // rule replaces, said before anything is touched.
+        _ if !whole && !permit.conditions.replace => {
+            Err(fsdav::denied("the rule does not let this replace files"))
+        }
         _ if !whole => Ok(Cleared::Was(true)),
         _ => {
             if !permit.removable.files && !permit.conditions.replace {
@@ -445,9 +450,6 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     };
     if !existed && !dir && slashed(d) {
         return answered(Err(Error::NotAFile { directory: true }), Wrote::Made);
-    }
-    if existed && !dst_permit.conditions.replace && !dir {
-        return Response::status_page(403);
     }
     let replace = existed && !dir;
     let moved = d.root.dav_at(&dst, &dst_guard, |ddir, dentry| {
