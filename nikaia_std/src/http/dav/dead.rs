@@ -2,26 +2,31 @@
 //! collection (`user.nikaia.dav`, `spec/site.md` "Properties"): the whole
 //! set in one record, so a `PROPPATCH` writes all of it or none.
 //!
-//! The record: one byte, the format's version (1); then for each property,
-//! sorted by name with no name twice, its namespace, its local name and its
-//! value, each a 4-byte little-endian length and that many bytes of UTF-8.
+//! The record: one byte, the format's version (2); then for each property,
+//! sorted by name with no name twice, its namespace, its local name, its
+//! value and its `xml:lang` (empty: none), each a 4-byte little-endian
+//! length and that many bytes of UTF-8. A record of version 1 (no
+//! `xml:lang`) is read as well.
 
 use super::xml::{well_formed_value, Bad, Change, QName, Value};
 use std::collections::BTreeMap;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// The whole set (sorted by name, no name twice) as one record.
 pub(crate) fn encode(props: &[(QName, Value)]) -> Vec<u8> {
     debug_assert!(props.windows(2).all(|w| w[0].0 < w[1].0));
     let len = props
         .iter()
-        .map(|(n, v)| 12 + n.ns.len() + n.local.len() + v.0.len())
+        .map(|(n, v)| {
+            16 + n.ns.len() + n.local.len() + v.0.len() + v.1.as_ref().map_or(0, String::len)
+        })
         .sum::<usize>();
     let mut out = Vec::with_capacity(1 + len);
     out.push(VERSION);
     for (name, value) in props {
-        for field in [&name.ns, &name.local, &value.0] {
+        let lang = value.1.as_deref().unwrap_or("");
+        for field in [name.ns.as_str(), &name.local, &value.0, lang] {
             out.extend_from_slice(&(field.len() as u32).to_le_bytes());
             out.extend_from_slice(field.as_bytes());
         }
@@ -35,7 +40,7 @@ pub(crate) fn encode(props: &[(QName, Value)]) -> Vec<u8> {
 /// as no properties and logs it.
 pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<(QName, Value)>, Bad> {
     let (&version, mut rest) = bytes.split_first().ok_or(Bad("an empty record"))?;
-    if version != VERSION {
+    if version != VERSION && version != 1 {
         return Err(Bad("a record of another version"));
     }
     let mut field = || -> Result<String, Bad> {
@@ -58,7 +63,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<(QName, Value)>, Bad> {
             Err(e) => return Err(e),
         };
         let local = field()?;
-        let value = Value(field()?);
+        let xml = field()?;
+        let lang = match version {
+            1 => String::new(),
+            _ => field()?,
+        };
+        let value = Value(xml, (!lang.is_empty()).then_some(lang));
         let name = QName { ns, local };
         if !super::xml::name_ok(&name) {
             return Err(Bad("a record with a name that is not an XML name"));
@@ -105,7 +115,7 @@ mod tests {
     }
 
     fn v(s: &str) -> Value {
-        Value(s.into())
+        Value(s.into(), None)
     }
 
     #[test]
@@ -119,7 +129,7 @@ mod tests {
             ),
         ];
         let bytes = encode(&props);
-        assert_eq!(bytes[0], 1);
+        assert_eq!(bytes[0], 2);
         assert_eq!(decode(&bytes), Ok(props));
         assert_eq!(decode(&encode(&[])), Ok(vec![]));
     }
@@ -130,14 +140,15 @@ mod tests {
         let good = encode(&props);
         assert!(decode(&[]).is_err());
         let mut other = good.clone();
-        other[0] = 2;
+        other[0] = 3;
         assert!(decode(&other).is_err());
-        // Cut anywhere but between properties (the first 1 + 15 bytes are
-        // the empty set's record and the first property).
-        for cut in (2..good.len()).filter(|&c| c != 16) {
+        // Cut anywhere but between properties (the first 1 + 19 bytes are
+        // the empty set's record and the first property, its empty
+        // `xml:lang` included).
+        for cut in (2..good.len()).filter(|&c| c != 20) {
             assert!(decode(&good[..cut]).is_err(), "cut at {cut}");
         }
-        assert_eq!(decode(&good[..16]), Ok(props[..1].to_vec()));
+        assert_eq!(decode(&good[..20]), Ok(props[..1].to_vec()));
         // Out of order, and a name twice: written by hand (encode asserts).
         let by_hand = |props: &[&(QName, Value)]| {
             let mut out = vec![1u8];

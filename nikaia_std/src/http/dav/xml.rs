@@ -144,9 +144,10 @@ pub(crate) fn well_formed_value(value: &Value) -> bool {
 
 /// A dead property's value: XML content, self-contained (every element in
 /// it declares the namespace it uses, so it can be written anywhere as it
-/// is).
+/// is), and the `xml:lang` in scope on its property element, kept as RFC
+/// 4918 §4.3 asks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Value(pub String);
+pub(crate) struct Value(pub String, pub Option<String>);
 
 /// One change a `PROPPATCH` asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -161,16 +162,19 @@ pub(crate) enum Change {
 /// escaped, comments and processing instructions dropped, and each element
 /// at its top carrying every namespace declaration in scope where it was
 /// (the default one too, `xmlns=""` when there is none), so prefixes used
-/// in content keep their meaning. Attributes on the property element itself
-/// (`xml:lang`) are not kept.
+/// in content keep their meaning. Of the property element's own attributes
+/// only `xml:lang` is kept, its own or the nearest one around it.
 pub(crate) fn proppatch(body: &[u8]) -> Result<Vec<Change>, Bad> {
     let mut r = Reader::new(body)?;
-    if !r.root()?.name.is_dav("propertyupdate") {
+    let root = r.root()?;
+    if !root.name.is_dav("propertyupdate") {
         return Err(Bad("the root element is not DAV:propertyupdate"));
     }
+    let top = lang(&root, None);
     let mut changes = Vec::new();
     let mut budget = MAX_VALUES;
     while let Some(op) = r.child()? {
+        let at_op = lang(&op, top.as_deref());
         let set = if op.name.is_dav("set") {
             true
         } else if op.name.is_dav("remove") {
@@ -184,9 +188,11 @@ pub(crate) fn proppatch(body: &[u8]) -> Result<Vec<Change>, Bad> {
                 r.skip()?;
                 continue;
             }
+            let at_prop = lang(&prop, at_op.as_deref());
             while let Some(p) = r.child()? {
                 if set {
-                    let value = value(&mut r, &mut budget)?;
+                    let mut value = value(&mut r, &mut budget)?;
+                    value.1 = lang(&p, at_prop.as_deref());
                     changes.push(Change::Set(p.name, value));
                 } else {
                     r.skip()?;
@@ -197,6 +203,13 @@ pub(crate) fn proppatch(body: &[u8]) -> Result<Vec<Change>, Bad> {
     }
     r.finish()?;
     Ok(changes)
+}
+
+/// The `xml:lang` in scope on `e`: its own, else `around`'s.
+fn lang(e: &Elem, around: Option<&str>) -> Option<String> {
+    let own = e.attrs.iter().find(|a| a.raw == "xml:lang");
+    own.map(|a| a.value.clone())
+        .or_else(|| around.map(str::to_owned))
 }
 
 /// The content of the element open now, written again self-contained,
@@ -240,7 +253,7 @@ fn value(r: &mut Reader<'_>, budget: &mut usize) -> Result<Value, Bad> {
             Ev::End => {
                 let Some(name) = names.pop() else {
                     *budget -= out.len();
-                    return Ok(Value(out));
+                    return Ok(Value(out, None));
                 };
                 if open {
                     out.push_str("/>");

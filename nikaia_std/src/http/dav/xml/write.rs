@@ -162,6 +162,11 @@ fn property(s: &mut String, p: &Prop<'_>) {
         s.push('"');
         "p:"
     };
+    if let Content::Raw(Value(_, Some(lang))) = &p.content {
+        s.push_str(" xml:lang=\"");
+        escape_attr(s, lang);
+        s.push('"');
+    }
     match &p.content {
         Content::Empty => return s.push_str("/>"),
         Content::Text(t) => {

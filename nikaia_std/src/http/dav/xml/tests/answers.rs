@@ -13,7 +13,7 @@ fn litmus_propset() {
         .collect();
     let changes = proppatch(neon_proppatch(&items).as_bytes()).unwrap();
     let expect: Vec<Change> = (0..10)
-        .map(|n| Change::Set(q(NS, &names[n]), Value(values[n].clone())))
+        .map(|n| Change::Set(q(NS, &names[n]), Value(values[n].clone(), None)))
         .collect();
     assert_eq!(changes, expect);
     // propdeletes: remove prop0..4.
@@ -36,7 +36,7 @@ fn litmus_propnullns() {
     let props = sets(proppatch(body.as_bytes()).unwrap());
     assert_eq!(
         props,
-        vec![(q("", "nonamespace"), Value("randomvalue".into()))]
+        vec![(q("", "nonamespace"), Value("randomvalue".into(), None))]
     );
     // Read back: the answer names it with no namespace, and its value.
     let doc = answer(&props);
@@ -80,13 +80,13 @@ fn litmus_propremoveset_and_propsetremove() {
         changes,
         vec![
             Change::Remove(name.clone()),
-            Change::Set(name.clone(), Value("x".into())),
-            Change::Set(name.clone(), Value("y".into())),
+            Change::Set(name.clone(), Value("x".into(), None)),
+            Change::Set(name.clone(), Value("y".into(), None)),
         ]
     );
     let mut props = vec![];
     crate::http::dav::dead::apply(&mut props, &changes);
-    assert_eq!(props, vec![(name.clone(), Value("y".into()))]);
+    assert_eq!(props, vec![(name.clone(), Value("y".into(), None))]);
 
     let body = format!(
         "{DECL}<propertyupdate xmlns='DAV:'>\
@@ -98,7 +98,7 @@ fn litmus_propremoveset_and_propsetremove() {
     assert_eq!(
         changes,
         vec![
-            Change::Set(name.clone(), Value("x".into())),
+            Change::Set(name.clone(), Value("x".into(), None)),
             Change::Remove(name),
         ]
     );
@@ -189,7 +189,10 @@ fn multistatus_is_well_formed_for_any_name() {
         q(NS, "D"),
         q("http://p", "p"),
     ];
-    let value = Value("<p:v xmlns=\"\" xmlns:p=\"urn:other\">1</p:v><w/>".into());
+    let value = Value(
+        "<p:v xmlns=\"\" xmlns:p=\"urn:other\">1</p:v><w/>".into(),
+        None,
+    );
     let props: Vec<Prop<'_>> = vec![
         Prop {
             name: &names[0],

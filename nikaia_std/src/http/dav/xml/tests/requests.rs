@@ -147,7 +147,10 @@ fn proppatch_refusals() {
         <propertyupdate xmlns='DAV:'><set><prop><x xml:lang='en'>v</x></prop></set></propertyupdate>\n<!-- c -->";
     assert_eq!(
         proppatch(ok),
-        Ok(vec![Change::Set(QName::dav("x"), Value("v".into()))])
+        Ok(vec![Change::Set(
+            QName::dav("x"),
+            Value("v".into(), Some("en".into()))
+        )])
     );
 }
 
@@ -290,4 +293,53 @@ fn too_many_attributes_are_refused() {
         propfind(body(300).as_bytes()),
         Err(Bad("too many attributes on an element"))
     );
+}
+
+/// RFC 4918 §4.3: an `xml:lang` on the property element, or around it,
+/// stays with the value, through the record and into the answer.
+#[test]
+fn xml_lang_is_kept_with_the_value() {
+    let body = "<D:propertyupdate xmlns:D='DAV:' xml:lang='fr'><D:set><D:prop>\
+                <t xmlns='urn:t' xml:lang='en'>hello</t><u xmlns='urn:t'>salut</u>\
+                </D:prop></D:set></D:propertyupdate>";
+    let changes = proppatch(body.as_bytes()).unwrap();
+    let langs: Vec<Option<&str>> = (changes.iter())
+        .map(|c| match c {
+            Change::Set(_, v) => v.1.as_deref(),
+            Change::Remove(_) => None,
+        })
+        .collect();
+    assert_eq!(langs, [Some("en"), Some("fr")]);
+    let mut props = Vec::new();
+    crate::http::dav::dead::apply(&mut props, &changes);
+    let record = crate::http::dav::dead::encode(&props);
+    let back = crate::http::dav::dead::decode(&record).unwrap();
+    assert_eq!(back, props);
+    let mut m = Multistatus::begin();
+    let shown: Vec<Prop<'_>> = (back.iter())
+        .map(|(n, v)| Prop {
+            name: n,
+            content: Content::Raw(v),
+        })
+        .collect();
+    m.response("/a", &[(200, &shown)]);
+    m.end();
+    let text = String::from_utf8(m.out).unwrap();
+    assert!(
+        text.contains("<p:t xmlns:p=\"urn:t\" xml:lang=\"en\">hello</p:t>"),
+        "{text}"
+    );
+    assert!(text.contains("xml:lang=\"fr\">salut"), "{text}");
+}
+
+/// A record written before `xml:lang` was kept (version 1) still reads.
+#[test]
+fn a_first_version_record_still_reads() {
+    let mut v1 = vec![1u8];
+    for field in ["urn:t", "t", "hello"] {
+        v1.extend_from_slice(&(field.len() as u32).to_le_bytes());
+        v1.extend_from_slice(field.as_bytes());
+    }
+    let props = crate::http::dav::dead::decode(&v1).unwrap();
+    assert_eq!(props[0].1, Value("hello".into(), None));
 }
