@@ -238,3 +238,24 @@ fn a_listing_past_its_bound_ends_with_507() {
     );
     assert!(text.ends_with("</D:multistatus>"));
 }
+
+/// A 207 names a collection that stays with its trailing `/` (RFC 4918
+/// §8.3): here the one that holds a denied name, named in its place.
+#[test]
+fn a_collection_that_stays_is_named_with_its_slash() {
+    let d = Drive::new("found-slash", RULES);
+    file(&d.drive().join("tree/deep/x.key"), b"denied-404 key");
+    file(&d.drive().join("tree/loose.txt"), b"goes");
+    let running = d.serve();
+    let addr = running.local_addr();
+    let reply = req("DELETE", "/drive/tree/").send(addr);
+    assert_eq!(reply.status, 207, "{}", reply.text());
+    let text = reply.text();
+    assert!(
+        text.contains("<D:href>/drive/tree/deep/</D:href>"),
+        "{text}"
+    );
+    assert!(!text.contains("x.key"), "{text}");
+    assert!(d.drive().join("tree/deep/x.key").exists());
+    assert!(!d.drive().join("tree/loose.txt").exists());
+}

@@ -53,6 +53,15 @@ fn members(dir: BorrowedFd<'_>) -> Result<Vec<Vec<u8>>, Errno> {
     Ok(out)
 }
 
+/// A member's name as a 207 names it: a collection's with its trailing
+/// `/` (RFC 4918 §8.3).
+fn shown(name: &str, dir: bool) -> String {
+    match dir {
+        true => format!("{}/", name.trim_end_matches('/')),
+        false => name.to_owned(),
+    }
+}
+
 /// The name of `entry` inside the collection named `name`.
 fn inside(name: &str, entry: &[u8]) -> String {
     let entry = String::from_utf8_lossy(entry);
@@ -92,13 +101,13 @@ pub(crate) fn remove_tree(
         };
         let is_dir = kind == FileType::Directory;
         if rules.own(stat.id) || !rules.may(&member_name, is_dir) {
-            rules.refused(&member_name, 403);
+            rules.refused(&shown(&member_name, is_dir), 403);
             whole = false;
             continue;
         }
         if is_dir {
             if !rules.enter() {
-                rules.refused(&member_name, 403);
+                rules.refused(&shown(&member_name, is_dir), 403);
                 whole = false;
                 continue;
             }
@@ -122,7 +131,7 @@ pub(crate) fn remove_tree(
         Ok(()) | Err(Errno::NOENT) => Ok(true),
         // Something came meanwhile: it stays, and so does its collection.
         Err(Errno::NOTEMPTY | Errno::EXIST) => {
-            rules.refused(name, 409);
+            rules.refused(&shown(name, true), 409);
             Ok(false)
         }
         Err(e) => Err(io_error(e, path)),
@@ -156,12 +165,12 @@ pub(crate) fn check_tree(
         };
         let is_dir = kind == FileType::Directory;
         if rules.own(stat.id) || !rules.may(&member_name, is_dir) {
-            rules.refused(&member_name, 403);
+            rules.refused(&shown(&member_name, is_dir), 403);
             continue;
         }
         if is_dir {
             if !rules.enter() {
-                rules.refused(&member_name, 403);
+                rules.refused(&shown(&member_name, is_dir), 403);
                 continue;
             }
             let done = check_tree(sub.as_fd(), &member, &member_name, rules);
@@ -216,11 +225,11 @@ pub(crate) fn copy_tree(
         let is_dir = kind == FileType::Directory;
         let copied = matches!(kind, FileType::Directory | FileType::RegularFile);
         if !copied || rules.own(stat.id) || !rules.may(&member_name, is_dir) {
-            rules.refused(&member_name, 403);
+            rules.refused(&shown(&member_name, is_dir), 403);
             continue;
         }
         if is_dir && !rules.enter() {
-            rules.refused(&member_name, 403);
+            rules.refused(&shown(&member_name, is_dir), 403);
             continue;
         }
         let done = match is_dir {
@@ -254,7 +263,7 @@ pub(crate) fn copy_tree(
                 Error::Denied(_) => 403,
                 _ => 500,
             };
-            rules.refused(&member_name, status);
+            rules.refused(&shown(&member_name, is_dir), status);
             if status == 507 {
                 return Err(Error::NoSpace);
             }

@@ -114,10 +114,16 @@ impl Members for Ruled<'_> {
             // collection answers for it.
             said = self.to.as_ref().map_or("", |(from, _)| from.as_str());
         }
-        if self.refused.iter().any(|(n, _)| n == said) {
+        // The member itself keeps its trailing `/`; a parent named in its
+        // place is a collection.
+        let said = match said == name.trim_end_matches('/') {
+            true => name.to_owned(),
+            false => format!("{}/", said.trim_end_matches('/')),
+        };
+        if self.refused.iter().any(|(n, _)| *n == said) {
             return;
         }
-        self.refused.push((said.to_owned(), status));
+        self.refused.push((said, status));
     }
 
     fn enter(&mut self) -> bool {

@@ -71,7 +71,7 @@ fn answered(done: Result<Outcome, Error>, wrote: Wrote) -> Response {
 pub(super) fn multistatus(refused: &[(String, u16)]) -> Response {
     let mut out = Multistatus::begin();
     for (name, status) in refused {
-        out.status(&href(name, false), *status);
+        out.status(&href(name, name.ends_with('/')), *status);
     }
     out.end();
     xml_answer(207, out.out)
