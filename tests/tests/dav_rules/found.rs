@@ -22,11 +22,32 @@ fn a_delete_that_asks_less_than_infinity_removes_nothing() {
         assert_eq!(reply.status, 400, "Depth {depth}: {}", reply.text());
         assert!(d.drive().join("dir/sub/two.txt").exists(), "Depth {depth}");
     }
+    // Asked twice, it is refused too, whichever comes first.
+    for (one, two) in [("infinity", "0"), ("0", "infinity")] {
+        let reply = req("DELETE", "/drive/dir/")
+            .h("Depth", one)
+            .h("Depth", two)
+            .send(addr);
+        assert_eq!(reply.status, 400, "Depth {one}, {two}: {}", reply.text());
+        assert!(d.drive().join("dir/sub/two.txt").exists());
+    }
     let reply = req("DELETE", "/drive/dir/")
         .h("Depth", "infinity")
         .send(addr);
     assert_eq!(reply.status, 204, "{}", reply.text());
     assert!(!d.drive().join("dir").exists());
+    // A name without members ignores Depth (RFC 4918 §10.2).
+    let reply = req("DELETE", "/drive/a.txt").h("Depth", "0").send(addr);
+    assert_eq!(reply.status, 204, "{}", reply.text());
+    let reply = req("COPY", "/drive/b.txt")
+        .h("Destination", "/drive/b2.txt")
+        .h("Depth", "1")
+        .send(addr);
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let reply = req("PROPFIND", "/drive/b.txt")
+        .h("Depth", "infinity")
+        .send(addr);
+    assert_eq!(reply.status, 207, "{}", reply.text());
 }
 
 /// A `COPY` with `Overwrite: T` onto a file: the Destination is the
@@ -166,7 +187,11 @@ fn malformed_heads_and_empty_updates_are_400() {
             .h("Overwrite", ""),
         req("COPY", "/drive/a.txt")
             .h("Destination", "/drive/x")
-            .h("Overwrite", "t"),
+            .h("Overwrite", "T")
+            .h("Overwrite", "F"),
+        req("COPY", "/drive/a.txt")
+            .h("Destination", "/drive/x")
+            .h("Destination", "/drive/y"),
         req("PROPPATCH", "/drive/a.txt")
             .body("<?xml version=\"1.0\"?><D:propertyupdate xmlns:D=\"DAV:\"/>"),
     ];
@@ -205,38 +230,32 @@ fn a_proppatch_body_that_never_comes_holds_no_writers_place() {
     drop(stalled);
 }
 
-/// A collection past the listing's bound (100 000 members): the 207 says
-/// so with a 507 for the collection, after the members it lists, so that
-/// no sync client takes the listing for whole.
+/// A collection past the listing's bound (100 000 members) is not listed
+/// at all: 507 before a byte of a 207, since a listing that is not all of
+/// it would read as whole to a sync client, which would then delete what
+/// it left out (rclone does).
 #[test]
-fn a_listing_past_its_bound_ends_with_507() {
+fn a_collection_past_the_listings_bound_is_507_not_a_short_listing() {
     let d = Drive::new("found-bound", RULES);
     let dir = d.drive().join("many");
     std::fs::create_dir(&dir).unwrap();
-    for i in 0..100_005u32 {
+    for i in 0..100_001u32 {
         std::fs::File::create(dir.join(format!("f{i}"))).unwrap();
     }
     let running = d.serve();
     let addr = running.local_addr();
-    let body = "<?xml version=\"1.0\"?><D:propfind xmlns:D=\"DAV:\"><D:prop>\
-                <D:resourcetype/></D:prop></D:propfind>";
-    let reply = req("PROPFIND", "/drive/many/")
-        .h("Depth", "1")
-        .body(body)
-        .send(addr);
-    assert_eq!(reply.status, 207);
-    let text = reply.text();
-    assert_eq!(
-        text.matches("<D:response>").count(),
-        100_002,
-        "the collection, 100 000 members, the 507"
-    );
-    let last = text.rsplit("<D:response>").next().unwrap();
+    let reply = req("PROPFIND", "/drive/many/").h("Depth", "1").send(addr);
+    assert_eq!(reply.status, 507, "{}", reply.text());
     assert!(
-        last.contains("<D:href>/drive/many/</D:href>") && last.contains(" 507 "),
-        "{last}"
+        reply.text().contains("more than 100000 members"),
+        "{}",
+        reply.text()
     );
-    assert!(text.ends_with("</D:multistatus>"));
+    // One fewer is listed whole.
+    std::fs::remove_file(dir.join("f0")).unwrap();
+    let reply = req("PROPFIND", "/drive/many/").h("Depth", "1").send(addr);
+    assert_eq!(reply.status, 207);
+    assert_eq!(reply.text().matches("<D:response>").count(), 100_001);
 }
 
 /// A 207 names a collection that stays with its trailing `/` (RFC 4918
@@ -258,4 +277,23 @@ fn a_collection_that_stays_is_named_with_its_slash() {
     assert!(!text.contains("x.key"), "{text}");
     assert!(d.drive().join("tree/deep/x.key").exists());
     assert!(!d.drive().join("tree/loose.txt").exists());
+}
+
+/// A `MOVE` between two names of one file (hard links made outside the
+/// server): the source goes, as after any `MOVE` (RFC 4918 §9.9).
+#[test]
+fn a_move_between_two_names_of_one_file_leaves_one() {
+    let d = Drive::new("found-links", RULES);
+    std::fs::hard_link(d.drive().join("a.txt"), d.drive().join("a-too.txt")).unwrap();
+    let running = d.serve();
+    let addr = running.local_addr();
+    let reply = req("MOVE", "/drive/a.txt")
+        .h("Destination", "/drive/a-too.txt")
+        .send(addr);
+    assert_eq!(reply.status, 204, "{}", reply.text());
+    assert!(!d.drive().join("a.txt").exists());
+    assert_eq!(
+        std::fs::read(d.drive().join("a-too.txt")).unwrap(),
+        b"drive, a"
+    );
 }

@@ -43,10 +43,23 @@ pub(crate) enum Depth {
     Infinity,
 }
 
+/// A header WebDAV reads one value of: 400 when it came more than once
+/// (RFC 9110 §5.3 would join them into a list this server never takes,
+/// and a proxy may read the last where this reads the first).
+fn single<'r>(req: &'r Request, name: &str) -> Result<Option<&'r [u8]>, Response> {
+    let mut all = req.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name));
+    match (all.next(), all.next()) {
+        (_, Some(_)) => Err(bad("a WebDAV header came more than once")),
+        (first, None) => Ok(first.map(|(_, v)| v)),
+    }
+}
+
 /// The `Depth` header, or the 400 of one that is not `0`, `1` or
-/// `infinity`.
-fn depth(req: &Request) -> Result<Depth, Response> {
-    match req.header_bytes("depth").map(<[u8]>::trim_ascii) {
+/// `infinity`, or that came twice. Whether the method takes it for a
+/// collection is asked when the name is found (§10.2: a name without
+/// members ignores it).
+pub(crate) fn depth(req: &Request) -> Result<Depth, Response> {
+    match single(req, "depth")?.map(<[u8]>::trim_ascii) {
         None => Ok(Depth::Infinity),
         Some(b"0") => Ok(Depth::Zero),
         Some(b"1") => Ok(Depth::One),
@@ -133,19 +146,14 @@ pub(crate) fn ask(
         Op::Copy | Op::Move => Some(destination(rt, req, a.tls, verified)?),
         _ => None,
     };
-    let overwrite = match req.header_bytes("overwrite").map(<[u8]>::trim_ascii) {
-        None | Some(b"T") => true,
-        Some(b"F") => false,
+    // RFC 4918's `"T" | "F"` are case-insensitive literals.
+    let overwrite = match single(req, "overwrite")?.map(<[u8]>::trim_ascii) {
+        None | Some(b"T" | b"t") => true,
+        Some(b"F" | b"f") => false,
         Some(_) => return Err(bad("Overwrite must be T or F")),
     };
-    match op {
-        // RFC 4918 §9.1: a server may refuse infinity; this one does, so
-        // one request never walks a whole tree.
-        Op::Propfind if depth == Depth::Infinity => return Err(finite_depth()),
-        Op::Mkcol if a.body => return Err(Response::status_page(415)),
-        Op::Copy if depth == Depth::One => return Err(bad("COPY takes Depth 0 or infinity")),
-        Op::Move if depth != Depth::Infinity => return Err(bad("MOVE takes Depth infinity")),
-        _ => {}
+    if op == Op::Mkcol && a.body {
+        return Err(Response::status_page(415));
     }
     if let Some(dest) = &dest {
         let (from, to) = (bare(&name), bare(&dest.permit.name));
@@ -170,18 +178,30 @@ pub(crate) fn ask(
     })
 }
 
-/// A `DELETE` under a `webdav` rule that asks a `Depth` but `infinity`:
-/// 400 (RFC 4918 §9.6.1: a collection goes whole, or the request is
-/// wrong), never a removal of more than the client meant.
+/// What a method's `Depth` is on a collection once the name is found to
+/// be one (a name without members ignores it, RFC 4918 §10.2): `PROPFIND`
+/// infinity is 403 (§9.1: refused, so that one request never walks a
+/// whole tree), `COPY` takes 0 or infinity, `MOVE` and `DELETE` infinity
+/// only (§9.6.1, §9.9.2: a collection goes whole, never more than the
+/// client meant).
+pub(crate) fn on_collection(method: &str, depth: Depth) -> Option<Response> {
+    match (method, depth) {
+        ("PROPFIND", Depth::Infinity) => Some(finite_depth()),
+        ("COPY", Depth::One) => Some(bad("COPY of a collection takes Depth 0 or infinity")),
+        ("MOVE" | "DELETE", Depth::Zero | Depth::One) => {
+            Some(bad("MOVE and DELETE of a collection take Depth infinity"))
+        }
+        _ => None,
+    }
+}
+
+/// A `DELETE` under a `webdav` rule whose `Depth` is not one: 400 from
+/// the head (a collection's `Depth` is asked when it is found).
 pub(crate) fn delete_depth(rt: &Runtime, req: &Request, name: &str) -> Option<Response> {
     if !rule_for(rt, bare(name)).is_some_and(|r| r.webdav) {
         return None;
     }
-    match depth(req) {
-        Ok(Depth::Infinity) => None,
-        Ok(_) => Some(bad("DELETE takes Depth infinity")),
-        Err(bad) => Some(bad),
-    }
+    depth(req).err()
 }
 
 /// Whether `name`'s last component is one of Finder's: an AppleDouble
@@ -315,8 +335,9 @@ fn destination(
     tls: bool,
     verified: &dyn Fn(&Check) -> bool,
 ) -> Result<Side, Response> {
-    let Some(raw) = req.header("destination").map(str::trim) else {
-        return Err(bad("COPY and MOVE need a Destination"));
+    let raw = single(req, "destination")?.map(|v| std::str::from_utf8(v).map(str::trim));
+    let Some(Ok(raw)) = raw else {
+        return Err(bad("COPY and MOVE need a Destination (one, in ASCII)"));
     };
     let target = local_path(raw, req, tls)?;
     let target = target.split(['?', '#']).next().unwrap_or("");

@@ -7,6 +7,7 @@ use super::own::Own;
 use super::sink::{Act, End, Sink, Step};
 use super::Wing;
 use crate::fs::Root;
+use crate::http::site::dav::Depth;
 use crate::http::site::write::{self, Op, Permit};
 use crate::http::site::{Check, Verdict};
 use crate::http::to_file::ToFile;
@@ -67,7 +68,10 @@ impl Act for Remove {
         if permit.webdav {
             // A collection goes with its members (RFC 4918 §9.6.1).
             let rt = self.wing.runtime();
-            let tree = super::dav::remove_collection(&self.root, &rt, &permit, &self.name, &guard);
+            // The head refused a `Depth` that is not one (`site::dav`).
+            let depth = crate::http::site::dav::depth(&self.req).unwrap_or(Depth::Infinity);
+            let tree =
+                super::dav::remove_collection(&self.root, &rt, &permit, &self.name, &guard, depth);
             if let Some(done) = tree {
                 let resp = match done {
                     Ok(mut resp) => {

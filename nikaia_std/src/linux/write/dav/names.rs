@@ -12,6 +12,7 @@ use crate::fs::dav as fsdav;
 use crate::fs::{Error, Guard, Mode, Root};
 use crate::http::dav::xml::Multistatus;
 use crate::http::response::Body;
+use crate::http::site::dav::{on_collection, Depth};
 use crate::http::site::write::Permit;
 use crate::http::site::Grant;
 use crate::http::to_file::{failed, Wrote};
@@ -165,6 +166,11 @@ pub(super) fn copy(d: &mut Dav) -> Response {
         Ok(found) => found,
         Err(resp) => return resp,
     };
+    if kind == FileType::Directory {
+        if let Some(refused) = on_collection("COPY", d.depth) {
+            return refused;
+        }
+    }
     let grant = src_permit.grant.clone();
     if kind == FileType::RegularFile && dst_permit.limit.is_some_and(|l| stat.size > l) {
         return Response::status_page(413);
@@ -322,6 +328,7 @@ pub(in crate::linux::write) fn remove_collection(
     permit: &Permit,
     name: &Path,
     guard: &Guard,
+    depth: Depth,
 ) -> Option<Result<Response, Error>> {
     let at = bare(name);
     let look = look_guard(&guard.protected);
@@ -336,6 +343,9 @@ pub(in crate::linux::write) fn remove_collection(
         }
         // A file, a link, nothing: the usual removal.
         _ => return None,
+    }
+    if let Some(refused) = on_collection("DELETE", depth) {
+        return Some(Ok(refused));
     }
     if !permit.removable.dirs {
         return Some(Err(fsdav::denied(
@@ -410,7 +420,7 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     let look = look_guard(&own);
     let dst_guard = dst_permit.guard(own.clone());
     let rt = d.wing.runtime();
-    let (kind, _) = match source(d, &src, &look) {
+    let (kind, src_stat) = match source(d, &src, &look) {
         Ok(found) => found,
         Err(resp) => return resp,
     };
@@ -420,6 +430,9 @@ pub(super) fn move_(d: &mut Dav) -> Response {
         return Response::status_page(403);
     }
     let dir = kind == FileType::Directory;
+    if let Some(refused) = dir.then(|| on_collection("MOVE", d.depth)).flatten() {
+        return refused;
+    }
     let may = match dir {
         true => src_permit.removable.dirs,
         false => src_permit.removable.files,
@@ -455,6 +468,18 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     let moved = d.root.dav_at(&dst, &dst_guard, |ddir, dentry| {
         d.root.dav_at(&src, &src_guard, |sdir, sentry| {
             match fsdav::rename(sdir.as_fd(), sentry, ddir.as_fd(), dentry, replace) {
+                // Two names of one file: `rename(2)` leaves both, and the
+                // source must go (RFC 4918 §9.9).
+                Ok(()) if replace => {
+                    let same = fsdav::look(sdir.as_fd(), sentry, &src)?
+                        .is_some_and(|(_, st)| st.id == src_stat.id);
+                    if same {
+                        let entry = OsStr::from_bytes(sentry);
+                        rustix::fs::unlinkat(&sdir, entry, AtFlags::empty())
+                            .map_err(|e| fsdav::io_error(e, &src))?;
+                    }
+                    Ok(true)
+                }
                 Ok(()) => Ok(true),
                 Err(Errno::EXIST | Errno::NOTEMPTY) => Err(Error::Exists),
                 Err(Errno::XDEV) => Ok(false),

@@ -12,7 +12,7 @@ use crate::fs::{Error, Root};
 use crate::http::dav::dead;
 use crate::http::dav::xml::{self, Change, Content, Find, Multistatus, Prop, QName, Value};
 use crate::http::produce::{Produced, Producer, Pull, Pulled};
-use crate::http::site::dav::{member_may, Depth, Member};
+use crate::http::site::dav::{member_may, on_collection, Depth, Member};
 use crate::http::site::Grant;
 use crate::http::Response;
 use crate::rt::Runtime;
@@ -141,6 +141,13 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
             return resp;
         }
     };
+    if let Some(refused) = stat
+        .dir
+        .then(|| on_collection("PROPFIND", d.depth))
+        .flatten()
+    {
+        return refused;
+    }
     let name = d.path.to_string_lossy().into_owned();
     let dead = wants_dead(&find)
         .then(|| fsdav::read_dead(fd.as_fd()))
@@ -149,7 +156,20 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
     let quota = wants_quota(&find).then(|| quota(fd.as_fd())).flatten();
     let bytes = d.path.as_os_str().as_bytes();
     respond(&mut out, &find, bytes, &stat, dead.as_deref(), quota);
-    let members = (d.depth == Depth::One && stat.dir).then(|| Walk {
+    let listing = d.depth == Depth::One && stat.dir;
+    if listing && too_many(fd.as_fd()) {
+        // Refused whole, before a byte of the 207: a listing that is not
+        // all of the collection would read as whole to a sync client, which
+        // would then delete what it left out.
+        let why = format!(
+            "507 Insufficient Storage: the collection has more than {} members, more than a listing gives\n",
+            crate::http::file::MAX_ENTRIES
+        );
+        let mut resp = Response::new(507).header("Content-Type", "text/plain; charset=utf-8");
+        resp.body = crate::http::response::Body::Bytes(Bytes::from(why));
+        return resp;
+    }
+    let members = listing.then(|| Walk {
         dir: fd,
         read: None,
         name: name.trim_end_matches('/').to_owned(),
@@ -158,7 +178,6 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
             let end = b.iter().rposition(|&c| c != b'/').map_or(0, |i| i + 1);
             b[..end].to_vec()
         },
-        truncated: false,
         root: d.root.clone(),
         find,
         rt: d.wing.runtime(),
@@ -188,6 +207,26 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
         .into_response();
     resp.status = 207;
     resp
+}
+
+/// Whether the open directory `dir` has more members than a listing
+/// gives ([`crate::http::file::MAX_ENTRIES`]): one pass of its entries,
+/// no `stat`.
+fn too_many(dir: rustix::fd::BorrowedFd<'_>) -> bool {
+    let Ok(mut read) = rustix::fs::Dir::read_from(dir) else {
+        return false;
+    };
+    let mut n = 0usize;
+    while let Some(Ok(entry)) = read.read() {
+        let raw = entry.file_name().to_bytes();
+        if raw != b"." && raw != b".." && !crate::fs::is_temporary_name(raw) {
+            n += 1;
+            if n > crate::http::file::MAX_ENTRIES {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Whether `find` names RFC 4331's quota properties.
@@ -406,8 +445,6 @@ struct Walk {
     name: String,
     /// Its exact bytes, for the hrefs and the opens.
     bytes: Vec<u8>,
-    /// Members past the bound were left out.
-    truncated: bool,
     root: Root,
     find: Find,
     rt: Arc<Runtime>,
@@ -437,12 +474,6 @@ impl Walk {
         let mut taken = 0;
         while taken < CHUNK {
             let Some(entry) = read.read() else {
-                if self.truncated {
-                    // Said, so that no client takes the listing for whole
-                    // (RFC 4918 §9.1: 507 for the collection, as servers
-                    // that bound a listing answer).
-                    out.status(&href(&self.bytes, true), 507);
-                }
                 out.end();
                 self.done = true;
                 return Ok(Some(out.out));
@@ -453,8 +484,13 @@ impl Walk {
                 continue;
             }
             if self.budget == 0 {
-                self.truncated = true;
-                continue;
+                // More came since the count that let the listing begin: the
+                // answer ends short (HTTP/1.1 without its last chunk, HTTP/2
+                // with a reset), so no client takes it for whole.
+                return Err(format!(
+                    "more than {} members",
+                    crate::http::file::MAX_ENTRIES
+                ));
             }
             self.budget -= 1;
             taken += 1;
