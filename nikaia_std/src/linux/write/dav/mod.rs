@@ -4,9 +4,11 @@
 //! a place among the writes taken, then on a writer thread what may wait
 //! for the disk. Its rooms: the acts on names (`names.rs`: `MKCOL`,
 //! `COPY`, `MOVE`, a collection's `DELETE`), the properties (`props.rs`:
-//! `PROPPATCH`, and `PROPFIND`'s multistatus, produced as the client
-//! reads it), and the rules a collection's members meet (`members.rs`).
+//! `PROPPATCH`, `PROPFIND`'s answer), a collection's listing produced as
+//! the client reads it (`listing.rs`), and the rules a collection's
+//! members meet (`members.rs`).
 
+mod listing;
 mod members;
 mod names;
 mod props;
