@@ -4,6 +4,7 @@
 //! `answers`.
 
 mod answers;
+mod locks;
 mod requests;
 
 use super::read::{Ev, Reader};
@@ -33,7 +34,7 @@ pub(super) fn neon_proppatch(items: &[(&str, &str, Option<&str>)]) -> String {
 }
 
 /// A parsed document, for checking what the writer wrote.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Node {
     E(QName, Vec<(QName, String)>, Vec<Node>),
     T(String),
