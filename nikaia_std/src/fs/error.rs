@@ -58,6 +58,11 @@ pub enum Error {
     /// A rule of the caller's refuses the write (the site's write rules,
     /// the runtime file's own files): why. A server answers 403.
     Denied(String),
+    /// The name, a collection above it or a member under it is locked
+    /// (WebDAV, `spec/site.md` "WebDAV class 2: locks") and the request
+    /// did not submit the lock's token as its owner: the hrefs of the
+    /// locks' roots. A server answers 423.
+    Locked(Vec<String>),
     /// Any other failure of the system. A server answers 500 and logs it,
     /// but the kernel's refusal of a write (`EACCES`, `EPERM`: the
     /// directory or file is not the server's to change), which it
@@ -77,6 +82,7 @@ impl fmt::Display for Error {
             Error::Precondition => f.write_str("the name does not hold the version asked for"),
             Error::NoSpace => f.write_str("no space left for the file"),
             Error::Denied(why) => write!(f, "refused: {why}"),
+            Error::Locked(roots) => write!(f, "locked: {}", roots.join(", ")),
             Error::Io(e) => e.fmt(f),
         }
     }

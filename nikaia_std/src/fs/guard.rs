@@ -60,6 +60,7 @@ pub(crate) fn remove(
         if !c.hold(Some(etag.as_deref().zip(modified))) {
             return Err(Error::Precondition);
         }
+        guard.held.ask(etag.as_deref(), true)?;
         let flags = match kind {
             FileType::Directory if what.dirs => AtFlags::REMOVEDIR,
             FileType::Directory => {

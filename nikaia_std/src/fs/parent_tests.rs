@@ -77,11 +77,13 @@ fn refused(r: Result<(u64, String), Error>) -> bool {
 const MAKE: Guard = Guard {
     make_dirs: true,
     protected: Vec::new(),
+    held: crate::fs::Held(None),
 };
 
 const NO_MAKE: Guard = Guard {
     make_dirs: false,
     protected: Vec::new(),
+    held: crate::fs::Held(None),
 };
 
 #[test]

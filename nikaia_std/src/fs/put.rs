@@ -400,7 +400,13 @@ fn check_mode(
         previous_mtime,
     };
     if let Mode::Conditional(c) = mode {
-        return conditional(c, kind, id, guard.is_some()).map(|()| found);
+        conditional(c, kind, id, guard.is_some())?;
+        if let Some(guard) = guard {
+            guard
+                .held
+                .ask(id.map(|id| id.etag()).as_deref(), !created)?;
+        }
+        return Ok(found);
     }
     let Some(kind) = kind else {
         return match mode {

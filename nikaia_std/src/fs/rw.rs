@@ -184,7 +184,53 @@ pub struct Guard {
     /// Files and directories never written into, replaced or removed, by
     /// (device, inode) as they are when the write acts.
     pub protected: Vec<(u64, u64)>,
+    /// Asked with the name held, once the preconditions hold.
+    pub held: Held,
 }
+
+/// What a guarded write or removal asks with its name held against every
+/// other writer, once its preconditions hold: a server's WebDAV locks and
+/// `If:` (`spec/site.md`, "WebDAV class 2: locks"). It is told the name's
+/// ETag (`None` where no regular file is) and whether anything is there;
+/// its refusal ([`Error::Locked`], [`Error::Precondition`]) is the
+/// write's. None by default.
+#[derive(Clone, Default)]
+pub struct Held(pub(crate) Option<HeldCheck>);
+
+/// The check a [`Held`] makes.
+pub(crate) type HeldCheck =
+    std::sync::Arc<dyn Fn(Option<&str>, bool) -> Result<(), Error> + Send + Sync>;
+
+impl Held {
+    /// Asks the check, if there is one.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the writes are Linux's
+    pub(crate) fn ask(&self, etag: Option<&str>, exists: bool) -> Result<(), Error> {
+        match &self.0 {
+            Some(check) => check(etag, exists),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Held(check)"
+        } else {
+            "Held(none)"
+        })
+    }
+}
+
+/// Two guards are alike whatever their checks are: a check is a server's,
+/// not a value.
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        self.0.is_some() == other.0.is_some()
+    }
+}
+
+impl Eq for Held {}
 
 /// What a removal may take.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

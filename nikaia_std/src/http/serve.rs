@@ -112,6 +112,8 @@ pub fn dir_writer(root: Root, hidden: bool) -> impl Fn(&Request) -> ToFile + Sen
             "COPY" => Op::Copy,
             "MOVE" => Op::Move,
             "PROPFIND" => Op::Propfind,
+            "LOCK" => Op::Lock,
+            "UNLOCK" => Op::Unlock,
             _ => Op::Put,
         };
         let mut to = ToFile::new(name, &root, fs::Mode::Replace);
@@ -180,7 +182,16 @@ impl super::Server {
             .to_file("DELETE", "/*path", move |req| remover(req));
         // WebDAV (`spec/site.md`, "WebDAV class 1"): decided by the rules
         // as the writer's methods are (405 where no rule lets them).
-        for method in ["PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE"] {
+        let methods = [
+            "PROPFIND",
+            "PROPPATCH",
+            "MKCOL",
+            "COPY",
+            "MOVE",
+            "LOCK",
+            "UNLOCK",
+        ];
+        for method in methods {
             let dav = dav.clone();
             server = server.to_file(method, "/*path", move |req| dav(req));
         }

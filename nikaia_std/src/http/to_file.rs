@@ -163,6 +163,7 @@ pub(crate) fn failed(wrote: Wrote, e: &fs::Error) -> u16 {
         fs::Error::Denied(_) => 403,
         fs::Error::Io(e) if e.kind() == PermissionDenied => 403,
         fs::Error::NoSpace => 507,
+        fs::Error::Locked(_) => 423,
         fs::Error::WouldBlock => 503,
         _ => 500,
     }
@@ -187,6 +188,7 @@ pub(crate) fn write_answer(
         }
         Ok(Some(written)) => Response::new(204).header("ETag", written.id.etag()),
         Ok(None) => Response::new(204),
+        Err(fs::Error::Locked(roots)) => crate::http::site::lock::locked(&roots),
         Err(e) => {
             let status = failed(wrote, &e);
             let mut resp = Response::status_page(status);

@@ -372,6 +372,7 @@ impl Shared {
             writes: self.stats.writes.report(),
             produced: self.stats.produced.report(),
             resumable: self.wing.uploads.as_ref().map(|u| u.report()),
+            locks: self.wing.locks.as_ref().map(|l| l.report()),
         }
     }
 }

@@ -34,8 +34,8 @@ pub(crate) struct Stats {
 
 /// The statuses a write of the directory writer is refused with, counted
 /// each on its own (`rt::WritesReport`); any other is counted as 500.
-const WRITE_REFUSALS: [u16; 16] = [
-    400, 401, 403, 404, 405, 409, 412, 413, 415, 500, 503, 507, 408, 411, 424, 502,
+const WRITE_REFUSALS: [u16; 17] = [
+    400, 401, 403, 404, 405, 409, 412, 413, 415, 500, 503, 507, 408, 411, 424, 502, 423,
 ];
 
 /// What the directory writer did (`rt::WritesReport`).
@@ -51,7 +51,15 @@ pub(crate) struct WriteStats {
 }
 
 /// WebDAV's methods, as `nikaia explain` counts them.
-const DAV_METHODS: [&str; 5] = ["PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE"];
+const DAV_METHODS: [&str; 7] = [
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+];
 
 impl WriteStats {
     /// Counts a write refused (or failed) with `status`.

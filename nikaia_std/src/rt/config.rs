@@ -6,6 +6,7 @@ mod certificate;
 mod glob;
 mod htpasswd;
 mod listen;
+mod locks;
 mod parse;
 mod print;
 mod resumable;
@@ -25,6 +26,7 @@ pub use certificate::{format_utc, CertFiles, CertSummary};
 pub use glob::Glob;
 pub use htpasswd::Users;
 pub use listen::{HttpsRedirect, Listen, ListenAddr, UNIX_MODE};
+pub use locks::WebdavLocks;
 pub use resumable::{Resumable, DEFAULT_ENDPOINT as DEFAULT_RESUMABLE_ENDPOINT};
 pub(crate) use site::{any_matches, canonical};
 pub use site::{
@@ -313,7 +315,7 @@ pub struct ConfigError {
 pub const RUNTIME_ENV: &str = "NIKAIA_RUNTIME";
 
 /// Every key of the runtime file, in the order `to_toml` writes them.
-pub const KEYS: [&str; 54] = [
+pub const KEYS: [&str; 55] = [
     "listen",
     "workers",
     "io-threads",
@@ -363,6 +365,7 @@ pub const KEYS: [&str; 54] = [
     "trusted-proxies",
     "webdav",
     "apple-double",
+    "webdav-locks",
     "cors",
     "headers",
     "auth",

@@ -14,11 +14,11 @@ pub use config::{
     Acme, AcmeNames, AppleDouble, AuthRule, CacheControl, CertFiles, CertSummary, ChallengeKind,
     Coding, ConfigError, Cors, DenyRule, Eab, FallbackFor, Finding, Glob, HeaderRule, Http3Retry,
     HttpsRedirect, KeyType, Listen, ListenAddr, LogTarget, Net, Origins, Resumable, Runtime,
-    SecurityHeaders, SendFile, Site, TrustedProxies, Users, WriteRule, DEFAULT_RESUMABLE_ENDPOINT,
-    KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
+    SecurityHeaders, SendFile, Site, TrustedProxies, Users, WebdavLocks, WriteRule,
+    DEFAULT_RESUMABLE_ENDPOINT, KEYS, LETS_ENCRYPT, LETS_ENCRYPT_STAGING, RUNTIME_ENV, UNIX_MODE,
 };
 pub use stats::{
-    BodiesReport, CertReport, CompressedReport, H2Report, H3Report, ProducedReport, Report,
-    ResumableReport, TlsReport, WritesReport,
+    BodiesReport, CertReport, CompressedReport, H2Report, H3Report, LocksReport, ProducedReport,
+    Report, ResumableReport, TlsReport, WritesReport,
 };
 pub(crate) use vehicle::Vehicle;

@@ -59,6 +59,9 @@ pub struct Report {
     /// What the tus endpoint did (`spec/site.md`, "Resumable uploads"),
     /// while `[resumable]` is set.
     pub resumable: Option<ResumableReport>,
+    /// WebDAV's locks (`spec/site.md`, "WebDAV class 2: locks"), while
+    /// `[webdav-locks]` is set.
+    pub locks: Option<LocksReport>,
 }
 
 /// What the tus endpoint did: uploads created and completed, bytes that
@@ -81,6 +84,22 @@ pub struct ResumableReport {
     pub refused: u64,
     pub pending: u64,
     pub pending_bytes: u64,
+}
+
+/// What became of WebDAV's locks in this process: taken, refreshed,
+/// released and expired; `LOCK`s refused (a conflict, a bound), writes
+/// refused for a lock's missing token (423); and the locks held now, by
+/// every process sharing the locks file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LocksReport {
+    pub taken: u64,
+    pub refreshed: u64,
+    pub released: u64,
+    pub expired: u64,
+    pub refused: u64,
+    pub writes_refused: u64,
+    pub held: u64,
 }
 
 /// What became of produced response bodies: started, the pulls made and
@@ -395,6 +414,12 @@ impl Report {
                 ",\"resumable\":{{\"created\":{},\"completed\":{},\"bytes\":{},\"resumed\":{},\"taken_over\":{},\"conflicts\":{},\"checksum_mismatches\":{},\"expired\":{},\"terminated\":{},\"refused\":{},\"pending\":{},\"pending_bytes\":{}}}",
                 u.created, u.completed, u.bytes, u.resumed, u.taken_over, u.conflicts,
                 u.checksum_mismatches, u.expired, u.terminated, u.refused, u.pending, u.pending_bytes
+            ));
+        }
+        if let Some(l) = &self.locks {
+            s.push_str(&format!(
+                ",\"locks\":{{\"taken\":{},\"refreshed\":{},\"released\":{},\"expired\":{},\"refused\":{},\"writes_refused\":{},\"held\":{}}}",
+                l.taken, l.refreshed, l.released, l.expired, l.refused, l.writes_refused, l.held
             ));
         }
         if let Some(t) = &self.tls {

@@ -8,8 +8,6 @@
 //! answers no WebDAV method (405), so there only the tests use it.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
-// Used by #50's lock checks, being written.
-#[allow(dead_code)]
 pub(crate) mod cond;
 pub(crate) mod dead;
 pub(crate) mod xml;

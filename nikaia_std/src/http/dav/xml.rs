@@ -11,18 +11,14 @@
 //!
 //! Normative text: `spec/site.md`, "WebDAV class 1".
 
-// used by #50's LOCK, being written
-#[allow(dead_code)]
 mod lock;
 mod read;
 #[cfg(test)]
 mod tests;
 mod write;
 
-// used by #50's LOCK, being written
-#[allow(unused_imports)]
 pub(crate) use lock::{
-    activelock, condition, error_hrefs, lock_answer, lockinfo, Active, LockInfo, SUPPORTED_LOCK,
+    activelock, error_hrefs, lock_answer, lockinfo, Active, SUPPORTED_LOCK,
 };
 use read::{Elem, Ev, Reader};
 pub(crate) use write::{error_body, Content, Multistatus, Prop};

@@ -30,7 +30,11 @@ pub(crate) fn reads(rt: &Runtime, name: &str) -> bool {
 /// Microsoft's clients look for before they speak it.
 pub(crate) fn options(rt: &Runtime, name: &str, resp: &mut Response) {
     if reads(rt, name) {
-        resp.push_header("DAV", Bytes::from_static(b"1"));
+        let class: &'static [u8] = match rt.site.webdav_locks {
+            Some(_) => b"1, 2",
+            None => b"1",
+        };
+        resp.push_header("DAV", Bytes::from_static(class));
         resp.push_header("MS-Author-Via", Bytes::from_static(b"DAV"));
     }
 }
@@ -378,7 +382,7 @@ fn destination(
 /// The path of a Destination that names this server: an absolute path
 /// as it is, an absolute URI only with the request's scheme and
 /// authority (502 for another: RFC 4918 §9.8.4, §9.9.4).
-fn local_path<'d>(raw: &'d str, req: &Request, tls: bool) -> Result<&'d str, Response> {
+pub(super) fn local_path<'d>(raw: &'d str, req: &Request, tls: bool) -> Result<&'d str, Response> {
     if raw.starts_with("//") {
         return Err(bad("the Destination is a network-path reference"));
     }

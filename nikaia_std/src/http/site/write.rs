@@ -35,6 +35,11 @@ pub(crate) enum Op {
     Move,
     /// `PROPFIND`: a read, under the read rules.
     Propfind,
+    /// `LOCK` (`[webdav-locks]`): takes or refreshes a lock, and makes an
+    /// empty file where nothing is; ruled as a `PUT` of the name.
+    Lock,
+    /// `UNLOCK`: releases a lock; ruled as its `LOCK` was.
+    Unlock,
 }
 
 impl Op {
@@ -42,7 +47,7 @@ impl Op {
     pub(crate) fn dav(self) -> bool {
         matches!(
             self,
-            Op::Mkcol | Op::Proppatch | Op::Copy | Op::Move | Op::Propfind
+            Op::Mkcol | Op::Proppatch | Op::Copy | Op::Move | Op::Propfind | Op::Lock | Op::Unlock
         )
     }
 }
@@ -82,6 +87,9 @@ pub(crate) struct Permit {
     /// The rule has `webdav = true`: a `DELETE` of a collection takes its
     /// members too.
     pub webdav: bool,
+    /// The request's `If:`, where `[webdav-locks]` is set: evaluated, with
+    /// the locks, when the write acts.
+    pub cond: Option<std::sync::Arc<super::lock::Cond>>,
     /// The users who may write; `None`: anyone.
     writers: Option<Vec<String>>,
     /// Taken on a plain listener where the rule wants TLS: 403 once auth
@@ -130,6 +138,9 @@ pub(crate) fn gate(
         Op::Mkcol => rule.webdav && rule.create,
         Op::Proppatch => rule.webdav && rule.replace,
         Op::Copy | Op::Move => rule.webdav && (rule.create || rule.replace),
+        Op::Lock | Op::Unlock => {
+            rule.webdav && (rule.create || rule.replace) && site.webdav_locks.is_some()
+        }
         // A read: never a write rule's (`dav.rs` gates it).
         Op::Propfind => false,
     };
@@ -153,6 +164,7 @@ pub(crate) fn gate(
         grant: Grant::default(),
         tls,
         webdav: rule.webdav,
+        cond: super::lock::cond(rt, req, tls)?,
         writers: (!rule.anyone).then(|| rule.writers.clone()),
         plain_refused: !tls && !rule.plain_http,
         owner,
@@ -200,6 +212,7 @@ impl Permit {
             grant,
             tls,
             webdav: false,
+            cond: None,
             writers: None,
             plain_refused: false,
             owner: None,
@@ -237,6 +250,7 @@ impl Permit {
         fs::Guard {
             make_dirs: self.make_dirs,
             protected,
+            held: Default::default(),
         }
     }
 }
@@ -282,6 +296,9 @@ pub(crate) fn allowed(rt: &Runtime, name: &str) -> Vec<&'static str> {
         out.extend_from_slice(&["PROPPATCH", "COPY", "MOVE"][usize::from(!r.replace)..]);
         if r.create {
             out.push("MKCOL");
+        }
+        if rt.site.webdav_locks.is_some() && (r.create || r.replace) {
+            out.extend_from_slice(&["LOCK", "UNLOCK"]);
         }
     }
     out

@@ -17,6 +17,7 @@
 //! runtime current now.
 
 mod dav;
+pub(crate) mod locks;
 mod own;
 mod put;
 mod remove;
@@ -59,6 +60,9 @@ pub(crate) struct Wing {
     /// The tus endpoint's uploads, while `[resumable]` is set (read at
     /// start: a change needs a restart or an upgrade).
     pub(crate) uploads: Option<Arc<resume::Uploads>>,
+    /// WebDAV's locks, while `[webdav-locks]` is set (its `dir` read at
+    /// start: a change needs a restart or an upgrade).
+    pub(crate) locks: Option<Arc<locks::Locks>>,
 }
 
 impl Wing {
@@ -78,6 +82,15 @@ impl Wing {
             })?),
             None => None,
         };
+        let locks = match &rt.site.webdav_locks {
+            Some(l) => Some(locks::Locks::open(l).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("[webdav-locks] dir {}: {e}", l.dir.display()),
+                )
+            })?),
+            None => None,
+        };
         Ok(Wing {
             pool: IoPool::named("nikaia-write", THREADS)?,
             active: AtomicUsize::new(0),
@@ -86,6 +99,7 @@ impl Wing {
             bodies,
             writes,
             uploads,
+            locks,
         })
     }
 
@@ -132,6 +146,24 @@ impl Wing {
         };
         let request = resume::request(self, uploads, req, root, ask, hidden, tls);
         Ok(Box::new(request))
+    }
+
+    /// What a write of `name` (its bytes under the served directory) with
+    /// `permit` asks of the locks, while there are locks.
+    fn lock_gate(
+        &self,
+        root: &crate::fs::Root,
+        name: &[u8],
+        permit: &Permit,
+    ) -> Option<locks::Gate> {
+        let locks = self.locks.as_ref()?;
+        Some(locks::Gate {
+            locks: locks.clone(),
+            root: root.clone(),
+            name: crate::http::site::lock::bare(name).to_vec(),
+            user: permit.grant.user.clone(),
+            cond: permit.cond.clone(),
+        })
     }
 
     /// The runtime new requests use now.

@@ -6,6 +6,7 @@
 //! runs are written keeping the file system above its floor, and the file
 //! is synced and named once the body is whole.
 
+use super::locks::table::Reach;
 use super::own::{answer_refusal, answered, Own};
 use super::sink::{Act, End, Sink, Step};
 use super::{Slot, Wing};
@@ -140,7 +141,16 @@ impl Act for Put {
         let Some(to) = self.to.take() else {
             return Step::Answer(Response::status_page(500));
         };
-        let guard = (self.site.as_ref()).map(|p| p.guard(self.own.identities(&to.root)));
+        let guard = (self.site.as_ref()).map(|p| {
+            let mut guard = p.guard(self.own.identities(&to.root));
+            // WebDAV's locks and `If:`, asked at the open (a 423 before the
+            // body) and again with the name held when it is given.
+            let name = to.name.as_os_str().as_encoded_bytes();
+            if let Some(gate) = self.wing.lock_gate(&to.root, name, p) {
+                guard.held = super::locks::held(gate, Reach::Member, Reach::Own);
+            }
+            guard
+        });
         let owed = self.site.as_ref().and_then(|p| p.after_preconditions);
         let opened = open(&to, guard.as_ref(), self.length, self.space.floor);
         match (opened, owed) {

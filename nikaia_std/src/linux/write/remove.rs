@@ -3,6 +3,7 @@
 //! writer thread once the credentials are checked, under the site's guard,
 //! and the answer says what the file system did.
 
+use super::locks::table::Reach;
 use super::own::Own;
 use super::sink::{Act, End, Sink, Step};
 use super::Wing;
@@ -64,14 +65,26 @@ impl Act for Remove {
             return Step::Answer(Response::status_page(500));
         };
         debug_assert_eq!(permit.op, Op::Delete);
-        let guard = permit.guard(self.own.identities(&self.root));
+        let mut guard = permit.guard(self.own.identities(&self.root));
+        let bytes = self.name.as_os_str().as_encoded_bytes();
+        let gate = self.wing.lock_gate(&self.root, bytes, &permit);
+        if let Some(gate) = &gate {
+            guard.held = super::locks::held(gate.clone(), Reach::Member, Reach::Member);
+        }
         if permit.webdav {
             // A collection goes with its members (RFC 4918 §9.6.1).
             let rt = self.wing.runtime();
             // The head refused a `Depth` that is not one (`site::dav`).
             let depth = crate::http::site::dav::depth(&self.req).unwrap_or(Depth::Infinity);
-            let tree =
-                super::dav::remove_collection(&self.root, &rt, &permit, &self.name, &guard, depth);
+            let tree = super::dav::remove_collection(
+                &self.root,
+                &rt,
+                &permit,
+                &self.name,
+                &guard,
+                depth,
+                gate.as_ref(),
+            );
             if let Some(done) = tree {
                 let resp = match done {
                     Ok(mut resp) => {
@@ -81,6 +94,9 @@ impl Act for Remove {
                     Err(e) => write::answer(&rt, &self.req, &permit, Err(e)),
                 };
                 let stats = &self.wing.writes;
+                if let (204, Some(gate)) = (resp.status(), &gate) {
+                    gate.locks.drop_under(&gate.name);
+                }
                 match resp.status() {
                     204 => stats.deleted.fetch_add(1, Relaxed),
                     s if s >= 400 => {
@@ -102,6 +118,9 @@ impl Act for Remove {
         let stats = &self.wing.writes;
         if done.is_ok() {
             stats.deleted.fetch_add(1, Relaxed);
+            if let Some(gate) = &gate {
+                gate.locks.drop_under(&gate.name);
+            }
         }
         let rt = self.wing.runtime();
         let resp = write::answer(&rt, &self.req, &permit, done.map(|()| None));

@@ -11,6 +11,7 @@ mod acme;
 mod certificate;
 mod http3;
 mod listen;
+mod locks;
 mod pages;
 mod resumable;
 mod site;
@@ -249,6 +250,7 @@ impl Checker<'_> {
                 "apple-double" => {
                     put(&mut rt.site.apple_double, self.apple_double(name, value));
                 }
+                "webdav-locks" => rt.site.webdav_locks = self.webdav_locks(name, value),
                 _ => self.unknown_key(key),
             }
         }

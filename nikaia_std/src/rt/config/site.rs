@@ -296,6 +296,9 @@ pub struct Site {
     /// `apple-double`: what a WebDAV write of Finder's `._NAME` and
     /// `.DS_Store` gets.
     pub apple_double: AppleDouble,
+    /// `[webdav-locks]`: WebDAV class 2 (`LOCK`, `UNLOCK`, `If:`), and
+    /// where its locks are kept; none by default (class 1 only).
+    pub webdav_locks: Option<super::WebdavLocks>,
 }
 
 /// `apple-double`: Finder's AppleDouble files (`._NAME`) and `.DS_Store`
@@ -374,6 +377,10 @@ impl Site {
             AppleDouble::Discard => "discard",
         };
         line("apple-double", Some(string(apple)));
+        line(
+            "webdav-locks",
+            self.webdav_locks.as_ref().map(super::WebdavLocks::to_toml),
+        );
         line(
             "cors",
             self.cors.as_ref().map(|c| {

@@ -28,7 +28,6 @@ pub(crate) enum Content<'a> {
     Raw(&'a Value),
     /// The server's own markup, written as it is: `lockdiscovery`'s
     /// activelocks, `supportedlock`'s lockentries.
-    #[allow(dead_code)] // used by #50's LOCK, being written
     Markup(&'a str),
 }
 
@@ -113,7 +112,6 @@ impl Multistatus {
     /// As [`Multistatus::status`], with `error` (the server's own markup,
     /// written as it is) in a `<D:error>`: a member refused 423 with
     /// `<D:lock-token-submitted><D:href>…` (see `condition`).
-    #[allow(dead_code)] // used by #50's LOCK, being written
     pub(crate) fn status_error_markup(&mut self, href: &str, status: u16, error: &str) {
         self.status_with(href, status, Some(error));
     }

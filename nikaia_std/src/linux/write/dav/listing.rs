@@ -4,7 +4,7 @@
 //! never built whole; and the count that refuses a collection past the
 //! listing's bound before a byte of it.
 
-use super::props::{quota, respond, wants_dead, wants_quota};
+use super::props::{quota, respond, wants_dead, wants_quota, Discovery};
 use crate::fs::dav::{self as fsdav, Stat};
 use crate::fs::Root;
 use crate::http::dav::xml::{Find, Multistatus};
@@ -101,6 +101,8 @@ pub(super) struct Walk {
     budget: usize,
     /// The end of the multistatus was written.
     done: bool,
+    /// `lockdiscovery`, where locks are kept and asked for.
+    locks: Option<Discovery>,
 }
 
 impl Walk {
@@ -109,6 +111,7 @@ impl Walk {
     pub(super) fn new(dir: OwnedFd, d: &super::Dav, name: &str, find: Find, grant: Grant) -> Walk {
         let b = d.path.as_os_str().as_bytes();
         let end = b.iter().rposition(|&c| c != b'/').map_or(0, |i| i + 1);
+        let locks = Discovery::of(d, &find, grant.user.as_deref());
         Walk {
             dir,
             read: None,
@@ -121,6 +124,7 @@ impl Walk {
             hidden: d.hidden,
             budget: crate::http::file::MAX_ENTRIES,
             done: false,
+            locks,
         }
     }
 
@@ -188,7 +192,16 @@ impl Walk {
                 true => quota(self.dir.as_fd()),
                 false => None,
             };
-            respond(&mut out, &self.find, &at, &stat, dead.as_deref(), quota);
+            let locks = self.locks.as_ref();
+            respond(
+                &mut out,
+                &self.find,
+                &at,
+                &stat,
+                dead.as_deref(),
+                quota,
+                locks,
+            );
         }
         Ok(Some(out.out))
     }

@@ -9,12 +9,14 @@
 //! members meet (`members.rs`).
 
 mod listing;
+mod lock;
 mod members;
 mod names;
 mod props;
 
-pub(super) use names::remove_collection;
+pub(super) use names::{href, remove_collection};
 
+use super::locks::table::Reach;
 use super::own::Own;
 use super::sink::{Act, End, Sink, Step};
 use super::{Slot, Wing};
@@ -23,7 +25,7 @@ use crate::http::site::write::{self, Op, Permit};
 use crate::http::site::{Check, Verdict};
 use crate::http::{Request, Response};
 use crate::rt::Runtime;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The sink of a WebDAV request its head let through.
@@ -123,6 +125,31 @@ impl Dav {
         self.source.as_deref()
     }
 
+    /// What the locks and `If:` say of a write of `name` reaching
+    /// `reach`, by the request's user (`permit`: the side's whose rule
+    /// lets the write); its untagged `If:` lists are about the request's
+    /// own name.
+    fn locks_let(&self, permit: &Permit, name: &Path, reach: Reach) -> Result<(), Response> {
+        let own = self.path.as_os_str().as_encoded_bytes();
+        let Some(gate) = self.wing.lock_gate(&self.root, own, permit) else {
+            return Ok(());
+        };
+        let at = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
+        gate.decide_at(at, reach, None).map_err(|e| {
+            let wrote = crate::http::to_file::Wrote::Made;
+            crate::http::to_file::write_answer(&self.req, &permit.name, wrote, Err(e))
+        })
+    }
+
+    /// The locks of a name that went (removed, or moved away) go with it.
+    fn drop_locks(&self, name: &Path) {
+        if let Some(locks) = &self.wing.locks {
+            locks.drop_under(crate::http::site::lock::bare(
+                name.as_os_str().as_encoded_bytes(),
+            ));
+        }
+    }
+
     /// A refusal, dressed as the site dresses an answer about the name,
     /// and counted.
     fn refusal(&self, mut resp: Response) -> Response {
@@ -173,10 +200,11 @@ impl Act for Dav {
             return Step::Answer(self.answer(Response::new(201)));
         }
         let resp = match self.op {
-            Op::Propfind | Op::Proppatch => return Step::Body,
+            Op::Propfind | Op::Proppatch | Op::Lock => return Step::Body,
             Op::Mkcol => names::mkcol(self),
             Op::Copy => names::copy(self),
             Op::Move => names::move_(self),
+            Op::Unlock => lock::unlock(self),
             _ => Response::status_page(500),
         };
         Step::Answer(self.answer(resp))
@@ -196,6 +224,7 @@ impl Act for Dav {
         }
         let resp = match self.op {
             Op::Propfind => props::propfind(self),
+            Op::Lock => lock::lock(self),
             _ => match self.wing.slot(self.max_writes) {
                 Ok(slot) => {
                     self.slot = Some(slot);

@@ -11,12 +11,12 @@ use super::Dav;
 use crate::fs::dav as fsdav;
 use crate::fs::{Error, Guard, Mode, Root};
 use crate::http::dav::xml::Multistatus;
-use crate::http::response::Body;
 use crate::http::site::dav::{on_collection, Depth};
 use crate::http::site::write::Permit;
 use crate::http::site::Grant;
 use crate::http::to_file::{failed, Wrote};
 use crate::http::Response;
+use crate::linux::write::locks::{table::Reach, Gate};
 use crate::rt::Runtime;
 use crate::text::percent::percent_encode;
 use rustix::fd::AsFd;
@@ -57,6 +57,7 @@ fn answered(done: Result<Outcome, Error>, wrote: Wrote) -> Response {
         Ok(Outcome::Done { created: true }) => Response::new(201),
         Ok(Outcome::Done { created: false }) => Response::new(204),
         Ok(Outcome::Partial(refused)) => multistatus(&refused),
+        Err(Error::Locked(roots)) => crate::http::site::lock::locked(&roots),
         Err(e) => {
             let status = failed(wrote, &e);
             let mut resp = Response::status_page(status);
@@ -80,14 +81,12 @@ pub(super) fn multistatus(refused: &[(String, u16)]) -> Response {
 
 /// An XML answer.
 pub(super) fn xml_answer(status: u16, body: Vec<u8>) -> Response {
-    let mut resp = Response::new(status).header("Content-Type", "application/xml; charset=utf-8");
-    resp.body = Body::Bytes(bytes::Bytes::from(body));
-    resp
+    crate::http::site::lock::xml(status, body)
 }
 
 /// The href of a name under the served directory (its exact bytes, UTF-8
 /// or not): percent-encoded, a collection's with its trailing `/`.
-pub(super) fn href(name: impl AsRef<[u8]>, collection: bool) -> String {
+pub(in crate::linux::write) fn href(name: impl AsRef<[u8]>, collection: bool) -> String {
     let name = name.as_ref();
     let end = name.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
     let bare = &name[..end];
@@ -105,6 +104,7 @@ fn look_guard(protected: &[(u64, u64)]) -> Guard {
     Guard {
         make_dirs: false,
         protected: protected.to_vec(),
+        held: Default::default(),
     }
 }
 
@@ -132,6 +132,9 @@ pub(super) fn mkcol(d: &mut Dav) -> Response {
     };
     let guard = permit.guard(d.own.identities(&d.root));
     let at = bare(&d.path);
+    if let Err(locked) = d.locks_let(permit, &at, Reach::Member) {
+        return locked;
+    }
     let done = d.root.dav_at(&at, &guard, |dir, entry| {
         fsdav::make_dir(dir.as_fd(), entry, &at, permit.durability)
     });
@@ -174,6 +177,10 @@ pub(super) fn copy(d: &mut Dav) -> Response {
     let grant = src_permit.grant.clone();
     if kind == FileType::RegularFile && dst_permit.limit.is_some_and(|l| stat.size > l) {
         return Response::status_page(413);
+    }
+    // The source is only read: its locks ask nothing (RFC 4918 §7.5.1).
+    if let Err(locked) = d.locks_let(dst_permit, &dst, Reach::Tree) {
+        return locked;
     }
     let done = match kind {
         FileType::RegularFile => copy_file(
@@ -329,6 +336,7 @@ pub(in crate::linux::write) fn remove_collection(
     name: &Path,
     guard: &Guard,
     depth: Depth,
+    gate: Option<&Gate>,
 ) -> Option<Result<Response, Error>> {
     let at = bare(name);
     let look = look_guard(&guard.protected);
@@ -346,6 +354,10 @@ pub(in crate::linux::write) fn remove_collection(
     }
     if let Some(refused) = on_collection("DELETE", depth) {
         return Some(Ok(refused));
+    }
+    // Its locks, those of its members and of its parent (RFC 4918 §9.6.1).
+    if let Some(Err(e)) = gate.map(|g| g.decide(Reach::Tree, Some(None))) {
+        return Some(Err(e));
     }
     if !permit.removable.dirs {
         return Some(Err(fsdav::denied(
@@ -456,6 +468,11 @@ pub(super) fn move_(d: &mut Dav) -> Response {
             Ok(()) => {}
         }
     }
+    let locks = (d.locks_let(src_permit, &src, Reach::Tree))
+        .and_then(|()| d.locks_let(dst_permit, &dst, Reach::Tree));
+    if let Err(locked) = locks {
+        return locked;
+    }
     let existed = match clear(d, &rt, dst_permit, &dst, &dst_guard, dir) {
         Ok(Cleared::Was(existed)) => existed,
         Ok(Cleared::Refused(refused)) => return multistatus(&refused),
@@ -494,6 +511,9 @@ pub(super) fn move_(d: &mut Dav) -> Response {
         ),
         Err(e) => Err(e),
     };
+    if let Ok(Outcome::Done { .. }) = done {
+        d.drop_locks(&src);
+    }
     answered(done, Wrote::Made)
 }
 

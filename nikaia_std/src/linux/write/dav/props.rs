@@ -13,6 +13,7 @@ use crate::http::dav::dead;
 use crate::http::dav::xml::{self, Change, Content, Find, Multistatus, Prop, QName, Value};
 use crate::http::site::dav::{on_collection, Depth};
 use crate::http::Response;
+use crate::linux::write::locks::table::{Reach, Table};
 use rustix::fd::AsFd;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -36,6 +37,9 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
     let Some(permit) = d.source.as_deref() else {
         return Response::status_page(500);
     };
+    if let Err(locked) = d.locks_let(permit, &d.path, Reach::Own) {
+        return locked;
+    }
     let names: Vec<&QName> = changes
         .iter()
         .map(|c| match c {
@@ -147,7 +151,16 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
     let mut out = Multistatus::begin();
     let quota = wants_quota(&find).then(|| quota(fd.as_fd())).flatten();
     let bytes = d.path.as_os_str().as_bytes();
-    respond(&mut out, &find, bytes, &stat, dead.as_deref(), quota);
+    let locks = Discovery::of(d, &find, permit.grant.user.as_deref());
+    respond(
+        &mut out,
+        &find,
+        bytes,
+        &stat,
+        dead.as_deref(),
+        quota,
+        locks.as_ref(),
+    );
     if d.depth != Depth::One || !stat.dir {
         out.end();
         return xml_answer(207, out.out);
@@ -160,6 +173,46 @@ pub(super) fn propfind(d: &mut Dav) -> Response {
         permit.grant.clone(),
     );
     listing::answer(walk, out, d.wing.clone())
+}
+
+/// What `lockdiscovery` shows, read once for a whole `PROPFIND`: the
+/// locks held, and the user who asks (a lock's token is shown to its
+/// owner only).
+pub(super) struct Discovery {
+    table: std::sync::Arc<Table>,
+    user: Option<String>,
+    now: u64,
+}
+
+impl Discovery {
+    /// Where `[webdav-locks]` is set and `find` may name the lock
+    /// properties.
+    pub(super) fn of(d: &Dav, find: &Find, user: Option<&str>) -> Option<Discovery> {
+        let asks = match find {
+            Find::Prop(names) => {
+                (names.iter()).any(|n| n.is_dav("lockdiscovery") || n.is_dav("supportedlock"))
+            }
+            Find::AllProp { .. } | Find::PropName => true,
+        };
+        let locks = d.wing.locks.as_ref().filter(|_| asks)?;
+        Some(Discovery {
+            table: locks.table(),
+            user: user.map(str::to_owned),
+            now: crate::linux::write::locks::now(),
+        })
+    }
+
+    /// The `activelock`s of the locks whose scope holds `name`.
+    fn markup(&self, name: &[u8]) -> String {
+        let name = crate::http::site::lock::bare(name);
+        let mut out = String::new();
+        for lock in self.table.covering(name, self.now) {
+            let root = crate::linux::write::locks::href(lock);
+            let show = lock.owned_by(self.user.as_deref());
+            xml::activelock(&mut out, &super::lock::active(lock, self.now, show, &root));
+        }
+        out
+    }
 }
 
 /// Whether `find` names RFC 4331's quota properties.
@@ -201,9 +254,17 @@ pub(super) fn respond(
     stat: &Stat,
     dead: Option<&[u8]>,
     quota: Option<(u64, u64)>,
+    locks: Option<&Discovery>,
 ) {
     let dead: Vec<(QName, Value)> = dead.and_then(|r| dead::decode(r).ok()).unwrap_or_default();
     let mut live = live(OsStr::from_bytes(name), stat, find);
+    if let Some(locks) = locks {
+        live.push((
+            "supportedlock",
+            Live::Markup(xml::SUPPORTED_LOCK.to_owned()),
+        ));
+        live.push(("lockdiscovery", Live::Markup(locks.markup(name))));
+    }
     // RFC 4331's quota, asked by name only (it is not in `allprop`, §3),
     // for a collection: its file system's free and used bytes.
     if let (Find::Prop(_), Some((free, used)), true) = (find, quota, stat.dir) {
@@ -288,6 +349,8 @@ static LIVE_NAMES: std::sync::LazyLock<Vec<QName>> = std::sync::LazyLock::new(||
         "creationdate",
         "quota-available-bytes",
         "quota-used-bytes",
+        "supportedlock",
+        "lockdiscovery",
     ]
     .map(QName::dav)
     .into()
@@ -304,6 +367,8 @@ enum Live {
     Text(String),
     Collection,
     Empty,
+    /// XML written as it is (`supportedlock`, `lockdiscovery`).
+    Markup(String),
 }
 
 impl Live {
@@ -312,6 +377,7 @@ impl Live {
             Live::Text(t) => Content::Text(t),
             Live::Collection => Content::Collection,
             Live::Empty => Content::Empty,
+            Live::Markup(m) => Content::Markup(m),
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::fs;
 use crate::http::site::resume::{self, Id, Seen};
 use crate::http::site::write::{self, Permit};
 use crate::http::Response;
+use crate::linux::write::locks::{self, table::Reach};
 use crate::linux::write::resume::{now, Known, Record};
 use crate::rt::Resumable;
 use crate::sync::lock;
@@ -37,7 +38,7 @@ impl Job {
         // The name as it is now: a create the rule does not allow, a link
         // on the way, one of the server's own files are refused before a
         // byte is sent (and again when the file is given its name).
-        let mut guard = permit.guard(self.own());
+        let mut guard = self.guard(permit, name.as_bytes());
         guard.make_dirs = false;
         let early = self.root.begin_write_guarded(
             name,
@@ -221,6 +222,16 @@ impl Job {
     }
 
     /// The runtime file's own files, by identity now.
+    /// The write rules' guard for the upload's final name, with what the
+    /// locks and the request's `If:` say when the name is given.
+    fn guard(&self, permit: &Permit, name: &[u8]) -> fs::Guard {
+        let mut guard = permit.guard(self.own());
+        if let Some(gate) = self.wing.lock_gate(&self.root, name, permit) {
+            guard.held = locks::held(gate, Reach::Member, Reach::Own);
+        }
+        guard
+    }
+
     pub(super) fn own(&self) -> Vec<(u64, u64)> {
         let rt = self.runtime();
         crate::linux::write::Own::of(&rt, true).identities(&self.root)
@@ -249,7 +260,7 @@ impl Job {
             self.mark_done(id, record.clone(), false);
             return Ok(());
         }
-        let guard = permit.guard(self.own());
+        let guard = self.guard(permit, name.as_bytes());
         let mode = fs::Mode::Conditional(record.conditions(&permit.conditions));
         let done = self.uploads.dir.dup().and_then(|from| {
             let temp = PartialDir::part_name(&hex);
@@ -283,9 +294,10 @@ impl Job {
                 let resp = write::answer(&rt, &self.req, permit, Err(e));
                 writes.refused(resp.status());
                 // A refusal (and a full disk) ends the upload; a fault of
-                // the server's (500, 503) leaves it for the next request.
+                // the server's (500, 503) leaves it for the next request,
+                // and a lock (423) until the lock goes.
                 let status = resp.status();
-                if (400..500).contains(&status) || status == 507 {
+                if (400..500).contains(&status) && status != 423 || status == 507 {
                     self.uploads.dir.remove(&hex);
                     self.uploads.forget(id);
                 }

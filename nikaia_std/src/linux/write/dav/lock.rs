@@ -1,0 +1,299 @@
+//! `LOCK` and `UNLOCK` on a writer thread (`spec/site.md`, "WebDAV class
+//! 2: locks"): a new lock taken (and, on a name where nothing is, an
+//! empty file made through the `PUT` path), a lock refreshed, a lock
+//! released — each a change of the locks file under its `flock`.
+
+use super::names::bare;
+use super::Dav;
+use crate::fs::dav as fsdav;
+use crate::fs::{Error, Mode};
+use crate::http::dav::xml::{self, Active};
+use crate::http::site::lock::{self as site_lock, bare as bare_name};
+use crate::http::to_file::{write_answer, Wrote};
+use crate::http::Response;
+use crate::linux::write::locks::table::{Asked, Lock, Reach};
+use crate::linux::write::locks::{self, now, Locks};
+use rustix::fd::AsFd;
+use rustix::fs::FileType;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// A `LOCK`, its body here: a new lock (a body) or a refresh (none).
+pub(super) fn lock(d: &mut Dav) -> Response {
+    let (Some(locks), Some(_)) = (d.wing.locks.clone(), d.source.as_deref()) else {
+        // `[webdav-locks]` came with a reload: it needs a restart.
+        return Response::status_page(503);
+    };
+    let rt = d.wing.runtime();
+    let ask = match site_lock::lock_ask(&rt, &d.req) {
+        Ok(ask) => ask,
+        Err(refused) => return refused,
+    };
+    let name = bare_name(d.path.as_os_str().as_encoded_bytes()).to_vec();
+    if d.body.iter().all(u8::is_ascii_whitespace) {
+        return refresh(d, &locks, &name, ask.timeout);
+    }
+    let info = match xml::lockinfo(&d.body) {
+        Ok(info) => info,
+        Err(xml::Bad(why)) => return crate::http::site::write::unmakeable_answer(why),
+    };
+    let Some(permit) = d.source.as_deref() else {
+        return Response::status_page(500);
+    };
+    // What is at the name: a file or a collection is locked as it is;
+    // nothing, an empty file is made first (RFC 4918 §7.3).
+    let at = bare(&d.path);
+    let look = permit.guard(d.own.identities(&d.root));
+    let found = (d.root).dav_at(&at, &look, |dir, entry| {
+        fsdav::look(dir.as_fd(), entry, &at)
+    });
+    let (collection, made) = match found {
+        Ok(Some((FileType::Directory, _))) => (true, false),
+        Ok(Some((FileType::RegularFile, _))) => (false, false),
+        // A link is not locked through (as it is not moved through).
+        Ok(Some(_)) => return Response::status_page(403),
+        Ok(None) | Err(Error::NotFound) => (false, true),
+        Err(e) => return write_answer(&d.req, &permit.name, Wrote::Made, Err(e)),
+    };
+    let asked = Asked {
+        infinity: ask.infinity && collection,
+        shared: info.shared,
+    };
+    // Seen before anything is made: a conflict makes no file.
+    let now = now();
+    if let Some(refused) = conflict(&locks, &name, &asked, now) {
+        return refused;
+    }
+    if made {
+        if let Err(refused) = make_empty(d, &name) {
+            return refused;
+        }
+    } else if !permit.conditions.replace {
+        // A lock guards writes this user may not make here.
+        return Response::status_page(403);
+    } else if let Err(refused) = d.locks_let(permit, &at, Reach::Own).or_else(|r| {
+        // Only `If:` is asked of a name that exists: a lock of it is no
+        // write, and a shared lock needs no other lock's token.
+        if r.status() == 412 {
+            Err(r)
+        } else {
+            Ok(())
+        }
+    }) {
+        return refused;
+    }
+    let Ok(token) = locks::new_token() else {
+        return Response::status_page(500);
+    };
+    let Some(permit) = d.source.as_deref() else {
+        return Response::status_page(500);
+    };
+    let user = permit.grant.user.clone();
+    let lock = Lock {
+        token,
+        root: name.clone(),
+        collection,
+        infinity: asked.infinity,
+        shared: asked.shared,
+        user,
+        owner: info.owner,
+        expires: now + ask.timeout,
+        timeout: ask.timeout,
+    };
+    let bounds = rt.site.webdav_locks.clone();
+    let taken = locks.change(now, |t| {
+        if !t.conflicts(&name, &asked, now).is_empty() {
+            return (Taken::Conflict, false);
+        }
+        let (all, own) = t.counts(lock.user.as_deref(), now);
+        let over = bounds
+            .as_ref()
+            .is_some_and(|b| all >= b.max_locks || own >= b.max_locks_per_user);
+        if over {
+            return (Taken::Over, false);
+        }
+        t.insert(lock.clone());
+        (Taken::Yes, true)
+    });
+    match taken {
+        Ok(Taken::Yes) => {}
+        Ok(Taken::Conflict) => {
+            locks.stats.refused.fetch_add(1, Relaxed);
+            return site_lock::xml(423, xml::error_hrefs("no-conflicting-lock", &[]));
+        }
+        Ok(Taken::Over) => {
+            locks.stats.refused.fetch_add(1, Relaxed);
+            return Response::status_page(503).header("Retry-After", "60");
+        }
+        Err(e) => {
+            let mut resp = Response::status_page(500);
+            resp.log_error =
+                Some(format!("LOCK: [webdav-locks] {}: {e}", locks.dir().display()).into());
+            return resp;
+        }
+    }
+    locks.stats.taken.fetch_add(1, Relaxed);
+    let status = if made { 201 } else { 200 };
+    answer(status, &lock, now).header("Lock-Token", format!("<{}>", lock.token))
+}
+
+/// What a change of the table said of a new lock.
+enum Taken {
+    Yes,
+    Conflict,
+    Over,
+}
+
+/// 423 where a lock held conflicts with the one asked for (RFC 4918
+/// §6.1, `no-conflicting-lock`, naming the roots of those held).
+fn conflict(locks: &Locks, name: &[u8], asked: &Asked, now: u64) -> Option<Response> {
+    let table = locks.table();
+    let held = table.conflicts(name, asked, now);
+    if held.is_empty() {
+        return None;
+    }
+    locks.stats.refused.fetch_add(1, Relaxed);
+    let roots: Vec<String> = held.iter().map(|l| locks::href(l)).collect();
+    let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+    Some(site_lock::xml(
+        423,
+        xml::error_hrefs("no-conflicting-lock", &roots),
+    ))
+}
+
+/// Makes the empty file a `LOCK` of a name where nothing is makes, as a
+/// `PUT` of no bytes would: the rule's `create`, its parent there (409)
+/// or made (`make-dirs`), the locks of the collection it goes in.
+fn make_empty(d: &Dav, name: &[u8]) -> Result<(), Response> {
+    let Some(permit) = d.source.as_deref() else {
+        return Err(Response::status_page(500));
+    };
+    let mut guard = permit.guard(d.own.identities(&d.root));
+    if let Some(gate) = d.wing.lock_gate(&d.root, name, permit) {
+        guard.held = locks::held(gate, Reach::Member, Reach::Own);
+    }
+    let mut conditions = permit.conditions.clone();
+    conditions.replace = false;
+    let at = bare(&d.path);
+    let made = (d.root)
+        .begin_write_guarded(&at, Mode::Conditional(conditions), &guard)
+        .and_then(|w| w.commit(permit.durability));
+    match made {
+        Ok(written) => {
+            d.wing.writes.created.fetch_add(1, Relaxed);
+            let _ = written;
+            Ok(())
+        }
+        Err(e) => Err(write_answer(&d.req, &permit.name, Wrote::Made, Err(e))),
+    }
+}
+
+/// A `LOCK` without a body (RFC 4918 §9.10.2): the lock whose token the
+/// `If:` submits, covering the name and the user's, lives `timeout`
+/// seconds from now — 412 `lock-token-matches-request-uri` where none is.
+fn refresh(d: &Dav, locks: &Locks, name: &[u8], timeout: u64) -> Response {
+    let Some(permit) = d.source.as_deref() else {
+        return Response::status_page(500);
+    };
+    let Some(cond) = permit.cond.clone() else {
+        let why = "a LOCK without a body refreshes a lock: If: names its token";
+        return crate::http::site::write::unmakeable_answer(why);
+    };
+    if let Err(refused) = d.locks_let(permit, &d.path, Reach::Own) {
+        if refused.status() == 412 {
+            return refused;
+        }
+    }
+    let user = permit.grant.user.as_deref();
+    let tokens = cond.header.submitted();
+    let now = now();
+    let refreshed = locks.change(now, |t| {
+        for token in &tokens {
+            if let Some(l) = t.find_mut(token, now) {
+                if l.covers(name) && l.owned_by(user) {
+                    l.expires = now + timeout;
+                    l.timeout = timeout;
+                    return (Some(l.clone()), true);
+                }
+            }
+        }
+        (None, false)
+    });
+    match refreshed {
+        Ok(Some(lock)) => {
+            locks.stats.refreshed.fetch_add(1, Relaxed);
+            answer(200, &lock, now)
+        }
+        Ok(None) => site_lock::xml(412, xml::error_hrefs("lock-token-matches-request-uri", &[])),
+        Err(e) => {
+            let mut resp = Response::status_page(500);
+            resp.log_error =
+                Some(format!("LOCK: [webdav-locks] {}: {e}", locks.dir().display()).into());
+            resp
+        }
+    }
+}
+
+/// `UNLOCK` (RFC 4918 §9.11): the lock its `Lock-Token` names goes, if
+/// it covers the name and is the user's: 204; else 409
+/// `lock-token-matches-request-uri` (another user's lock is not told
+/// apart from none).
+pub(super) fn unlock(d: &mut Dav) -> Response {
+    let (Some(locks), Some(permit)) = (d.wing.locks.clone(), d.source.as_deref()) else {
+        return Response::status_page(503);
+    };
+    let token = match site_lock::unlock_token(&d.req) {
+        Ok(token) => token,
+        Err(refused) => return refused,
+    };
+    if let Err(refused) = d.locks_let(permit, &d.path, Reach::Own) {
+        if refused.status() == 412 {
+            return refused;
+        }
+    }
+    let name = bare_name(d.path.as_os_str().as_encoded_bytes()).to_vec();
+    let user = permit.grant.user.clone();
+    let now = now();
+    let released = locks.change(now, |t| {
+        let mine = t
+            .find(&token, now)
+            .is_some_and(|l| l.covers(&name) && l.owned_by(user.as_deref()));
+        if !mine {
+            return (false, false);
+        }
+        t.remove_if(|l| l.token == token);
+        (true, true)
+    });
+    match released {
+        Ok(true) => {
+            locks.stats.released.fetch_add(1, Relaxed);
+            Response::new(204)
+        }
+        Ok(false) => site_lock::xml(409, xml::error_hrefs("lock-token-matches-request-uri", &[])),
+        Err(e) => {
+            let mut resp = Response::status_page(500);
+            resp.log_error =
+                Some(format!("UNLOCK: [webdav-locks] {}: {e}", locks.dir().display()).into());
+            resp
+        }
+    }
+}
+
+/// A `LOCK`'s answer: `<D:prop><D:lockdiscovery>` with the lock, its
+/// token shown (its owner asked).
+fn answer(status: u16, lock: &Lock, now: u64) -> Response {
+    let root = locks::href(lock);
+    let active = active(lock, now, true, &root);
+    site_lock::xml(status, xml::lock_answer(&[active]))
+}
+
+/// A lock as `lockdiscovery` shows it; its token only to its owner.
+pub(super) fn active<'a>(lock: &'a Lock, now: u64, show: bool, root: &'a str) -> Active<'a> {
+    Active {
+        shared: lock.shared,
+        infinity: lock.infinity,
+        owner: lock.owner.as_deref(),
+        timeout: Some(lock.expires.saturating_sub(now).max(1)),
+        token: show.then_some(lock.token.as_str()),
+        root,
+    }
+}
