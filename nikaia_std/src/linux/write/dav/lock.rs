@@ -11,8 +11,9 @@ use crate::http::dav::xml::{self, Active};
 use crate::http::site::lock::{self as site_lock, bare as bare_name};
 use crate::http::to_file::{write_answer, Wrote};
 use crate::http::Response;
-use crate::linux::write::locks::table::{Asked, Lock, Reach};
+use crate::linux::write::locks::table::{Asked, Lock, Reach, Table};
 use crate::linux::write::locks::{self, now, Locks};
+use crate::rt::WebdavLocks;
 use rustix::fd::AsFd;
 use rustix::fs::FileType;
 use std::sync::atomic::Ordering::Relaxed;
@@ -58,10 +59,17 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         infinity: ask.infinity && collection,
         shared: info.shared,
     };
-    // Seen before anything is made: a conflict makes no file.
+    // Seen before anything is made: a conflict or a bound makes no file
+    // (and both are asked again when the lock is written).
     let now = now();
+    let bounds = rt.site.webdav_locks.clone();
     if let Some(refused) = conflict(&locks, &name, &asked, now) {
         return refused;
+    }
+    let user = permit.grant.user.clone();
+    if over(&locks.table(), bounds.as_ref(), user.as_deref(), now) {
+        locks.stats.refused.fetch_add(1, Relaxed);
+        return busy();
     }
     if made {
         if let Err(refused) = make_empty(d, &name) {
@@ -84,10 +92,6 @@ pub(super) fn lock(d: &mut Dav) -> Response {
     let Ok(token) = locks::new_token() else {
         return Response::status_page(500);
     };
-    let Some(permit) = d.source.as_deref() else {
-        return Response::status_page(500);
-    };
-    let user = permit.grant.user.clone();
     let lock = Lock {
         token,
         root: name.clone(),
@@ -99,16 +103,11 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         expires: now + ask.timeout,
         timeout: ask.timeout,
     };
-    let bounds = rt.site.webdav_locks.clone();
     let taken = locks.change(now, |t| {
         if !t.conflicts(&name, &asked, now).is_empty() {
             return (Taken::Conflict, false);
         }
-        let (all, own) = t.counts(lock.user.as_deref(), now);
-        let over = bounds
-            .as_ref()
-            .is_some_and(|b| all >= b.max_locks || own >= b.max_locks_per_user);
-        if over {
+        if over(t, bounds.as_ref(), lock.user.as_deref(), now) {
             return (Taken::Over, false);
         }
         t.insert(lock.clone());
@@ -122,7 +121,7 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         }
         Ok(Taken::Over) => {
             locks.stats.refused.fetch_add(1, Relaxed);
-            return Response::status_page(503).header("Retry-After", "60");
+            return busy();
         }
         Err(e) => {
             let mut resp = Response::status_page(500);
@@ -141,6 +140,18 @@ enum Taken {
     Yes,
     Conflict,
     Over,
+}
+
+/// Whether `user` holds `max-locks-per-user` locks, or everyone
+/// `max-locks`.
+fn over(t: &Table, bounds: Option<&WebdavLocks>, user: Option<&str>, now: u64) -> bool {
+    let (all, own) = t.counts(user, now);
+    bounds.is_some_and(|b| all >= b.max_locks || own >= b.max_locks_per_user)
+}
+
+/// 503: past a bound, until locks are released or expire.
+fn busy() -> Response {
+    Response::status_page(503).header("Retry-After", "60")
 }
 
 /// 423 where a lock held conflicts with the one asked for (RFC 4918
