@@ -247,6 +247,19 @@ pub fn render(socket: &Path, r: &Value, http3: bool) -> String {
             n(&u["terminated"]),
         );
     }
+    let l = &r["locks"];
+    if l.is_object() {
+        out += &format!(
+            "locks        {} held; {} taken, {} refreshed, {} released, {} expired; refused: {} LOCKs, {} writes without the token\n",
+            n(&l["held"]),
+            n(&l["taken"]),
+            n(&l["refreshed"]),
+            n(&l["released"]),
+            n(&l["expired"]),
+            n(&l["refused"]),
+            n(&l["writes_refused"]),
+        );
+    }
     let p = &r["produced"];
     if p.is_object() {
         out += &format!(

@@ -127,9 +127,7 @@ pub use list::{DirEntry, Reached, ReachedKind};
 #[doc(hidden)]
 pub use root::force_uncached_opens;
 pub use root::{anywhere_sites, AnywhereSite, Root};
-pub(crate) use rw::HeldCheck;
 #[cfg(target_os = "linux")]
 pub(crate) use rw::{etag_listed, Compare};
-pub use rw::{
-    read, read_string, write, Conditions, Durability, Guard, Held, Mode, Removable, Written,
-};
+pub use rw::{read, read_string, write, Conditions, Durability, Guard, Mode, Removable, Written};
+pub(crate) use rw::{Held, HeldCheck};

@@ -184,8 +184,9 @@ pub struct Guard {
     /// Files and directories never written into, replaced or removed, by
     /// (device, inode) as they are when the write acts.
     pub protected: Vec<(u64, u64)>,
-    /// Asked with the name held, once the preconditions hold.
-    pub held: Held,
+    /// Asked with the name held, once the preconditions hold (a server's,
+    /// none by default).
+    pub(crate) held: Held,
 }
 
 /// What a guarded write or removal asks with its name held against every
@@ -195,7 +196,7 @@ pub struct Guard {
 /// its refusal ([`Error::Locked`], [`Error::Precondition`]) is the
 /// write's. None by default.
 #[derive(Clone, Default)]
-pub struct Held(pub(crate) Option<HeldCheck>);
+pub(crate) struct Held(pub(crate) Option<HeldCheck>);
 
 /// The check a [`Held`] makes.
 pub(crate) type HeldCheck =

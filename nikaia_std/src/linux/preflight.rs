@@ -10,7 +10,7 @@ impl Runtime {
     /// with them would: what `nikaia check` reports beyond the file's text.
     /// (Linux: the machine is the Linux backend's.)
     pub fn preflight(&self) -> Vec<Finding> {
-        let mut found = crate::http::site::write::findings(self);
+        let mut found = crate::http::site::findings::findings(self);
         if let Some(path) = &self.stats_socket {
             let what = super::stats_socket::what(path);
             if let Err(e) = super::unix_path::inspect(path, &what) {
@@ -77,13 +77,48 @@ impl Runtime {
     /// cannot say: `[resumable] dir` must be a directory (or one that can
     /// be made) outside `dir` and on its file system, since a complete
     /// upload is renamed into place (`spec/site.md`, "Resumable
-    /// uploads"). `nikaia check FILE DIR` reports them; `nikaia serve`
-    /// refuses to start on an error.
+    /// uploads"); `[webdav-locks] dir` must be outside `dir`. `nikaia
+    /// check FILE DIR` reports them; `nikaia serve` refuses to start on
+    /// an error.
     pub fn served_findings(&self, dir: &std::path::Path) -> Vec<Finding> {
-        use std::os::unix::fs::MetadataExt;
-        let Some(r) = &self.resumable else {
-            return Vec::new();
+        let mut found = match &self.resumable {
+            Some(r) => Self::resumable_findings_of(r, dir),
+            None => Vec::new(),
         };
+        // The locks file is the server's: never served, never written by
+        // a write rule (`spec/site.md`, "WebDAV class 2: locks").
+        if let Some(l) = &self.site.webdav_locks {
+            if inside(&l.dir, dir) {
+                found.push(Finding {
+                    key: "webdav-locks",
+                    message: format!(
+                        "dir {} is inside the served directory {}: the locks file must never \
+                         be served or written by a client",
+                        l.dir.display(),
+                        dir.display()
+                    ),
+                    warning: false,
+                });
+            }
+        }
+        found
+    }
+}
+
+/// Whether `path` (or, where it does not exist yet, the nearest directory
+/// above it that does) is `dir` or under it.
+fn inside(path: &std::path::Path, dir: &std::path::Path) -> bool {
+    let existing = std::iter::successors(Some(path), |p| p.parent())
+        .find(|p| p.exists())
+        .unwrap_or(std::path::Path::new("/"));
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+    matches!((canonical(existing), canonical(dir)), (Some(at), Some(root)) if at.starts_with(&root))
+}
+
+impl Runtime {
+    /// What `[resumable] dir` would meet beside the served directory `dir`.
+    fn resumable_findings_of(r: &crate::rt::Resumable, dir: &std::path::Path) -> Vec<Finding> {
+        use std::os::unix::fs::MetadataExt;
         let problem = |message: String| Finding {
             key: "resumable",
             message,
@@ -121,15 +156,12 @@ impl Runtime {
                 served.dev()
             )));
         }
-        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
-        if let (Some(at), Some(root)) = (canonical(existing), canonical(dir)) {
-            if at.starts_with(&root) {
-                found.push(problem(format!(
-                    "dir {partial} is inside the served directory {}: partial uploads \
-                     must never be served",
-                    dir.display()
-                )));
-            }
+        if inside(existing, dir) {
+            found.push(problem(format!(
+                "dir {partial} is inside the served directory {}: partial uploads \
+                 must never be served",
+                dir.display()
+            )));
         }
         found
     }

@@ -9,6 +9,7 @@ pub(crate) mod basic;
 mod cors;
 pub(crate) mod dav;
 pub(crate) mod dress;
+pub(crate) mod findings;
 pub(crate) mod lock;
 pub(crate) mod path;
 pub(crate) mod resume;

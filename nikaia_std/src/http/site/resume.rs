@@ -290,8 +290,8 @@ pub(crate) fn final_name(filename: &str, hidden: bool) -> Result<(String, bool),
 /// trying a name made from each pattern on the other rules, both ways.
 /// Empty where no write needs credentials.
 pub(crate) fn writers_auth(rt: &Runtime) -> Vec<usize> {
+    use super::findings::sample;
     use super::path::Candidates;
-    use super::write::sample;
     use crate::rt::any_matches;
     let covers = |patterns: &[crate::rt::Glob], name: &str| {
         Candidates::of(name, &[])
