@@ -159,7 +159,9 @@ fn site_write(
     };
     let verified = |c: &super::super::site::Check| files.verified(c);
     let job = match asked.op {
-        Op::Put | Op::Mkcol => dav::discard(rt, req, asking.clone(), &verified),
+        Op::Put | Op::Mkcol | Op::Lock | Op::Unlock => {
+            dav::discard(rt, req, asking.clone(), &verified)
+        }
         _ => None,
     };
     let job = match job {

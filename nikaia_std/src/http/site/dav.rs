@@ -216,7 +216,7 @@ pub(crate) fn apple_double(name: &[u8]) -> bool {
     (last.starts_with(b"._") && last.len() > 2) || last == b".DS_Store"
 }
 
-/// A `PUT` (or `MKCOL`, `PROPPATCH`) of Finder's file where
+/// A `PUT` (or `MKCOL`, `LOCK`, `UNLOCK`) of Finder's file where
 /// `apple-double = "discard"` and WebDAV writes the directory it is in:
 /// checked as a write of a name beside it would be, then answered
 /// without a write. `None` where it is refused as a dot-name (the

@@ -289,6 +289,40 @@ pub(super) fn unlock(d: &mut Dav) -> Response {
     }
 }
 
+/// A `LOCK` or `UNLOCK` of Finder's file where `apple-double =
+/// "discard"`: answered as if the lock were taken (a token no table keeps;
+/// a refresh gives back the token its `If:` names) or released.
+pub(super) fn discarded(d: &Dav) -> Response {
+    if d.op == crate::http::site::write::Op::Unlock {
+        return Response::new(204);
+    }
+    let rt = d.wing.runtime();
+    let timeout = site_lock::lock_ask(&rt, &d.req).map_or(1, |a| a.timeout);
+    let asked = (d.source.as_deref())
+        .and_then(|p| p.cond.as_ref())
+        .and_then(|c| c.header.submitted().first().map(|t| t.to_string()));
+    let refresh = asked.is_some();
+    let Some(token) = asked.or_else(|| locks::new_token().ok()) else {
+        return Response::status_page(500);
+    };
+    let now = now();
+    let lock = Lock {
+        token,
+        root: bare_name(d.path.as_os_str().as_encoded_bytes()).to_vec(),
+        collection: false,
+        infinity: false,
+        shared: false,
+        user: None,
+        owner: None,
+        expires: now + timeout,
+        timeout,
+    };
+    match refresh {
+        true => answer(200, &lock, now),
+        false => answer(200, &lock, now).header("Lock-Token", format!("<{}>", lock.token)),
+    }
+}
+
 /// A `LOCK`'s answer: `<D:prop><D:lockdiscovery>` with the lock, its
 /// token shown (its owner asked).
 fn answer(status: u16, lock: &Lock, now: u64) -> Response {

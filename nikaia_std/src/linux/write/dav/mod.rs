@@ -196,8 +196,13 @@ impl Act for Dav {
 
     fn open(&mut self) -> Step {
         if self.discard {
-            // Finder's file, answered as if written (`apple-double`).
-            return Step::Answer(self.answer(Response::new(201)));
+            // Finder's file, answered as if written (`apple-double`), and
+            // as if locked: Finder opens it for writing only after a LOCK.
+            let resp = match self.op {
+                Op::Lock | Op::Unlock => lock::discarded(self),
+                _ => Response::new(201),
+            };
+            return Step::Answer(self.answer(resp));
         }
         let resp = match self.op {
             Op::Propfind | Op::Proppatch | Op::Lock => return Step::Body,
