@@ -12,8 +12,10 @@ use super::read::Reader;
 use super::write::escape_text;
 use super::{value, Bad};
 
-/// The owner's content, written again, in bytes at most.
-const MAX_OWNER: usize = 64 << 10;
+/// The owner's content, written again, in bytes at most: every lock's is
+/// kept in the locks file, which each change rewrites whole (a client's
+/// is a name or a URL: Finder's is 60 bytes).
+const MAX_OWNER: usize = 4 << 10;
 
 /// The largest `Second-N` written (RFC 4918 §10.7: at most 2^32 − 1).
 const MAX_SECONDS: u64 = u32::MAX as u64;
@@ -37,7 +39,7 @@ pub(crate) struct LockInfo {
 /// given twice, or not holding exactly one element, `DAV:exclusive` or
 /// `DAV:shared`; `DAV:locktype` missing, given twice, or not holding
 /// exactly `DAV:write` (the only lock type there is); `DAV:owner` given
-/// twice, or its content, written again, longer than 64 KiB.
+/// twice, or its content, written again, longer than 4 KiB.
 ///
 /// RFC 4918 names no status for a scope or type the server does not know.
 /// Apache's mod_dav answers 412 for them (its "unknown XML element within
@@ -86,7 +88,7 @@ pub(crate) fn lockinfo(body: &[u8]) -> Result<LockInfo, Bad> {
         } else if child.name.is_dav("owner") {
             let mut budget = MAX_OWNER;
             let content = value(&mut r, &mut budget).map_err(|e| match e {
-                Bad("the property values are too large") => Bad("DAV:owner longer than 64 KiB"),
+                Bad("the property values are too large") => Bad("DAV:owner longer than 4 KiB"),
                 e => e,
             })?;
             if owner.replace(content.0).is_some() {
