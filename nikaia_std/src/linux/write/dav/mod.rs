@@ -109,9 +109,10 @@ impl Dav {
             self.checking = Side::Dest;
             return Step::Check(check);
         }
-        // A read takes no writer's place; a `PROPPATCH` takes its place
-        // once its body is here (a body that never comes holds none).
-        if !matches!(self.op, Op::Propfind | Op::Proppatch) {
+        // A read takes no writer's place; a `PROPPATCH` or `LOCK` takes
+        // its place once its body is here (a body that never comes holds
+        // none).
+        if !matches!(self.op, Op::Propfind | Op::Proppatch | Op::Lock) {
             match self.wing.slot(self.max_writes) {
                 Ok(slot) => self.slot = Some(slot),
                 Err(busy) => return Step::Answer(self.refusal(busy)),
@@ -227,16 +228,17 @@ impl Act for Dav {
         if end == End::Left {
             return None;
         }
+        if self.op == Op::Propfind {
+            let resp = props::propfind(self);
+            return Some(self.answer(resp));
+        }
+        match self.wing.slot(self.max_writes) {
+            Ok(slot) => self.slot = Some(slot),
+            Err(busy) => return Some(self.refusal(busy)),
+        }
         let resp = match self.op {
-            Op::Propfind => props::propfind(self),
             Op::Lock => lock::lock(self),
-            _ => match self.wing.slot(self.max_writes) {
-                Ok(slot) => {
-                    self.slot = Some(slot);
-                    props::proppatch(self)
-                }
-                Err(busy) => return Some(self.refusal(busy)),
-            },
+            _ => props::proppatch(self),
         };
         Some(self.answer(resp))
     }
