@@ -13,13 +13,16 @@ use crate::rt::Runtime;
 use std::sync::Arc;
 
 /// A request's `If:` (RFC 4918 §10.4), and each of its tags as a name
-/// under the served directory.
+/// under the served directory; and the token of a `Lock-Token` header
+/// (MS-WDV §2.2.4.2: Office puts its lock's token there on a `PUT`).
 #[derive(Debug)]
 pub(crate) struct Cond {
-    pub header: If,
+    header: Option<If>,
     /// Each Resource-Tag, and the name it gives (no `/` at either end);
     /// `None` for a tag of another server or no name a request can give.
     tags: Vec<(String, Option<Vec<u8>>)>,
+    /// The `Lock-Token` header's token.
+    lock_token: Option<String>,
 }
 
 impl Cond {
@@ -28,32 +31,68 @@ impl Cond {
         let found = self.tags.iter().find(|(t, _)| t == tag);
         found.and_then(|(_, name)| name.as_deref())
     }
+
+    /// The tokens the request submits: those `If:` submits, and the
+    /// `Lock-Token` header's.
+    pub(crate) fn submitted(&self) -> Vec<&str> {
+        let mut tokens = self.header.as_ref().map_or_else(Vec::new, If::submitted);
+        if let Some(t) = self.lock_token.as_deref().filter(|t| !tokens.contains(t)) {
+            tokens.push(t);
+        }
+        tokens
+    }
+
+    /// Whether `If:` is true (no `If:` is); see [`If::holds`].
+    pub(crate) fn holds<'s>(
+        &self,
+        about: &mut dyn FnMut(Option<&str>) -> Option<cond::State<'s>>,
+    ) -> bool {
+        self.header.as_ref().is_none_or(|h| h.holds(about))
+    }
 }
 
-/// The request's `If:`, where `[webdav-locks]` is set: `None` without one
-/// (or without the table: a class-1 server reads no `If:`), 400 for one
-/// that is not RFC 4918's grammar or that came twice.
+/// The request's `If:` and `Lock-Token`, where `[webdav-locks]` is set:
+/// `None` without either (or without the table: a class-1 server reads
+/// neither), 400 for an `If:` that is not RFC 4918's grammar or that came
+/// twice. An `UNLOCK`'s `Lock-Token` is its own (`unlock_token`), and a
+/// `Lock-Token` that is not one Coded-URL submits nothing.
 pub(crate) fn cond(rt: &Runtime, req: &Request, tls: bool) -> Result<Option<Arc<Cond>>, Response> {
     if rt.site.webdav_locks.is_none() {
         return Ok(None);
     }
-    let mut all = req.headers().filter(|(n, _)| n.eq_ignore_ascii_case("if"));
-    let Some((_, value)) = all.next() else {
-        return Ok(None);
-    };
-    if all.next().is_some() {
-        return Err(bad("one If header, not several"));
-    }
-    let header = cond::parse(value).map_err(|cond::Bad(why)| bad(why))?;
-    let mut tags: Vec<(String, Option<Vec<u8>>)> = Vec::new();
-    for list in &header.lists {
-        if let Some(tag) = &list.tag {
-            if !tags.iter().any(|(t, _)| t == tag) {
-                tags.push((tag.clone(), tag_name(tag, req, tls)));
+    let lock_token = match req.method() {
+        "UNLOCK" => None,
+        _ => {
+            let mut all = req
+                .headers()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("lock-token"));
+            match (all.next(), all.next()) {
+                (Some((_, v)), None) => cond::lock_token(v).map(str::to_owned),
+                _ => None,
             }
         }
+    };
+    let mut all = req.headers().filter(|(n, _)| n.eq_ignore_ascii_case("if"));
+    let header = match (all.next(), all.next()) {
+        (None, _) => None,
+        (Some(_), Some(_)) => return Err(bad("one If header, not several")),
+        (Some((_, value)), None) => Some(cond::parse(value).map_err(|cond::Bad(why)| bad(why))?),
+    };
+    if header.is_none() && lock_token.is_none() {
+        return Ok(None);
     }
-    Ok(Some(Arc::new(Cond { header, tags })))
+    let mut tags: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+    let lists = header.iter().flat_map(|h| &h.lists);
+    for tag in lists.filter_map(|l| l.tag.as_ref()) {
+        if !tags.iter().any(|(t, _)| t == tag) {
+            tags.push((tag.clone(), tag_name(tag, req, tls)));
+        }
+    }
+    Ok(Some(Arc::new(Cond {
+        header,
+        tags,
+        lock_token,
+    })))
 }
 
 /// The name a Resource-Tag gives under the served directory: an absolute

@@ -215,7 +215,7 @@ fn refresh(d: &Dav, locks: &Locks, name: &[u8], timeout: u64) -> Response {
         }
     }
     let user = permit.grant.user.as_deref();
-    let tokens = cond.header.submitted();
+    let tokens = cond.submitted();
     let now = now();
     let refreshed = locks.change(now, |t| {
         for token in &tokens {
@@ -300,7 +300,7 @@ pub(super) fn discarded(d: &Dav) -> Response {
     let timeout = site_lock::lock_ask(&rt, &d.req).map_or(1, |a| a.timeout);
     let asked = (d.source.as_deref())
         .and_then(|p| p.cond.as_ref())
-        .and_then(|c| c.header.submitted().first().map(|t| t.to_string()));
+        .and_then(|c| c.submitted().first().map(|t| t.to_string()));
     let refresh = asked.is_some();
     let Some(token) = asked.or_else(|| locks::new_token().ok()) else {
         return Response::status_page(500);

@@ -261,7 +261,7 @@ impl Gate {
                 if !self.holds(cond, &table, (name, etag.as_deref()), now) {
                     return Err(fs::Error::Precondition);
                 }
-                cond.header.submitted()
+                cond.submitted()
             }
             None => Vec::new(),
         };
@@ -294,7 +294,7 @@ impl Gate {
             let locked_by = Box::new(move |t: &str| covering.iter().any(|l| l.token == t));
             Some(crate::http::dav::cond::State { etag, locked_by })
         };
-        cond.header.holds(&mut about)
+        cond.holds(&mut about)
     }
 }
 
