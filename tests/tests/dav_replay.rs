@@ -1,10 +1,14 @@
-//! WebDAV class 1 (#49) against the two clients that cannot run here —
-//! Windows' mini-redirector (`Microsoft-WebDAV-MiniRedir`) and macOS
-//! Finder (`WebDAVFS/3.0.0`) — by replaying the requests they are
-//! published to send, byte for byte where a source shows the bytes, over
-//! TLS with Basic auth against `nikaia serve`'s routes (the runtime file
-//! of `tests/dav_clients.rs`). Each step asserts what a class-1 server
-//! must answer for the client to go on.
+//! WebDAV class 2 (#50: locks) and class 1 (#49) against the two clients
+//! that cannot run here — Windows' mini-redirector
+//! (`Microsoft-WebDAV-MiniRedir`) and macOS Finder (`WebDAVFS/3.0.0`) —
+//! by replaying the requests they are published to send, byte for byte
+//! where a source shows the bytes, over TLS with Basic auth against
+//! `nikaia serve`'s routes (the runtime file of `tests/dav_clients.rs`,
+//! with `[webdav-locks]` for class 2). Each step asserts what the server
+//! must answer for the client to go on: the write sequences (lock, write,
+//! unlock, rename) end with the right bytes under the right name and no
+//! lock left; a drive without `[webdav-locks]` is still class 1 (`DAV: 1`,
+//! LOCK and UNLOCK 405).
 //!
 //! Sources (read 2026-12-07; "exact" = the source shows the request's
 //! headers and body as sent):
@@ -36,6 +40,21 @@
 //!   of the new folder: https://github.com/danmunn/redmine_dmsf/issues/334
 //! - W5, an empty PROPFIND body from the mini-redirector (allprop, RFC
 //!   4918 §9.1): https://github.com/chrisroberts/dav4rack/pull/63
+//! - W1 also shows the lock's use: `If: (<urn:uuid:…>)` (one untagged
+//!   list) on the PROPPATCH after the LOCK, and UNLOCK with `Lock-Token:
+//!   <urn:uuid:…>`. Its LOCK has no `Depth` (infinity) and
+//!   `Timeout: Second-3600`.
+//! - W7, how the redirector submits its token (no exact PUT head found):
+//!   Windows' client needs the lock in `If`, a server checking only
+//!   `Lock-Token` broke it: https://github.com/cs3org/reva/pull/4928 ,
+//!   https://github.com/cs3org/reva/pull/4972 ; a wsgidav debug log of
+//!   Windows 10.0.19045 (PUT 0 bytes 201, LOCK 200, then a request whose
+//!   `If` parses as one untagged list of the token):
+//!   https://github.com/mar10/wsgidav/issues/332 . [MS-WDV] §2.2.4.2 says
+//!   `Lock-Token` SHOULD be on a PUT of a locked resource:
+//!   https://learn.microsoft.com/en-us/openspecs/windows_protocols/ms-wdv/cacea365-41fe-4bfd-84fc-35f2417349b9 ;
+//!   Word 2016 sent its PUT so, without `If`:
+//!   https://github.com/sabre-io/dav/issues/980 .
 //! - W6, Explorer does not write to a server without LOCK (and needs
 //!   PROPPATCH for uploads): https://github.com/arut/nginx-dav-ext-module/issues/16 ;
 //!   "without LOCK and UNLOCK … Windows may decide to mount a folder in
@@ -64,8 +83,14 @@
 //!   `create_http_request_message` (the content's PUT:
 //!   `X-Expected-Entity-Length`, streamed, so chunked when no length is
 //!   given), `network_rename` (MOVE: `Accept`, `Destination`),
-//!   `network_lock` (LOCK Depth 0 with `<D:href>http://www.apple.com/webdav_fs/</D:href>`
-//!   as owner).
+//!   `network_lock` (LOCK: `Accept: */*`, `Depth: 0`, `Timeout:
+//!   Second-600`, `Content-Type: text/xml; charset="utf-8"`, the lockinfo
+//!   with `<D:href>http://www.apple.com/webdav_fs/</D:href>` as owner),
+//!   its refresh from the pulse thread every 300 s for an open file (LOCK
+//!   with no body, `If: (<token>)`, `Timeout: Second-600`, `Content-Type:
+//!   text/xml`; webdav_requestqueue.c) and `network_unlock` on close
+//!   (`Lock-Token: <token>`); a LOCK answered 423 is EBUSY and the open
+//!   fails (read for /work/notes/50-research.md §4).
 //! - F2, exact PROPFIND on the wire (`User-Agent: WebDAVFS/3.0.0
 //!   (03008000) Darwin/23.0.0 (arm64)`, `Content-Type: text/xml`, Depth 0,
 //!   the body of F1's `network_stat`): https://github.com/rclone/rclone/issues/6433
@@ -83,11 +108,17 @@
 //!   PROPFIND of `.DS_Store`, `._.`, `.Spotlight-V100` after mounting:
 //!   https://github.com/ykumar6/jsDAV/wiki/finder
 //!
+//! Not found either: the bytes of the mini-redirector's PUT of
+//! the content after its LOCK. It is sent with W1's `If: (<token>)` (W1's
+//! PROPPATCH, W7); a PUT carrying only `Lock-Token` (MS-WDV, Word 2016) is
+//! its own test, ignored: this server answers it 423. Also not sourced:
+//! the redirector refreshing its lock (W1's 1 h is the timeout it asks),
+//! and whether Finder locks its `._NAME` file (wsgidav#15 says it does;
+//! no bytes) — not replayed.
+//!
 //! What a class-1 server means for these clients (F1, W6): Finder mounts
-//! it read-only, and Explorer's writes need LOCK. The write sequences
-//! below are replayed anyway, with LOCK and UNLOCK answered 405, so the
-//! server side of every other step is pinned now and #50 (class 2) only
-//! adds the locks; neither client is claimed to write here today.
+//! it read-only, and Explorer's writes need LOCK. The class-1 tests pin
+//! that a drive without `[webdav-locks]` still says so.
 //!
 //! Open, no source found either way: the mini-redirector reading a 207
 //! sent chunked (this server streams PROPFIND Depth 1 as a produced body;

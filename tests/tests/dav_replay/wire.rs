@@ -15,7 +15,8 @@ pub(crate) const USERS: &str = "dav:$2b$05$oAEZLNMowttTKZghSTmwquNiiZ8NkBY1GbhT8
 pub(crate) const BASIC: &str = "Basic ZGF2OmRhdi1wYXNzLTQ5";
 
 /// spec/site.md's drive: everything behind the password, the one writer
-/// may create, replace, delete files and directories, WebDAV on.
+/// may create, replace, delete files and directories, WebDAV on; LOCKS
+/// is `[webdav-locks]` (class 2) or nothing (class 1).
 pub(crate) const DRIVE: &str = r#"
 webdav = true
 APPLE
@@ -33,6 +34,7 @@ delete = true
 delete-dirs = true
 make-dirs = false
 webdav = true
+LOCKS
 "#;
 
 pub(crate) const WIN_UA: &str = "Microsoft-WebDAV-MiniRedir/10.0.17134";
@@ -51,15 +53,35 @@ pub(crate) struct Drive {
 }
 
 impl Drive {
+    /// A class-2 drive: `[webdav-locks]` with its `dir` in the test's
+    /// temporary directory (`spec/site.md`, "WebDAV class 2: locks").
     /// `apple`: the `apple-double` line of the runtime file ("" for the
     /// default, `refuse`).
     pub(crate) fn new(apple: &str) -> Drive {
+        Drive::with(apple, true)
+    }
+
+    /// A class-1 drive: no `[webdav-locks]`, so `DAV: 1` and LOCK/UNLOCK
+    /// answered 405.
+    pub(crate) fn class1(apple: &str) -> Drive {
+        Drive::with(apple, false)
+    }
+
+    fn with(apple: &str, locks: bool) -> Drive {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
         std::fs::create_dir(&root).unwrap();
         std::fs::write(tmp.path().join("users.htpasswd"), USERS).unwrap();
+        let table = if locks {
+            let dir = tmp.path().join("locks");
+            std::fs::create_dir(&dir).unwrap();
+            format!("\n[webdav-locks]\ndir = \"{}\"\n", dir.display())
+        } else {
+            String::new()
+        };
         let file = tmp.path().join("runtime.toml");
-        std::fs::write(&file, DRIVE.replace("APPLE", apple)).unwrap();
+        let text = DRIVE.replace("APPLE", apple).replace("LOCKS", &table);
+        std::fs::write(&file, text).unwrap();
         let mut rt = Runtime::load(&file)
             .unwrap_or_else(|e| panic!("the WebDAV runtime file (#49) is refused: {e:?}"));
         let pki = TestPki::new();
@@ -310,12 +332,13 @@ pub(crate) fn assert_lock_refused(a: &Answer, what: &str) {
     }
 }
 
-/// OPTIONS as both clients read it: `DAV` with class 1 (and not 2: no
-/// locks until #50), `MS-Author-Via: DAV`, an `Allow` with `methods`
+/// OPTIONS as both clients read it: `DAV` with class 1, and class 2
+/// exactly when `class` is 2 (F1's `network_mount`: without 2 Finder
+/// mounts read-only), `MS-Author-Via: DAV`, an `Allow` with `methods`
 /// (what the name takes: the served directory itself is never written,
-/// so `/` lists no PUT, DELETE or PROPPATCH — spec/site.md, "`OPTIONS`
-/// and 405") and neither LOCK nor UNLOCK.
-pub(crate) fn assert_options(a: &Answer, methods: &[&str]) {
+/// so `/` lists no PUT, DELETE, PROPPATCH or LOCK — spec/site.md,
+/// "`OPTIONS` and 405"); on a class-1 drive neither LOCK nor UNLOCK.
+pub(crate) fn assert_options(a: &Answer, class: u8, methods: &[&str]) {
     assert!(
         (200..300).contains(&a.status),
         "OPTIONS: {} {:?}",
@@ -328,14 +351,20 @@ pub(crate) fn assert_options(a: &Answer, methods: &[&str]) {
         "DAV: {dav:?} ({:?})",
         a.headers
     );
-    assert!(!dav.iter().any(|t| t == "2"), "DAV: {dav:?} claims locks");
+    assert_eq!(
+        dav.iter().any(|t| t == "2"),
+        class == 2,
+        "DAV: {dav:?} on a class-{class} drive"
+    );
     assert_eq!(a.header("ms-author-via"), Some("DAV"), "{:?}", a.headers);
     let allow = a.tokens("allow");
     for m in methods {
         assert!(allow.iter().any(|t| t == m), "Allow {allow:?} lacks {m}");
     }
-    for m in ["LOCK", "UNLOCK"] {
-        assert!(!allow.iter().any(|t| t == m), "Allow {allow:?} offers {m}");
+    if class == 1 {
+        for m in ["LOCK", "UNLOCK"] {
+            assert!(!allow.iter().any(|t| t == m), "Allow {allow:?} offers {m}");
+        }
     }
 }
 
@@ -352,6 +381,88 @@ pub(crate) const NAME_ALLOWS: [&str; 8] = [
     "PROPPATCH",
     "MOVE",
 ];
+/// What a file or folder under the writer's rule allows on a class-2 drive.
+pub(crate) const NAME_ALLOWS_LOCKS: [&str; 10] = [
+    "GET",
+    "HEAD",
+    "OPTIONS",
+    "PUT",
+    "DELETE",
+    "PROPFIND",
+    "PROPPATCH",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+];
+
+/// A granted LOCK (RFC 4918 §9.10.1): `status` (200 on a name that
+/// existed, 201 on one the LOCK made), a `Lock-Token: <…>` header, and
+/// a `<D:prop><D:lockdiscovery>` body whose activelock carries that token
+/// — what neon (litmus, davfs2) and WebDAVFS read the token from. Returns
+/// the token without its angle brackets and the activelock.
+pub(crate) fn assert_lock_granted(
+    a: &Answer,
+    status: u16,
+    what: &str,
+) -> (String, super::xml::ActiveLock) {
+    assert_eq!(
+        a.status,
+        status,
+        "{what}: {} {:?}\n{}",
+        a.status,
+        a.headers,
+        a.text()
+    );
+    let header = a
+        .header("lock-token")
+        .unwrap_or_else(|| panic!("{what}: no Lock-Token in {:?}", a.headers));
+    let token = header
+        .strip_prefix('<')
+        .and_then(|t| t.strip_suffix('>'))
+        .unwrap_or_else(|| panic!("{what}: Lock-Token {header:?} is not a Coded-URL"))
+        .to_owned();
+    let ctype = a.header("content-type").unwrap_or("");
+    assert!(
+        ctype.starts_with("application/xml") || ctype.starts_with("text/xml"),
+        "{what}: Content-Type {ctype:?}"
+    );
+    let locks = super::xml::activelocks(a);
+    let lock = locks
+        .iter()
+        .find(|l| l.token == token)
+        .unwrap_or_else(|| panic!("{what}: no activelock with {token} in\n{}", a.text()))
+        .clone();
+    (token, lock)
+}
+
+/// A write refused for a lock whose token was not submitted: 423 with
+/// `<D:error><D:lock-token-submitted>` naming `root` (RFC 4918 §16).
+pub(crate) fn assert_locked(a: &Answer, root: &str, what: &str) {
+    assert_eq!(
+        a.status,
+        423,
+        "{what}: {} {:?}\n{}",
+        a.status,
+        a.headers,
+        a.text()
+    );
+    let (name, hrefs) = super::xml::error_condition(a);
+    assert_eq!(name, "lock-token-submitted", "{what}: {}", a.text());
+    assert!(
+        hrefs
+            .iter()
+            .any(|h| super::xml::path_of(h) == super::xml::path_of(root)),
+        "{what}: {hrefs:?} does not name {root}"
+    );
+}
+
+/// The `Second-N` of a `<D:timeout>`, as neon and WebDAVFS parse it.
+pub(crate) fn seconds(timeout: &str) -> u64 {
+    timeout
+        .strip_prefix("Second-")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("timeout {timeout:?} is not Second-N"))
+}
 
 pub(crate) fn on_disk(root: &Path) -> Vec<String> {
     nikaia_tests::names(root)

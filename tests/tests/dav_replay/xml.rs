@@ -227,3 +227,141 @@ pub(crate) fn hrefs(all: &[Resp]) -> Vec<String> {
     v.sort();
     v
 }
+
+/// One `<D:activelock>` (RFC 4918 §14.1), as a client reads it.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ActiveLock {
+    /// `exclusive` or `shared`.
+    pub(crate) scope: String,
+    pub(crate) depth: String,
+    pub(crate) timeout: String,
+    /// The `<D:locktoken><D:href>` (empty when not shown).
+    pub(crate) token: String,
+    pub(crate) root: String,
+    /// The text of `<D:owner>`'s `<D:href>` (both clients send one).
+    pub(crate) owner_href: String,
+}
+
+/// Every `<D:activelock>` in an XML body (a `LOCK`'s `<D:prop>`, or a
+/// 207 with `lockdiscovery`), namespaces resolved; panics on XML that is
+/// not well-formed.
+pub(crate) fn activelocks(a: &Answer) -> Vec<ActiveLock> {
+    let text = std::str::from_utf8(&a.body).expect("the XML is UTF-8");
+    let mut r = NsReader::from_str(text);
+    let mut stack: Vec<(bool, String)> = Vec::new();
+    let mut out: Vec<ActiveLock> = Vec::new();
+    let mut buf = String::new();
+    // The path below the activelock, DAV: names only (`None` outside).
+    let inside = |stack: &[(bool, String)]| {
+        let at = stack.iter().rposition(|(d, l)| *d && l == "activelock")?;
+        Some(
+            stack[at + 1..]
+                .iter()
+                .map(|(d, l)| if *d { l.clone() } else { format!("?{l}") })
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    };
+    loop {
+        let (ns, ev) = r
+            .read_resolved_event()
+            .unwrap_or_else(|e| panic!("not well-formed: {e}\n{text}"));
+        let dav = matches!(&ns, ResolveResult::Bound(n) if n.as_ref().as_bytes() == DAV);
+        if let ResolveResult::Unknown(p) = &ns {
+            panic!("unbound prefix {p:?}\n{text}");
+        }
+        match ev {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let local = e.local_name().as_ref().to_owned();
+                if dav && local == "activelock" {
+                    out.push(ActiveLock::default());
+                } else if dav
+                    && (local == "exclusive" || local == "shared")
+                    && inside(&stack).as_deref() == Some("lockscope")
+                {
+                    out.last_mut().unwrap().scope = local.clone();
+                }
+                buf.clear();
+                if matches!(ev, Event::Start(_)) {
+                    stack.push((dav, local));
+                }
+            }
+            Event::End(_) => {
+                let path = inside(&stack);
+                stack.pop();
+                let t = std::mem::take(&mut buf).trim().to_owned();
+                if let (Some(path), Some(lock)) = (path, out.last_mut()) {
+                    match path.as_str() {
+                        "depth" => lock.depth = t,
+                        "timeout" => lock.timeout = t,
+                        "locktoken/href" => lock.token = t,
+                        "lockroot/href" => lock.root = t,
+                        "owner/href" => lock.owner_href = t,
+                        _ => {}
+                    }
+                }
+            }
+            Event::Text(t) => buf.push_str(&t.xml10_content()),
+            Event::GeneralRef(g) => {
+                if let Some(c) = g.resolve_char_ref().expect("a character reference") {
+                    buf.push(c);
+                } else {
+                    buf.push(match &*g {
+                        "amp" => '&',
+                        "lt" => '<',
+                        "gt" => '>',
+                        "quot" => '"',
+                        "apos" => '\'',
+                        other => panic!("entity &{other};\n{text}"),
+                    });
+                }
+            }
+            Event::DocType(_) => panic!("a DOCTYPE\n{text}"),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert!(stack.is_empty(), "the XML ends inside {stack:?}\n{text}");
+    out
+}
+
+/// A `<D:error>` body (RFC 4918 §16): the condition's DAV: name and the
+/// hrefs in it.
+pub(crate) fn error_condition(a: &Answer) -> (String, Vec<String>) {
+    let text = std::str::from_utf8(&a.body).expect("the XML is UTF-8");
+    let mut r = NsReader::from_str(text);
+    let mut depth = 0;
+    let mut name = String::new();
+    let mut hrefs = Vec::new();
+    let mut buf = String::new();
+    loop {
+        let (ns, ev) = r
+            .read_resolved_event()
+            .unwrap_or_else(|e| panic!("not well-formed: {e}\n{text}"));
+        let dav = matches!(&ns, ResolveResult::Bound(n) if n.as_ref().as_bytes() == DAV);
+        match ev {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let local = e.local_name().as_ref().to_owned();
+                if depth == 0 {
+                    assert!(dav && local == "error", "the root is DAV:error\n{text}");
+                } else if depth == 1 && dav {
+                    name = local;
+                }
+                buf.clear();
+                if matches!(ev, Event::Start(_)) {
+                    depth += 1;
+                }
+            }
+            Event::End(ref e) => {
+                depth -= 1;
+                if depth == 2 && dav && e.local_name().as_ref() == "href" {
+                    hrefs.push(std::mem::take(&mut buf).trim().to_owned());
+                }
+            }
+            Event::Text(t) => buf.push_str(&t.xml10_content()),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    (name, hrefs)
+}
