@@ -435,7 +435,6 @@ fn assert_no_lock(c: &mut Dav<'_>, name: &str) {
 /// PUT so is not shown by any source found (W1's PUT has neither header).
 /// Such a client needs the PUT of its own locked file to pass.
 #[test]
-#[ignore = "server: a PUT that carries the lock's token only in `Lock-Token` (no `If:`) is 423 lock-token-submitted; RFC 4918 §10.4 submits tokens in `If:` only"]
 fn windows_put_with_only_lock_token() {
     let drive = Drive::new("");
     let mut c = drive.client(WIN_UA);
