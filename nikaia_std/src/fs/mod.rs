@@ -130,4 +130,5 @@ pub use root::{anywhere_sites, AnywhereSite, Root};
 #[cfg(target_os = "linux")]
 pub(crate) use rw::{etag_listed, Compare};
 pub use rw::{read, read_string, write, Conditions, Durability, Guard, Mode, Removable, Written};
+#[cfg(target_os = "linux")]
 pub(crate) use rw::{Held, HeldCheck};
