@@ -43,10 +43,17 @@ command -v certutil >/dev/null 2>&1 || need+=(libnss3-tools)
 [ -x /usr/libexec/litmus/basic ] || need+=(litmus)
 command -v rclone >/dev/null 2>&1 || need+=(rclone)
 command -v cadaver >/dev/null 2>&1 || need+=(cadaver)
+# davfs2: a WebDAV drive mounted through FUSE (tests/tests/dav_mount.rs,
+# skipped with its reason where `mount -t davfs` cannot run). Its install
+# asks whether mount.davfs is made setuid for other users: no, preseeded.
+[ -x /usr/sbin/mount.davfs ] || [ -x /sbin/mount.davfs ] || need+=(davfs2)
+davfs2_preseed='davfs2 davfs2/suid_file boolean false'
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
+        echo "$davfs2_preseed" | debconf-set-selections
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
     else
+        echo "$davfs2_preseed" | sudo debconf-set-selections
         sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
     fi
 fi
