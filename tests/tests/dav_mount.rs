@@ -25,10 +25,9 @@ const USERS: &str = "u:$2y$05$/zOGQAPdnxWsJ6XLg/bXCOqo3m/.WiIk3ZF/BLWSJ6sy5BgV4N
 const BASIC: &str = "dTp1LXBhc3MtNTA=";
 
 /// Whether the drive's runtime file carries `[webdav-locks]` (class 2,
-/// `DAV: 1, 2`). Off while main's runtime file refuses the table as an
-/// unknown key (`nikaia check`: "key `webdav-locks`: unknown key"): flip
-/// it once #50's runtime keys land, and the davfs2 mount locks.
-const WITH_WEBDAV_LOCKS_TABLE: bool = false;
+/// `DAV: 1, 2`): the davfs2 mount then locks each file it writes
+/// (`use_locks 1`).
+const WITH_WEBDAV_LOCKS_TABLE: bool = true;
 
 /// The drive of spec/site.md's example: every name behind the password,
 /// the writer may create, replace and delete files and directories, with
@@ -337,6 +336,14 @@ fn davfs2_mounts_the_drive_through_fuse_and_writes_it() {
     );
     assert_eq!(std::fs::read(drive.root.join("dir/b.bin")).unwrap(), b);
     assert_eq!(std::fs::read(drive.root.join("kept.bin")).unwrap(), kept);
+    if WITH_WEBDAV_LOCKS_TABLE {
+        // davfs2 locked what it wrote (the locks file is written at the
+        // first change: a LOCK) and let every lock go at unmount.
+        let file = tmp.join("locks/locks");
+        let held = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("no LOCK reached the server ({}: {e})", file.display()));
+        assert_eq!(held.lines().count(), 1, "locks left after unmount:\n{held}");
+    }
 }
 
 // A writes-only share -----------------------------------------------------
