@@ -2,7 +2,8 @@
 //! "WebDAV class 1": "HTTP/2 and HTTP/3 carry every method as they carry
 //! `PUT`"): each protocol makes, props, copies, moves, lists and removes a
 //! collection of its own under the same rules, with the same statuses and,
-//! names aside, the same bodies.
+//! names aside, the same bodies; and class 2's `LOCK` and `UNLOCK` reach
+//! the locks by each.
 
 use super::equality::{curl_over, h3_request};
 use super::{h3_get, sha256, H3Request};
@@ -15,7 +16,7 @@ fn rules() -> String {
     let drop = "max-size = \"1MiB\"\n";
     assert!(RULES.contains(drop));
     let with = RULES.replacen(drop, &format!("{drop}webdav = true\n"), 1);
-    format!("webdav = true\n{with}")
+    format!("webdav = true\n{with}\n[webdav-locks]\ndir = \"locks\"\n")
 }
 
 #[test]
@@ -125,6 +126,27 @@ fn webdav_answers_the_same_over_h1_h2_and_h3() {
             207,
         ),
         ("/public/a.txt", vec!["-X", "MKCOL"], 405),
+        // Class 2's methods reach the locks by every protocol: a refresh
+        // without `If:`, an UNLOCK without or with an unknown token.
+        ("/drop/NAME/c.txt", vec!["-X", "LOCK", "-u", ALICE], 400),
+        ("/drop/NAME/c.txt", vec!["-X", "UNLOCK", "-u", ALICE], 400),
+        (
+            "/drop/NAME/c.txt",
+            vec![
+                "-X",
+                "UNLOCK",
+                "-H",
+                "Lock-Token: <urn:uuid:0>",
+                "-u",
+                ALICE,
+            ],
+            409,
+        ),
+        (
+            "/drop/NAME/c.txt",
+            vec!["-X", "PUT", "-H", "If: (<urn:uuid:0>", "-u", ALICE],
+            400,
+        ),
         ("/drop/NAME/", vec!["-X", "DELETE", "-u", ALICE], 204),
     ];
     let name_in = |s: &str, name: &str| s.replace("NAME", name);
