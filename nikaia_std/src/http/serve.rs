@@ -182,16 +182,7 @@ impl super::Server {
             .to_file("DELETE", "/*path", move |req| remover(req));
         // WebDAV (`spec/site.md`, "WebDAV class 1"): decided by the rules
         // as the writer's methods are (405 where no rule lets them).
-        let methods = [
-            "PROPFIND",
-            "PROPPATCH",
-            "MKCOL",
-            "COPY",
-            "MOVE",
-            "LOCK",
-            "UNLOCK",
-        ];
-        for method in methods {
+        for method in super::site::dav::METHODS {
             let dav = dav.clone();
             server = server.to_file(method, "/*path", move |req| dav(req));
         }

@@ -51,15 +51,7 @@ pub(crate) struct WriteStats {
 }
 
 /// WebDAV's methods, as `nikaia explain` counts them.
-const DAV_METHODS: [&str; 7] = [
-    "PROPFIND",
-    "PROPPATCH",
-    "MKCOL",
-    "COPY",
-    "MOVE",
-    "LOCK",
-    "UNLOCK",
-];
+use crate::http::site::dav::METHODS as DAV_METHODS;
 
 impl WriteStats {
     /// Counts a write refused (or failed) with `status`.
