@@ -20,8 +20,6 @@ fn ten_thousand_locks_over_one_connection_are_bounded_and_make_no_file() {
 }
 
 #[test]
-#[ignore = "server bug: a LOCK refused by the bound when its lock is written (503, after the \
-            first check passed) leaves the empty file it made"]
 fn ten_thousand_locks_over_four_connections_are_bounded_and_make_no_file() {
     flood(4);
 }
@@ -123,8 +121,6 @@ fn flood(connections: usize) {
 }
 
 #[test]
-#[ignore = "server bug: a LOCK refused by the bound when its lock is written (503, after the \
-            first check passed) leaves the empty file it made"]
 fn locks_racing_for_the_last_place_make_only_the_winners_file() {
     let d = Drive::new("race", &super::rules("max-locks-per-user = 1", ""));
     let server = d.serve();

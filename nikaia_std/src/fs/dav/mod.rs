@@ -322,3 +322,16 @@ pub(crate) fn guarded(guard: &Guard, stat: &Stat, name: &Path) -> Result<(), Err
     }
     Ok(())
 }
+
+/// Removes `entry` of `dir` if it is still the empty file `id` (device,
+/// inode) names, with the name held against every other writer: an empty
+/// file the server made for a `LOCK` that was then refused. Anything else
+/// there — written since, replaced, removed — is left as it is.
+pub(crate) fn unmake_empty(dir: BorrowedFd<'_>, entry: &[u8], id: (u64, u64), name: &Path) {
+    let _serial = super::temp::serialize(dir, entry);
+    if let Ok(Some((FileType::RegularFile, stat))) = look(dir, entry, name) {
+        if stat.id == id && stat.size == 0 {
+            let _ = rustix::fs::unlinkat(dir, OsStr::from_bytes(entry), AtFlags::empty());
+        }
+    }
+}

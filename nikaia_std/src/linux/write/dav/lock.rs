@@ -60,7 +60,11 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         shared: info.shared,
     };
     // Seen before anything is made: a conflict or a bound makes no file
-    // (and both are asked again when the lock is written).
+    // (and both are asked again when the lock is written). New locks are
+    // taken one at a time in a process, so that LOCKs racing for the last
+    // place do not each make a file first; across the processes of an
+    // upgrade, a file made for a lock then refused is removed.
+    let _one = locks.creating();
     let now = now();
     let bounds = rt.site.webdav_locks.clone();
     if let Some(refused) = conflict(&locks, &name, &asked, now) {
@@ -71,9 +75,11 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         locks.stats.refused.fetch_add(1, Relaxed);
         return busy();
     }
+    let mut made_id = None;
     if made {
-        if let Err(refused) = make_empty(d, &name) {
-            return refused;
+        match make_empty(d) {
+            Ok(id) => made_id = Some(id),
+            Err(refused) => return refused,
         }
     } else if !permit.conditions.replace {
         // A lock guards writes this user may not make here.
@@ -113,6 +119,13 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         t.insert(lock.clone());
         (Taken::Yes, true)
     });
+    if let (Some(id), false) = (made_id, matches!(taken, Ok(Taken::Yes))) {
+        let look = permit.guard(d.own.identities(&d.root));
+        let _ = (d.root).dav_at(&at, &look, |dir, entry| {
+            fsdav::unmake_empty(dir.as_fd(), entry, id, &at);
+            Ok(())
+        });
+    }
     match taken {
         Ok(Taken::Yes) => {}
         Ok(Taken::Conflict) => {
@@ -174,12 +187,13 @@ fn conflict(locks: &Locks, name: &[u8], asked: &Asked, now: u64) -> Option<Respo
 /// Makes the empty file a `LOCK` of a name where nothing is makes, as a
 /// `PUT` of no bytes would: the rule's `create`, its parent there (409)
 /// or made (`make-dirs`), the locks of the collection it goes in.
-fn make_empty(d: &Dav, name: &[u8]) -> Result<(), Response> {
+fn make_empty(d: &Dav) -> Result<(u64, u64), Response> {
     let Some(permit) = d.source.as_deref() else {
         return Err(Response::status_page(500));
     };
     let mut guard = permit.guard(d.own.identities(&d.root));
-    if let Some(gate) = d.wing.lock_gate(&d.root, name, permit) {
+    let own = d.path.as_os_str().as_encoded_bytes();
+    if let Some(gate) = d.wing.lock_gate(&d.root, own, permit) {
         guard.held = locks::held(gate, Reach::Member, Reach::Own);
     }
     let mut conditions = permit.conditions.clone();
@@ -191,8 +205,7 @@ fn make_empty(d: &Dav, name: &[u8]) -> Result<(), Response> {
     match made {
         Ok(written) => {
             d.wing.writes.created.fetch_add(1, Relaxed);
-            let _ = written;
-            Ok(())
+            Ok((written.id.dev, written.id.ino))
         }
         Err(e) => Err(write_answer(&d.req, &permit.name, Wrote::Made, Err(e))),
     }

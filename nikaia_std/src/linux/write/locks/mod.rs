@@ -29,6 +29,9 @@ pub(crate) struct Locks {
     dir: OwnedFd,
     path: PathBuf,
     cache: Mutex<Cache>,
+    /// Held by a `LOCK` taking a new lock, from its first look at the
+    /// table to the lock written.
+    creating: Mutex<()>,
     pub(crate) stats: LockStats,
 }
 
@@ -79,6 +82,7 @@ impl Locks {
                 seen: None,
                 table: Arc::default(),
             }),
+            creating: Mutex::new(()),
             stats: LockStats::default(),
         };
         // A file that cannot be read is said now, not at the first LOCK.
@@ -89,6 +93,11 @@ impl Locks {
     /// The directory it was opened from.
     pub(crate) fn dir(&self) -> &Path {
         &self.path
+    }
+
+    /// One new lock at a time (see `dav/lock.rs`).
+    pub(crate) fn creating(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.creating.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {

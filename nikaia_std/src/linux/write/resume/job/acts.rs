@@ -145,16 +145,21 @@ impl Job {
             Ok(offset) => offset,
             Err(e) => return Response::internal_error(format!("upload {}: {e}", id.hex())),
         };
+        let expires = known.last.load(Relaxed) / 1000 + r.expire.as_secs();
         if offset >= record.length && hold.writer.is_none() {
             // Complete, never named (the process that wrote the last byte
-            // was killed before it could): named now.
+            // was killed before it could, or a WebDAV lock of its name
+            // held it back): named now, or — still locked — its bytes all
+            // here all the same.
             return match self.commit(id, &known, file, permit) {
                 Ok(()) => resume::offset(&seen(record.length, None)),
+                Err(refusal) if refusal.status() == 423 => {
+                    resume::offset(&seen(record.length, Some(expires)))
+                }
                 Err(refusal) => refusal,
             };
         }
         drop(held);
-        let expires = known.last.load(Relaxed) / 1000 + r.expire.as_secs();
         resume::offset(&seen(offset, Some(expires)))
     }
 
