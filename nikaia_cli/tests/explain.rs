@@ -425,6 +425,84 @@ fn uploads_reach_the_text_the_json_and_prometheus() {
 }
 
 #[test]
+fn webdav_locks_reach_the_text_the_json_and_prometheus() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    let sock = dir.path().join("stats.sock");
+    let runtime = dir.path().join("runtime.toml");
+    let rules = "webdav = true\n[webdav-locks]\ndir = \"locks\"\n[[write]]\nmatch = \"*\"\n\
+                 anyone = true\nplain-http = true\ncreate = true\nreplace = true\nwebdav = true\n";
+    std::fs::write(
+        &runtime,
+        format!(
+            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n{rules}",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
+    let (mut child, addr) = spawn_serve(cmd);
+    let send = |request: String| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut got = String::new();
+        let _ = s.read_to_string(&mut got);
+        got
+    };
+    let body = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>\
+                </D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let lock = |name: &str| {
+        format!(
+            "LOCK /{name} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let taken = send(lock("a.txt"));
+    assert!(taken.starts_with("HTTP/1.1 201"), "{taken}");
+    assert!(send(lock("b.txt")).starts_with("HTTP/1.1 201"));
+    // The same name again: a conflict; a PUT without the token: 423.
+    assert!(send(lock("a.txt")).starts_with("HTTP/1.1 423"));
+    let put = "PUT /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx";
+    assert!(send(put.to_owned()).starts_with("HTTP/1.1 423"));
+    let token = taken
+        .lines()
+        .find_map(|l| l.strip_prefix("Lock-Token: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let unlock = format!(
+        "UNLOCK /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\nLock-Token: {token}\r\n\r\n"
+    );
+    assert!(send(unlock).starts_with("HTTP/1.1 204"));
+
+    let (report, text, prom) = views(&sock);
+    assert_eq!(
+        report["locks"],
+        serde_json::json!({"taken": 2, "refreshed": 0, "released": 1, "expired": 0,
+                           "refused": 1, "writes_refused": 1, "held": 1})
+    );
+    assert!(
+        text.contains(
+            "locks        1 held; 2 taken, 0 refreshed, 1 released, 0 expired; refused: 1 LOCKs, 1 writes without the token"
+        ),
+        "{text}"
+    );
+    let sample = |family, labels: &[(&str, &str)]| prometheus_sample(&prom, family, labels);
+    assert_eq!(sample("nikaia_webdav_locks", &[("event", "taken")]), 2.0);
+    assert_eq!(sample("nikaia_webdav_locks", &[("event", "released")]), 1.0);
+    assert_eq!(
+        sample("nikaia_webdav_lock_refusals", &[("refused", "write")]),
+        1.0
+    );
+    assert_eq!(sample("nikaia_webdav_locks_held", &[]), 1.0);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
 fn produced_bodies_reach_the_text_the_json_and_prometheus() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("s.sock");

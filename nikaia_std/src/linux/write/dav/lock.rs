@@ -84,15 +84,9 @@ pub(super) fn lock(d: &mut Dav) -> Response {
     } else if !permit.conditions.replace {
         // A lock guards writes this user may not make here.
         return Response::status_page(403);
-    } else if let Err(refused) = d.locks_let(permit, &at, Reach::Own).or_else(|r| {
+    } else if let Err(refused) = d.cond_holds(permit) {
         // Only `If:` is asked of a name that exists: a lock of it is no
         // write, and a shared lock needs no other lock's token.
-        if r.status() == 412 {
-            Err(r)
-        } else {
-            Ok(())
-        }
-    }) {
         return refused;
     }
     let Ok(token) = locks::new_token() else {
@@ -222,10 +216,8 @@ fn refresh(d: &Dav, locks: &Locks, name: &[u8], timeout: u64) -> Response {
         let why = "a LOCK without a body refreshes a lock: If: names its token";
         return crate::http::site::write::unmakeable_answer(why);
     };
-    if let Err(refused) = d.locks_let(permit, &d.path, Reach::Own) {
-        if refused.status() == 412 {
-            return refused;
-        }
+    if let Err(refused) = d.cond_holds(permit) {
+        return refused;
     }
     let user = permit.grant.user.as_deref();
     let tokens = cond.submitted();
@@ -269,10 +261,8 @@ pub(super) fn unlock(d: &mut Dav) -> Response {
         Ok(token) => token,
         Err(refused) => return refused,
     };
-    if let Err(refused) = d.locks_let(permit, &d.path, Reach::Own) {
-        if refused.status() == 412 {
-            return refused;
-        }
+    if let Err(refused) = d.cond_holds(permit) {
+        return refused;
     }
     let name = bare_name(d.path.as_os_str().as_encoded_bytes()).to_vec();
     let user = permit.grant.user.clone();

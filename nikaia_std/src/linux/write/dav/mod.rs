@@ -142,6 +142,17 @@ impl Dav {
         })
     }
 
+    /// 412 where the request's `If:` is false of its own name; the locks'
+    /// tokens are not asked (`LOCK` of a name that exists, a refresh,
+    /// `UNLOCK`: none of them writes the name).
+    fn cond_holds(&self, permit: &Permit) -> Result<(), Response> {
+        let own = self.path.as_os_str().as_encoded_bytes();
+        match self.wing.lock_gate(&self.root, own, permit) {
+            Some(gate) if !gate.cond_holds() => Err(Response::status_page(412)),
+            _ => Ok(()),
+        }
+    }
+
     /// The locks of a name that went (removed, or moved away) go with it.
     fn drop_locks(&self, name: &Path) {
         if let Some(locks) = &self.wing.locks {

@@ -286,6 +286,18 @@ impl Gate {
         Err(fs::Error::Locked(blocked.iter().map(|l| href(l)).collect()))
     }
 
+    /// Whether the request's `If:` is true of its own name (no `If:` is):
+    /// all a `LOCK` of a name that exists, a refresh and an `UNLOCK` ask
+    /// before they act.
+    pub(crate) fn cond_holds(&self) -> bool {
+        let Some(cond) = &self.cond else {
+            return true;
+        };
+        let etag = etag_of(&self.root, &self.name);
+        let known = (self.name.as_slice(), etag.as_deref());
+        self.holds(cond, &self.locks.table(), known, now())
+    }
+
     /// Whether the `If:` is true: each list about the name it tags (the
     /// request's own where untagged), with its ETag (`known`: a name whose
     /// ETag the caller has) and the locks whose scope holds it.
