@@ -39,6 +39,11 @@ Operations, each one request on a fresh connection from this process
                     synced and the machine left quiet for a moment, outside
                     the timing. The source stays in the page cache (read
                     once before the runs).
+  locks             (#50; not in the default --ops) what WebDAV locks cost:
+                    a bare PUT of 64 KiB beside a LOCK -> PUT If: -> UNLOCK
+                    cycle of it, at 0, 1 000 and 5 000 locks held on other
+                    names; servers' locks turned on (nikaia [webdav-locks],
+                    nginx dav_ext_lock_zone). See locks.py.
 
 Figures per operation: wall time (request sent to last byte read), machine
 CPU (every CPU's non-idle time from /proc/stat: the client, the kernel's
@@ -53,7 +58,7 @@ and nikaia's ratios to nginx and to rclone within the same round.
 
     python3 benches/webdav/bench.py --nikaia target/release/nikaia \
         [--rounds 7] [--copy-rounds 5] [--servers nginx,rclone,nikaia,nikaia-none] \
-        [--ops propfind-allprop,propfind-named,copy] [--dir /var/tmp/nikaia-dav-bench] \
+        [--ops propfind-allprop,propfind-named,copy|locks] [--dir /var/tmp/nikaia-dav-bench] \
         [--out benches/webdav/results/DATE.md] [--json FILE]
 """
 
@@ -67,16 +72,18 @@ import random
 import re
 import resource
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+import locks as lockbench
+from servers import NGINX_MODULE, Skip, request, start_nginx, start_nikaia, start_rclone
+
 ALL_SERVERS = ["nginx", "rclone", "nikaia", "nikaia-none"]
-ALL_OPS = ["propfind-allprop", "propfind-named", "copy"]
+ALL_OPS = ["propfind-allprop", "propfind-named", "copy", "locks"]
+DEFAULT_OPS = ["propfind-allprop", "propfind-named", "copy"]
 BIG = "big.bin"
 COPY_TO = "big-copy.bin"
 MANY = "many"
@@ -99,9 +106,21 @@ DURABILITY = {
     "nikaia-none": 'none: `durability = "none"`, nothing synced',
 }
 
-
-class Skip(Exception):
-    """A server that cannot be measured here, and why."""
+# Where each server keeps its locks (the `locks` op).
+LOCKS_KEPT = {
+    "nginx": "in a shared-memory zone (`dav_ext_lock_zone zone=lk:64m timeout=1h`: every "
+    "lock lives 1 h whatever its Timeout asks; tokens `urn:` and 8 hex digits; OPTIONS "
+    "says `DAV: 2` without `1`, so litmus and davfs2 take it for class 1); a PUT writes a "
+    "temporary file and renames it, no fsync",
+    "rclone": "in memory (x/net/webdav's memLS): gone with the process; a PUT writes in "
+    "place, no fsync",
+    "nikaia": "in one file, `[webdav-locks] dir`/locks, rewritten whole on each change "
+    "(fdatasync, rename, directory fsync): kept across restarts and shared by both "
+    "processes of an upgrade; a PUT is fdatasync'd before it is named "
+    '(`durability = "data"`)',
+    "nikaia-none": "the same locks file (synced on each change as in `nikaia`); a PUT syncs "
+    'nothing (`durability = "none"`)',
+}
 
 
 def machine_busy():
@@ -152,33 +171,6 @@ def syncfs(path):
         os.close(fd)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, proc, name, log):
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise Skip(f"{name} exited at start ({proc.returncode}): {tail(log)}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise Skip(f"{name} did not listen on {port} within 15 s: {tail(log)}")
-
-
-def tail(path, n=6):
-    try:
-        with open(path, errors="replace") as f:
-            return " | ".join(line.strip() for line in f.readlines()[-n:])
-    except OSError:
-        return "(no log)"
-
-
 def fs_of(path):
     out = subprocess.run(
         ["findmnt", "-n", "-o", "SOURCE,FSTYPE,TARGET", "-T", path], capture_output=True, text=True
@@ -195,9 +187,12 @@ def make_fixture(base, files, copy_mib):
     """base/tree/many/ with `files` small files, base/tree/big.bin of
     `copy_mib` MiB of random bytes; kept between runs (a stamp says what)."""
     tree = os.path.join(base, "tree")
+    # An op that needs neither (files or copy_mib 0) takes any fixture.
+    for have in os.listdir(base) if os.path.isdir(base) else []:
+        m = re.fullmatch(r"fixture-(\d+)-(\d+)", have)
+        if m and files in (0, int(m[1])) and copy_mib in (0, int(m[2])):
+            return tree
     stamp = os.path.join(base, f"fixture-{files}-{copy_mib}")
-    if os.path.exists(stamp):
-        return tree
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(os.path.join(tree, MANY))
     rng = random.Random(49)
@@ -231,150 +226,7 @@ def same_bytes(a, b):
                 return True
 
 
-# The servers -------------------------------------------------------------
-
-
-class Server:
-    def __init__(self, name, proc, port, log):
-        self.name, self.proc, self.port, self.log = name, proc, port, log
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM if self.name != "nginx" else signal.SIGQUIT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-NGINX_MODULE = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
-
-
-def start_nginx(tree, work, workers):
-    port = free_port()
-    d = os.path.join(work, "nginx")
-    os.makedirs(os.path.join(d, "body"), exist_ok=True)
-    user = "user root;\n" if os.geteuid() == 0 else ""
-    conf = f"""{user}worker_processes {workers};
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-load_module {NGINX_MODULE};
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body;
-    client_max_body_size 0;
-    server {{
-        listen 127.0.0.1:{port};
-        root {tree};
-        location / {{
-            dav_methods PUT DELETE MKCOL COPY MOVE;
-            dav_ext_methods PROPFIND OPTIONS;
-            dav_access user:rw group:rw all:r;
-        }}
-    }}
-}}
-"""
-    with open(os.path.join(d, "nginx.conf"), "w") as f:
-        f.write(conf)
-    log = os.path.join(d, "stderr.log")
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    proc = subprocess.Popen(
-        [nginx, "-p", d, "-c", os.path.join(d, "nginx.conf"), "-e", os.path.join(d, "error.log")],
-        stdout=subprocess.DEVNULL,
-        stderr=open(log, "w"),
-    )
-    wait_port(port, proc, "nginx", log)
-    return Server("nginx", proc, port, log)
-
-
-def start_rclone(tree, work, workers):
-    port = free_port()
-    log = os.path.join(work, "rclone.log")
-    env = dict(os.environ, GOMAXPROCS=str(workers), RCLONE_CONFIG=os.path.join(work, "rclone.conf"))
-    proc = subprocess.Popen(
-        ["rclone", "serve", "webdav", tree, "--addr", f"127.0.0.1:{port}", "-q"],
-        stdout=subprocess.DEVNULL,
-        stderr=open(log, "w"),
-        env=env,
-    )
-    wait_port(port, proc, "rclone", log)
-    return Server("rclone", proc, port, log)
-
-
-def nikaia_runtime(port, workers, durability):
-    return f"""listen = "127.0.0.1:{port}"
-workers = {workers}
-access-log = "off"
-webdav = true
-
-[[write]]
-match = ["**"]
-anyone = true
-create = true
-replace = true
-delete = true
-delete-dirs = true
-webdav = true
-plain-http = true
-max-size = "2GiB"
-durability = "{durability}"
-"""
-
-
-def start_nikaia(name, binary, tree, work, workers):
-    if not binary:
-        raise Skip("no --nikaia binary given")
-    durability = "none" if name == "nikaia-none" else "data"
-    port = free_port()
-    rt = os.path.join(work, f"{name}.toml")
-    with open(rt, "w") as f:
-        f.write(nikaia_runtime(port, workers, durability))
-    log = os.path.join(work, f"{name}.log")
-    proc = subprocess.Popen(
-        [binary, "serve", tree, "--runtime", rt],
-        stdout=subprocess.DEVNULL,
-        stderr=open(log, "w"),
-    )
-    try:
-        wait_port(port, proc, name, log)
-    except Skip as e:
-        with open(log, errors="replace") as f:
-            text = f.read()
-        if "webdav" in text:
-            first = next(line for line in text.splitlines() if "webdav" in line)
-            raise Skip(
-                f"{binary} refuses the WebDAV keys of #49 (not built there): "
-                f"{first.split(': ', 1)[-1].split('; the ')[0]}"
-            ) from None
-        raise Skip(f"{e} (its runtime file: {rt})") from None
-    server = Server(name, proc, port, log)
-    status, _, _ = request(port, "PROPFIND", "/", {"Depth": "0"}, b"")
-    if status in (405, 501):
-        server.stop()
-        raise Skip(
-            f"{name} answers PROPFIND with {status}: its WebDAV methods (#49) are not "
-            f"built in {binary}; nothing measured for it"
-        )
-    return server
-
-
 # One request -------------------------------------------------------------
-
-
-def request(port, method, path, headers, body):
-    """(status, response headers, body bytes) of one request on a fresh
-    connection."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
-    try:
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        data = r.read()
-        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
-    finally:
-        conn.close()
 
 
 def measure(server, op, tree, files):
@@ -454,22 +306,41 @@ def ratio(x):
 def report(args, runs, servers, skipped, facts):
     out = []
     p = out.append
-    p(f"# WebDAV: PROPFIND Depth 1 and COPY beside nginx and rclone ({facts['date']})\n")
+    what = [w for w, on in (
+        ("PROPFIND Depth 1", any(o.startswith("propfind") for o in args.ops)),
+        ("COPY", "copy" in args.ops),
+        ("what locks cost", "locks" in args.ops),
+    ) if on]
+    title = " and ".join([", ".join(what[:-1]), what[-1]] if len(what) > 1 else what)
+    p(f"# WebDAV: {title} beside nginx and rclone ({facts['date']})\n")
     p(f"Machine: {facts['cpus']} CPUs ({facts['cpu_model']}), Linux {facts['kernel']}; "
       f"load average {facts['load_before']} before, {facts['load_after']} after.")
     p(f"Tree: `{facts['tree']}` on {facts['fs']} (the same for every server).")
     p(f"Versions: {facts['versions']}.")
     p(f"Command: `{facts['command']}`\n")
-    p(f"Rounds: {args.rounds} of each PROPFIND, {args.copy_rounds} of COPY; workers {args.workers} "
-      "each; one request per fresh connection from one Python client on loopback; "
-      "medians (min–max). Machine CPU is every CPU's non-idle time (/proc/stat), the "
-      "client's included; server CPU is the server's processes' utime + stime.\n")
+    rounds = []
+    if any(o.startswith("propfind") for o in args.ops):
+        rounds.append(f"{args.rounds} of each PROPFIND")
+    if "copy" in args.ops:
+        rounds.append(f"{args.copy_rounds} of COPY")
+    if "locks" in args.ops:
+        rounds.append(f"{args.lock_rounds} at each level of locks held (below)")
+    p(f"Rounds: {', '.join(rounds)}; workers {args.workers} each; one Python client on "
+      "loopback (PROPFIND and COPY: one request per fresh connection); medians (min–max). "
+      "Machine CPU is every CPU's non-idle time (/proc/stat), the client's included; server "
+      "CPU is the server's processes' utime + stime.\n")
     for name, why in skipped.items():
         p(f"**Skipped: {name}** — {why}\n")
-    p("Durability of each server's COPY:\n")
-    for s in servers:
-        p(f"- {s}: {DURABILITY[s]}")
-    p("")
+    if "copy" in args.ops:
+        p("Durability of each server's COPY:\n")
+        for s in servers:
+            p(f"- {s}: {DURABILITY[s]}")
+        p("")
+    if "locks" in args.ops:
+        p("Where each server keeps its locks, and what its PUT syncs:\n")
+        for s in servers:
+            p(f"- {s}: {LOCKS_KEPT[s]}")
+        p("")
     for op in args.ops:
         cells = [s for s in servers if (s, op) in runs]
         if not cells:
@@ -535,12 +406,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nikaia", help="the nikaia binary (release)")
     ap.add_argument("--servers", default=",".join(ALL_SERVERS))
-    ap.add_argument("--ops", default=",".join(ALL_OPS))
+    ap.add_argument("--ops", default=",".join(DEFAULT_OPS), help=f"of {ALL_OPS}")
     ap.add_argument("--rounds", type=int, default=7, help="rounds of each PROPFIND")
     ap.add_argument("--copy-rounds", type=int, default=5, help="rounds of COPY")
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--copy-mib", type=int, default=1024)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--lock-levels", default="0,1000,5000",
+                    help="locks: how many locks held at each level (ascending)")
+    ap.add_argument("--lock-rounds", type=int, default=5, help="locks: rounds at each level")
+    ap.add_argument("--lock-n", type=int, default=10, help="locks: PUTs and cycles per batch")
+    ap.add_argument("--lock-kib", type=int, default=64, help="locks: the PUT's size")
+    ap.add_argument("--lock-conn", choices=["keep", "fresh"], default="keep",
+                    help="locks: one keep-alive connection per batch, or one per request")
     ap.add_argument("--quiet-s", type=float, default=1.0, help="pause after each COPY's cleanup")
     ap.add_argument("--dir", default="/var/tmp/nikaia-dav-bench",
                     help="the fixture (kept between runs) and the servers' scratch files")
@@ -555,11 +433,24 @@ def main():
     for o in args.ops:
         if o not in ALL_OPS:
             sys.exit(f"unknown op {o}: one of {ALL_OPS}")
+    args.lock_levels = [int(x) for x in args.lock_levels.split(",") if x]
+    if args.lock_levels != sorted(args.lock_levels) or not args.lock_levels:
+        sys.exit("--lock-levels: ascending counts, e.g. 0,1000,5000")
+    with_locks = "locks" in args.ops
+    # A bound well past the top level (the cycle takes one more).
+    max_locks = max(args.lock_levels) * 2 + 100 if with_locks else 0
 
     print(f"fixture in {args.dir} ({fs_of(os.path.dirname(args.dir.rstrip('/')) or '/')}) …", file=sys.stderr)
-    tree = make_fixture(args.dir, args.files, args.copy_mib)
+    tree = make_fixture(
+        args.dir,
+        args.files if any(o.startswith("propfind") for o in args.ops) else 0,
+        args.copy_mib if "copy" in args.ops else 0,
+    )
     settle(tree, 0)
-    warm(os.path.join(tree, BIG))
+    if "copy" in args.ops:
+        warm(os.path.join(tree, BIG))
+    if with_locks:
+        lockbench.make_files(tree, max(args.lock_levels))
     work = tempfile.mkdtemp(prefix="work-", dir=args.dir)
     facts = {
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
@@ -580,13 +471,15 @@ def main():
                 if name == "nginx":
                     if not os.path.exists(NGINX_MODULE):
                         raise Skip(f"{NGINX_MODULE} missing (Debian libnginx-mod-http-dav-ext)")
-                    servers[name] = start_nginx(tree, work, args.workers)
+                    servers[name] = start_nginx(tree, work, args.workers, with_locks)
                     versions.append(version(["nginx", "-v"]).replace("nginx version: ", ""))
                 elif name == "rclone":
                     servers[name] = start_rclone(tree, work, args.workers)
                     versions.append(version(["rclone", "version"]))
                 else:
-                    servers[name] = start_nikaia(name, args.nikaia, tree, work, args.workers)
+                    servers[name] = start_nikaia(
+                        name, args.nikaia, tree, work, args.workers, max_locks
+                    )
                     if not any(v.startswith("nikaia") for v in versions):
                         versions.append(version([args.nikaia, "--version"]))
             except Skip as e:
@@ -597,7 +490,8 @@ def main():
         # What each op is measured on: nikaia-none differs from nikaia only
         # in what a write syncs, so it runs COPY alone.
         cells_by_op = {
-            op: [s for s in names if op == "copy" or s != "nikaia-none"] for op in args.ops
+            op: [s for s in names if op in ("copy", "locks") or s != "nikaia-none"]
+            for op in args.ops
         }
         # Once per server, outside the timing: a warm-up of each op, and the
         # copy's bytes compared with the source's. A server that fails one
@@ -605,6 +499,11 @@ def main():
         for op in args.ops:
             for s in list(cells_by_op[op]):
                 try:
+                    if op == "locks":
+                        lockbench.check(servers[s], os.urandom(args.lock_kib * 1024),
+                                        args.lock_conn == "fresh")
+                        print(f"checked {s} {op}", file=sys.stderr)
+                        continue
                     measure(servers[s], op, tree, args.files)
                     if op == "copy" and not same_bytes(
                         os.path.join(tree, BIG), os.path.join(tree, COPY_TO)
@@ -622,9 +521,20 @@ def main():
                     if op == "copy":
                         settle(tree, args.quiet_s)
                 print(f"checked {s} {op}", file=sys.stderr)
-        runs = {}
+        runs, lock_runs, lock_fills, locks_files = {}, {}, {}, {}
         for op in args.ops:
             cells = cells_by_op[op]
+            if op == "locks":
+                if cells:
+                    lock_runs, lock_fills = lockbench.run(
+                        servers, cells, args, tree,
+                        lambda m: print(m, file=sys.stderr), (machine_busy, tree_cpu),
+                    )
+                    for s in cells:
+                        f = os.path.join(work, f"{s}-locks", "locks")
+                        if os.path.exists(f):
+                            locks_files[s] = os.stat(f).st_size
+                continue
             rounds = args.copy_rounds if op == "copy" else args.rounds
             if not cells:
                 continue
@@ -650,6 +560,11 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     facts["load_after"] = "%.2f" % os.getloadavg()[0]
     text = report(args, runs, [s for s in servers], skipped, facts)
+    if lock_runs:
+        lock_names = [s for s in servers if any(k[0] == s for k in lock_runs)]
+        text += "\n" + lockbench.section(
+            args, lock_runs, lock_fills, lock_names, locks_files, spread, ms, ratio
+        )
     print(text)
     if args.out:
         with open(args.out, "w") as f:
@@ -657,7 +572,10 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"facts": facts, "skipped": skipped,
-                       "runs": {f"{s} {op}": r for (s, op), r in runs.items()}}, f, indent=1)
+                       "runs": {f"{s} {op}": r for (s, op), r in runs.items()},
+                       "locks": {f"{s} {lv} {kind}": r for (s, lv, kind), r in lock_runs.items()},
+                       "lock_fills": {f"{s} {lv}": r for (s, lv), r in lock_fills.items()},
+                       "locks_file_bytes": locks_files}, f, indent=1)
 
 
 if __name__ == "__main__":
