@@ -28,34 +28,39 @@ const LOCK: &str = "locks.lock";
 
 /// The table as the file writes it.
 pub(super) fn encode(table: &Table) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + 160 * table.all().count());
-    out.extend_from_slice(HEADER.as_bytes());
-    out.push(b'\n');
+    let mut out = String::with_capacity(64 + 160 * table.all().count());
+    out.push_str(HEADER);
+    out.push('\n');
     for l in table.all() {
-        let flags = [
-            if l.collection { 'c' } else { 'f' },
-            if l.infinity { 'i' } else { '0' },
-            if l.shared { 's' } else { 'x' },
-        ];
-        let user = l
-            .user
-            .as_deref()
-            .map_or("-".into(), |u| format!("u:{}", pct(u.as_bytes())));
-        let owner = l
-            .owner
-            .as_deref()
-            .map_or("-".into(), |o| format!("o:{}", pct(o.as_bytes())));
-        let line = format!(
-            "{}\t/{}\t{}\t{user}\t{}\t{}\t{owner}\n",
-            pct(l.token.as_bytes()),
-            pct(&l.root),
-            flags.iter().collect::<String>(),
-            l.expires,
-            l.timeout,
-        );
-        out.extend_from_slice(line.as_bytes());
+        pct(&mut out, l.token.as_bytes());
+        out.push_str("\t/");
+        pct(&mut out, &l.root);
+        out.push('\t');
+        out.push(if l.collection { 'c' } else { 'f' });
+        out.push(if l.infinity { 'i' } else { '0' });
+        out.push(if l.shared { 's' } else { 'x' });
+        out.push('\t');
+        optional(&mut out, "u:", l.user.as_deref());
+        out.push('\t');
+        out.push_str(&l.expires.to_string());
+        out.push('\t');
+        out.push_str(&l.timeout.to_string());
+        out.push('\t');
+        optional(&mut out, "o:", l.owner.as_deref());
+        out.push('\n');
     }
-    out
+    out.into_bytes()
+}
+
+/// `-`, or `tag` and the text percent-encoded.
+fn optional(out: &mut String, tag: &str, text: Option<&str>) {
+    match text {
+        None => out.push('-'),
+        Some(t) => {
+            out.push_str(tag);
+            pct(out, t.as_bytes());
+        }
+    }
 }
 
 /// The table a file holds, and how many lines did not read. A file that
@@ -107,15 +112,24 @@ fn lock(line: &[u8]) -> Option<Lock> {
     })
 }
 
-fn pct(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        match b {
-            b'!'..=b'~' if b != b'%' => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
+/// Appends `bytes`, every byte outside `!`..`~` (and `%`) as `%XX`.
+fn pct(out: &mut String, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let plain = |b: &u8| matches!(b, b'!'..=b'~') && *b != b'%';
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let run = rest.iter().position(|b| !plain(b)).unwrap_or(rest.len());
+        // A run of printable ASCII is UTF-8.
+        out.push_str(std::str::from_utf8(&rest[..run]).unwrap_or_default());
+        if let Some(&b) = rest.get(run) {
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
+            rest = &rest[run + 1..];
+        } else {
+            rest = &[];
         }
     }
-    out
 }
 
 fn unpct(s: &[u8]) -> Option<Vec<u8>> {

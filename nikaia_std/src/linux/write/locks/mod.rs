@@ -32,6 +32,8 @@ pub(crate) struct Locks {
     /// Held by a `LOCK` taking a new lock, from its first look at the
     /// table to the lock written.
     creating: Mutex<()>,
+    /// Held by a change of the table, from its read to its rename.
+    changing: Mutex<()>,
     pub(crate) stats: LockStats,
 }
 
@@ -83,6 +85,7 @@ impl Locks {
                 table: Arc::default(),
             }),
             creating: Mutex::new(()),
+            changing: Mutex::new(()),
             stats: LockStats::default(),
         };
         // A file that cannot be read is said now, not at the first LOCK.
@@ -144,24 +147,34 @@ impl Locks {
     /// Changes the table under the file's `flock`: `change` is given it
     /// as the file holds it now (expired locks dropped) and says what to
     /// answer and whether it changed anything; a change is written whole
-    /// before this returns.
+    /// before this returns. Changes are made one at a time (in this
+    /// process by `changing`, across processes by the `flock`); decisions
+    /// go on meanwhile with the table as it was, and take the new one once
+    /// it is renamed into place.
     pub(crate) fn change<T>(
         &self,
         now: u64,
         change: impl FnOnce(&mut Table) -> (T, bool),
     ) -> std::io::Result<T> {
-        let mut cache = self.cache();
+        let _one = self.changing.lock().unwrap_or_else(|e| e.into_inner());
         let _held = file::hold(self.dir.as_fd())?;
-        cache.seen = Some((u64::MAX, 0, 0, 0));
-        self.fresh(&mut cache);
-        let mut table = (*cache.table).clone();
+        // The file as it is now: read again only if another process
+        // changed it since (each rename gives it a new inode).
+        let mut table = {
+            let mut cache = self.cache();
+            self.fresh(&mut cache);
+            (*cache.table).clone()
+        };
         let expired = table.remove_if(|l| l.expires <= now);
         let (answer, changed) = change(&mut table);
         if changed || expired > 0 {
             file::write(self.dir.as_fd(), &table)?;
             self.stats.expired.fetch_add(expired as u64, Relaxed);
-            cache.seen = file::seen(self.dir.as_fd())?;
-            cache.table = Arc::new(table);
+            let seen = file::seen(self.dir.as_fd())?;
+            *self.cache() = Cache {
+                seen,
+                table: Arc::new(table),
+            };
         }
         Ok(answer)
     }
