@@ -36,9 +36,9 @@ use nikaia_std::http::Running;
 use nikaia_std::rt::{LogTarget, Runtime};
 use nikaia_tests::serve::serve_dir;
 use nikaia_tests::site::{base64, USERS};
-use nikaia_tests::{test_runtime, Client, Reply};
+use nikaia_tests::{read_whole, test_runtime, Client, Reply};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -279,65 +279,12 @@ impl Req {
                 .unwrap();
             let _ = (&mut &*stream).write_all(&self.body);
         }
-        let mut reply = read_whole(c.reader(), self.method == "HEAD");
+        let mut reply = read_whole(c.reader(), self.method == "HEAD").expect("an answer");
         reply
             .headers
             .retain(|(n, _)| !n.eq_ignore_ascii_case("date"));
         reply
     }
-}
-
-/// One answer off `reader`, a chunked body decoded.
-fn read_whole(reader: &mut impl BufRead, head_only: bool) -> Reply {
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let status: u16 = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            break;
-        }
-        let (n, v) = l.split_once(':').unwrap();
-        headers.push((n.to_owned(), v.trim().to_owned()));
-    }
-    let mut reply = Reply {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    if head_only || status == 204 || status == 304 {
-        return reply;
-    }
-    let chunked = reply
-        .header("transfer-encoding")
-        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    if chunked {
-        loop {
-            line.clear();
-            reader.read_line(&mut line).unwrap();
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap(), 16)
-                .unwrap_or_else(|_| panic!("bad chunk size {line:?}"));
-            let mut chunk = vec![0; size + 2];
-            reader.read_exact(&mut chunk).unwrap();
-            if size == 0 {
-                break;
-            }
-            reply.body.extend_from_slice(&chunk[..size]);
-        }
-    } else if let Some(len) = reply.header("content-length") {
-        reply.body = vec![0; len.parse().unwrap()];
-        reader.read_exact(&mut reply.body).unwrap();
-    } else {
-        reader.read_to_end(&mut reply.body).unwrap();
-    }
-    reply
 }
 
 // ---------------------------------------------------------------------------

@@ -5,8 +5,7 @@
 use nikaia_std::http::Running;
 use nikaia_std::rt::{LogTarget, Runtime};
 use nikaia_tests::serve::serve_dir;
-use nikaia_tests::{TestPki, TlsClient};
-use std::io::BufRead;
+use nikaia_tests::{read_whole, Reply, TestPki, TlsClient};
 use std::path::{Path, PathBuf};
 
 /// The user of `tests/dav_clients.rs`: `dav`, password `dav-pass-49`.
@@ -115,36 +114,7 @@ impl Drive {
 }
 
 /// An answer as read off the wire, its body de-chunked.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
-}
-
-impl Answer {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// The tokens of a comma-separated header, trimmed.
-    pub(crate) fn tokens(&self, name: &str) -> Vec<String> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .flat_map(|(_, v)| v.split(','))
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty())
-            .collect()
-    }
-}
+pub(crate) type Answer = Reply;
 
 /// One client: a kept-alive TLS connection (reopened when the server
 /// closes it, as both clients do), its User-Agent, and what it sent and
@@ -183,7 +153,7 @@ impl Dav<'_> {
             .conn
             .get_or_insert_with(|| TlsClient::connect_tls(addr, self.drive.pki.client_config()));
         conn.send(&bytes);
-        let answer = read_answer(conn.reader(), method == "HEAD").unwrap_or_else(|e| {
+        let answer = read_whole(conn.reader(), method == "HEAD").unwrap_or_else(|e| {
             panic!(
                 "{method} {path}: no answer ({e}); before it: {:#?}",
                 self.log
@@ -223,77 +193,6 @@ impl Dav<'_> {
         );
         a
     }
-}
-
-/// Reads one answer: chunked bodies decoded, `Content-Length` read
-/// exactly, a body closed by the server read to its end.
-pub(crate) fn read_answer(r: &mut impl BufRead, head_only: bool) -> std::io::Result<Answer> {
-    let mut line = String::new();
-    if r.read_line(&mut line)? == 0 {
-        return Err(std::io::ErrorKind::UnexpectedEof.into());
-    }
-    let status: u16 = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("status line {line:?}")))?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        r.read_line(&mut line)?;
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            break;
-        }
-        let (n, v) = l
-            .split_once(':')
-            .ok_or_else(|| std::io::Error::other(format!("header {l:?}")))?;
-        headers.push((n.to_owned(), v.trim().to_owned()));
-    }
-    let mut a = Answer {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    if head_only || status == 204 || status == 304 || status < 200 {
-        return Ok(a);
-    }
-    let chunked = a
-        .tokens("transfer-encoding")
-        .iter()
-        .any(|t| t.eq_ignore_ascii_case("chunked"));
-    if chunked {
-        loop {
-            line.clear();
-            r.read_line(&mut line)?;
-            let size = line.trim().split(';').next().unwrap_or("");
-            let size = usize::from_str_radix(size, 16)
-                .map_err(|_| std::io::Error::other(format!("chunk size {line:?}")))?;
-            if size == 0 {
-                // Trailers, then the empty line.
-                loop {
-                    line.clear();
-                    r.read_line(&mut line)?;
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            let at = a.body.len();
-            a.body.resize(at + size, 0);
-            r.read_exact(&mut a.body[at..])?;
-            line.clear();
-            r.read_line(&mut line)?;
-        }
-    } else if let Some(len) = a.header("content-length") {
-        let len: usize = len.parse().map_err(std::io::Error::other)?;
-        a.body = vec![0; len];
-        r.read_exact(&mut a.body)?;
-    } else {
-        r.read_to_end(&mut a.body)?;
-    }
-    Ok(a)
 }
 
 /// A chunked body: `data` in chunks of `size` bytes, then the last chunk.
