@@ -6,6 +6,7 @@ pub mod bodies;
 pub mod chromium;
 pub mod corpus;
 pub mod curl;
+pub mod dav;
 pub mod https;
 pub mod load;
 pub mod serve;
@@ -219,13 +220,7 @@ fn is_closed(reader: &mut impl Read) -> bool {
 pub fn read_reply(reader: &mut impl BufRead, head_only: bool) -> io::Result<Reply> {
     let mut reply = read_head(reader)?;
     if !bodiless(&reply, head_only) {
-        if let Some(len) = reply.header("content-length") {
-            let len: usize = len.parse().map_err(io::Error::other)?;
-            reply.body = vec![0; len];
-            reader.read_exact(&mut reply.body)?;
-        } else {
-            reader.read_to_end(&mut reply.body)?;
-        }
+        read_sized(reader, &mut reply)?;
     }
     Ok(reply)
 }
@@ -268,14 +263,23 @@ pub fn read_whole(reader: &mut impl BufRead, head_only: bool) -> io::Result<Repl
             line.clear();
             reader.read_line(&mut line)?;
         }
-    } else if let Some(len) = reply.header("content-length") {
+    } else {
+        read_sized(reader, &mut reply)?;
+    }
+    Ok(reply)
+}
+
+/// Reads `reply`'s body: `Content-Length` bytes, or without it all until
+/// the server closes.
+fn read_sized(reader: &mut impl BufRead, reply: &mut Reply) -> io::Result<()> {
+    if let Some(len) = reply.header("content-length") {
         let len: usize = len.parse().map_err(io::Error::other)?;
         reply.body = vec![0; len];
         reader.read_exact(&mut reply.body)?;
     } else {
         reader.read_to_end(&mut reply.body)?;
     }
-    Ok(reply)
+    Ok(())
 }
 
 /// True when a reply with this status (to HEAD when `head_only`) carries
