@@ -24,12 +24,10 @@
 //! - `h2.rs`: the same answers over HTTP/2 as over HTTP/1.1.
 
 use nikaia_std::http::Running;
-use nikaia_std::rt::{LogTarget, Runtime};
-use nikaia_tests::serve::serve_dir;
+use nikaia_tests::dav::{self, file};
 use nikaia_tests::site::{base64, USERS};
-use nikaia_tests::{read_whole, test_runtime, Client, Reply, TestPki};
+use nikaia_tests::{read_whole, Client, Reply};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 
 #[path = "dav_locks/collections.rs"]
 mod collections;
@@ -85,62 +83,32 @@ durability = "none"
     )
 }
 
-/// A scratch directory: `root/` (served), the runtime file, the users
-/// file, and the locks directory beside them.
-pub struct Drive {
-    pub tmp: tempfile::TempDir,
-}
-
-fn file(path: &Path, bytes: &[u8]) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, bytes).unwrap();
-}
+/// The drive ([`dav::Drive`]): `root/` (served), the runtime file, the
+/// users file, and the locks directory beside them.
+pub struct Drive(dav::Drive);
 
 impl Drive {
     /// The drive with `rules` as its runtime file and `f.txt` (and
     /// `dir/a.txt`) in it.
     pub fn new(tag: &str, rules: &str) -> Drive {
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("nikaia-locks-{tag}"))
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap();
-        let t = tmp.path();
-        file(&t.join("users.htpasswd"), USERS.as_bytes());
-        file(&t.join("runtime.toml"), rules.as_bytes());
-        file(&t.join("root/f.txt"), b"f, first");
-        file(&t.join("root/dir/a.txt"), b"dir, a");
-        Drive { tmp }
-    }
-
-    pub fn path(&self) -> &Path {
-        self.tmp.path()
-    }
-
-    pub fn root(&self) -> PathBuf {
-        self.path().join("root")
-    }
-
-    pub fn runtime_file(&self) -> PathBuf {
-        self.path().join("runtime.toml")
-    }
-
-    /// The runtime file as read, on a loopback port (`pki`: HTTPS).
-    pub fn runtime(&self, pki: Option<&TestPki>) -> Runtime {
-        let mut rt = Runtime::load(&self.runtime_file()).unwrap_or_else(|e| panic!("{e:?}"));
-        let base = pki.map_or_else(test_runtime, TestPki::runtime);
-        rt.listen = base.listen;
-        rt.tls_cert = base.tls_cert;
-        rt.tls_key = base.tls_key;
-        rt.workers = 2;
-        if rt.access_log == LogTarget::Stderr {
-            rt.access_log = LogTarget::Off;
-        }
-        rt
+        let prefix = format!("nikaia-locks-{tag}");
+        let d = dav::Drive::under(env!("CARGO_TARGET_TMPDIR"), &prefix, USERS, rules);
+        file(&d.root().join("f.txt"), b"f, first");
+        file(&d.root().join("dir/a.txt"), b"dir, a");
+        Drive(d)
     }
 
     /// `nikaia serve root` (listings on) under the runtime file.
     pub fn serve(&self) -> Running {
-        serve_dir(&self.root(), self.runtime(None), false, true)
+        self.0.serve(None)
+    }
+}
+
+impl std::ops::Deref for Drive {
+    type Target = dav::Drive;
+
+    fn deref(&self) -> &dav::Drive {
+        &self.0
     }
 }
 

@@ -3,9 +3,7 @@
 //! (chunked bodies included).
 
 use nikaia_std::http::Running;
-use nikaia_std::rt::{LogTarget, Runtime};
-use nikaia_tests::serve::serve_dir;
-use nikaia_tests::{read_whole, Reply, TestPki, TlsClient};
+use nikaia_tests::{dav, read_whole, Reply, TestPki, TlsClient};
 use std::path::{Path, PathBuf};
 
 /// The user of `tests/dav_clients.rs`: `dav`, password `dav-pass-49`.
@@ -48,7 +46,7 @@ pub(crate) struct Drive {
     pub(crate) running: Running,
     pub(crate) root: PathBuf,
     pub(crate) pki: TestPki,
-    _tmp: tempfile::TempDir,
+    _drive: dav::Drive,
 }
 
 impl Drive {
@@ -67,35 +65,23 @@ impl Drive {
     }
 
     fn with(apple: &str, locks: bool) -> Drive {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        std::fs::write(tmp.path().join("users.htpasswd"), USERS).unwrap();
         let table = if locks {
-            let dir = tmp.path().join("locks");
-            std::fs::create_dir(&dir).unwrap();
-            format!("\n[webdav-locks]\ndir = \"{}\"\n", dir.display())
+            "\n[webdav-locks]\ndir = \"{TMP}/locks\"\n"
         } else {
-            String::new()
+            ""
         };
-        let file = tmp.path().join("runtime.toml");
-        let text = DRIVE.replace("APPLE", apple).replace("LOCKS", &table);
-        std::fs::write(&file, text).unwrap();
-        let mut rt = Runtime::load(&file)
-            .unwrap_or_else(|e| panic!("the WebDAV runtime file (#49) is refused: {e:?}"));
+        let text = DRIVE.replace("APPLE", apple).replace("LOCKS", table);
+        let drive = dav::Drive::new(USERS, &text);
+        if locks {
+            std::fs::create_dir(drive.path().join("locks")).unwrap();
+        }
         let pki = TestPki::new();
-        let base = pki.runtime();
-        rt.listen = base.listen;
-        rt.tls_cert = base.tls_cert;
-        rt.tls_key = base.tls_key;
-        rt.workers = 2;
-        rt.access_log = LogTarget::Off;
-        let running = serve_dir(&root, rt, false, true);
+        let running = drive.serve(Some(&pki));
         Drive {
             running,
-            root,
+            root: drive.root(),
             pki,
-            _tmp: tmp,
+            _drive: drive,
         }
     }
 
