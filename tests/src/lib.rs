@@ -6,6 +6,7 @@ pub mod bodies;
 pub mod chromium;
 pub mod corpus;
 pub mod curl;
+pub mod dav;
 pub mod https;
 pub mod load;
 pub mod serve;
@@ -63,6 +64,17 @@ impl Reply {
 
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The tokens of a comma-separated header (all its lines), trimmed.
+    pub fn tokens(&self, name: &str) -> Vec<String> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .flat_map(|(_, v)| v.split(','))
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
     }
 }
 
@@ -203,7 +215,82 @@ fn is_closed(reader: &mut impl Read) -> bool {
 }
 
 /// Reads one HTTP/1.1 response off `reader`; `head_only` for a reply to HEAD.
+/// A body without `Content-Length` is read to its end as sent (chunks
+/// and all: [`read_whole`] decodes them).
 pub fn read_reply(reader: &mut impl BufRead, head_only: bool) -> io::Result<Reply> {
+    let mut reply = read_head(reader)?;
+    if !bodiless(&reply, head_only) {
+        read_sized(reader, &mut reply)?;
+    }
+    Ok(reply)
+}
+
+/// Reads one HTTP/1.1 response off `reader` whole: a chunked body decoded
+/// (its trailers read and dropped), `Content-Length` read exactly, any
+/// other body read until the server closes; `head_only` for a reply to
+/// HEAD.
+pub fn read_whole(reader: &mut impl BufRead, head_only: bool) -> io::Result<Reply> {
+    let mut reply = read_head(reader)?;
+    if bodiless(&reply, head_only) {
+        return Ok(reply);
+    }
+    let chunked = reply
+        .tokens("transfer-encoding")
+        .iter()
+        .any(|t| t.eq_ignore_ascii_case("chunked"));
+    if chunked {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            reader.read_line(&mut line)?;
+            let size = line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size, 16)
+                .map_err(|_| io::Error::other(format!("bad chunk size {line:?}")))?;
+            if size == 0 {
+                // Trailers, then the empty line.
+                loop {
+                    line.clear();
+                    reader.read_line(&mut line)?;
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            let at = reply.body.len();
+            reply.body.resize(at + size, 0);
+            reader.read_exact(&mut reply.body[at..])?;
+            line.clear();
+            reader.read_line(&mut line)?;
+        }
+    } else {
+        read_sized(reader, &mut reply)?;
+    }
+    Ok(reply)
+}
+
+/// Reads `reply`'s body: `Content-Length` bytes, or without it all until
+/// the server closes.
+fn read_sized(reader: &mut impl BufRead, reply: &mut Reply) -> io::Result<()> {
+    if let Some(len) = reply.header("content-length") {
+        let len: usize = len.parse().map_err(io::Error::other)?;
+        reply.body = vec![0; len];
+        reader.read_exact(&mut reply.body)?;
+    } else {
+        reader.read_to_end(&mut reply.body)?;
+    }
+    Ok(())
+}
+
+/// True when a reply with this status (to HEAD when `head_only`) carries
+/// no body.
+fn bodiless(reply: &Reply, head_only: bool) -> bool {
+    head_only || reply.status == 304 || reply.status == 204 || reply.status < 200
+}
+
+/// Reads a response's status line and header fields off `reader`: the
+/// reply, its body still to read.
+fn read_head(reader: &mut impl BufRead) -> io::Result<Reply> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Err(io::ErrorKind::UnexpectedEof.into());
@@ -223,25 +310,14 @@ pub fn read_reply(reader: &mut impl BufRead, head_only: bool) -> io::Result<Repl
         }
         let (n, v) = l
             .split_once(':')
-            .ok_or_else(|| io::Error::other("bad header"))?;
+            .ok_or_else(|| io::Error::other(format!("bad header {l:?}")))?;
         headers.push((n.to_owned(), v.trim().to_owned()));
     }
-    let mut reply = Reply {
+    Ok(Reply {
         status,
         headers,
         body: Vec::new(),
-    };
-    let bodiless = head_only || status == 304 || status == 204 || status < 200;
-    if !bodiless {
-        if let Some(len) = reply.header("content-length") {
-            let len: usize = len.parse().map_err(io::Error::other)?;
-            reply.body = vec![0; len];
-            reader.read_exact(&mut reply.body)?;
-        } else {
-            reader.read_to_end(&mut reply.body)?;
-        }
-    }
-    Ok(reply)
+    })
 }
 
 /// The common name in a certificate's DER, as the test certificates write

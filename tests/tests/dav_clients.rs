@@ -6,9 +6,7 @@
 //! test.sh installs the three (Debian `litmus`, `rclone`, `cadaver`).
 
 use nikaia_std::http::Running;
-use nikaia_std::rt::{LogTarget, Runtime};
-use nikaia_tests::serve::serve_dir;
-use nikaia_tests::{test_runtime, TestPki};
+use nikaia_tests::{dav, TestPki};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,42 +45,29 @@ webdav = true
 plain-http = true
 "#;
 
-/// A served directory (`root`) beside its users and runtime files.
-/// (The server stops before the directories go: fields drop in order.)
+/// The drive ([`dav::Drive`]) served, over TLS with `pki`. (The server
+/// stops before the directories go: fields drop in order.)
 struct Drive {
     running: Running,
     root: PathBuf,
     tls: bool,
     _pki: Option<TestPki>,
-    _tmp: tempfile::TempDir,
+    _drive: dav::Drive,
 }
 
 impl Drive {
     fn new(tls: bool) -> Drive {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        std::fs::write(tmp.path().join("users.htpasswd"), USERS).unwrap();
-        let file = tmp.path().join("runtime.toml");
-        std::fs::write(&file, DRIVE).unwrap();
-        let mut rt = Runtime::load(&file)
-            .unwrap_or_else(|e| panic!("the WebDAV runtime file (#49, #50) is refused: {e:?}"));
+        let drive = dav::Drive::new(USERS, DRIVE);
         let pki = tls.then(TestPki::new);
         // No SNI reaches the server from litmus and cadaver at an IP
         // address: the runtime's own pair (the default) must serve it.
-        let base = pki.as_ref().map_or_else(test_runtime, TestPki::runtime);
-        rt.listen = base.listen;
-        rt.tls_cert = base.tls_cert;
-        rt.tls_key = base.tls_key;
-        rt.workers = 2;
-        rt.access_log = LogTarget::Off;
-        let running = serve_dir(&root, rt, false, true);
+        let running = drive.serve(pki.as_ref());
         Drive {
             running,
-            root,
+            root: drive.root(),
             tls,
             _pki: pki,
-            _tmp: tmp,
+            _drive: drive,
         }
     }
 

@@ -24,13 +24,10 @@
 //! - `h2.rs`: the same answers over HTTP/2 as over HTTP/1.1.
 
 use nikaia_std::http::Running;
-use nikaia_std::rt::{LogTarget, Runtime};
-use nikaia_tests::serve::serve_dir;
+use nikaia_tests::dav::{self, file};
 use nikaia_tests::site::{base64, USERS};
-use nikaia_tests::{test_runtime, Client, Reply, TestPki};
-use std::io::BufRead;
+use nikaia_tests::{read_whole, Client, Reply};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 
 #[path = "dav_locks/collections.rs"]
 mod collections;
@@ -86,62 +83,32 @@ durability = "none"
     )
 }
 
-/// A scratch directory: `root/` (served), the runtime file, the users
-/// file, and the locks directory beside them.
-pub struct Drive {
-    pub tmp: tempfile::TempDir,
-}
-
-fn file(path: &Path, bytes: &[u8]) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, bytes).unwrap();
-}
+/// The drive ([`dav::Drive`]): `root/` (served), the runtime file, the
+/// users file, and the locks directory beside them.
+pub struct Drive(dav::Drive);
 
 impl Drive {
     /// The drive with `rules` as its runtime file and `f.txt` (and
     /// `dir/a.txt`) in it.
     pub fn new(tag: &str, rules: &str) -> Drive {
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("nikaia-locks-{tag}"))
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap();
-        let t = tmp.path();
-        file(&t.join("users.htpasswd"), USERS.as_bytes());
-        file(&t.join("runtime.toml"), rules.as_bytes());
-        file(&t.join("root/f.txt"), b"f, first");
-        file(&t.join("root/dir/a.txt"), b"dir, a");
-        Drive { tmp }
-    }
-
-    pub fn path(&self) -> &Path {
-        self.tmp.path()
-    }
-
-    pub fn root(&self) -> PathBuf {
-        self.path().join("root")
-    }
-
-    pub fn runtime_file(&self) -> PathBuf {
-        self.path().join("runtime.toml")
-    }
-
-    /// The runtime file as read, on a loopback port (`pki`: HTTPS).
-    pub fn runtime(&self, pki: Option<&TestPki>) -> Runtime {
-        let mut rt = Runtime::load(&self.runtime_file()).unwrap_or_else(|e| panic!("{e:?}"));
-        let base = pki.map_or_else(test_runtime, TestPki::runtime);
-        rt.listen = base.listen;
-        rt.tls_cert = base.tls_cert;
-        rt.tls_key = base.tls_key;
-        rt.workers = 2;
-        if rt.access_log == LogTarget::Stderr {
-            rt.access_log = LogTarget::Off;
-        }
-        rt
+        let prefix = format!("nikaia-locks-{tag}");
+        let d = dav::Drive::under(env!("CARGO_TARGET_TMPDIR"), &prefix, USERS, rules);
+        file(&d.root().join("f.txt"), b"f, first");
+        file(&d.root().join("dir/a.txt"), b"dir, a");
+        Drive(d)
     }
 
     /// `nikaia serve root` (listings on) under the runtime file.
     pub fn serve(&self) -> Running {
-        serve_dir(&self.root(), self.runtime(None), false, true)
+        self.0.serve(None)
+    }
+}
+
+impl std::ops::Deref for Drive {
+    type Target = dav::Drive;
+
+    fn deref(&self) -> &dav::Drive {
+        &self.0
     }
 }
 
@@ -230,7 +197,7 @@ impl Req {
     pub fn send(&self, addr: SocketAddr) -> Reply {
         let mut c = Client::connect(addr);
         c.send(self.bytes(addr, true));
-        read_whole(c.reader(), self.method == "HEAD")
+        read_whole(c.reader(), self.method == "HEAD").expect("an answer")
     }
 }
 
@@ -249,7 +216,7 @@ impl Wire {
     pub fn send(&mut self, r: &Req) -> Reply {
         let c = self.conn.get_or_insert_with(|| Client::connect(self.addr));
         c.send(r.bytes(self.addr, false));
-        let reply = read_whole(c.reader(), r.method == "HEAD");
+        let reply = read_whole(c.reader(), r.method == "HEAD").expect("an answer");
         let closes = reply
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
@@ -258,59 +225,6 @@ impl Wire {
         }
         reply
     }
-}
-
-/// One answer off `reader`, a chunked body decoded.
-pub fn read_whole(reader: &mut impl BufRead, head_only: bool) -> Reply {
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let status: u16 = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            break;
-        }
-        let (n, v) = l.split_once(':').unwrap();
-        headers.push((n.to_owned(), v.trim().to_owned()));
-    }
-    let mut reply = Reply {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    if head_only || status == 204 || status == 304 {
-        return reply;
-    }
-    let chunked = reply
-        .header("transfer-encoding")
-        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    if chunked {
-        loop {
-            line.clear();
-            reader.read_line(&mut line).unwrap();
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap(), 16)
-                .unwrap_or_else(|_| panic!("bad chunk size {line:?}"));
-            let mut chunk = vec![0; size + 2];
-            reader.read_exact(&mut chunk).unwrap();
-            if size == 0 {
-                break;
-            }
-            reply.body.extend_from_slice(&chunk[..size]);
-        }
-    } else if let Some(len) = reply.header("content-length") {
-        reply.body = vec![0; len.parse().unwrap()];
-        reader.read_exact(&mut reply.body).unwrap();
-    } else {
-        reader.read_to_end(&mut reply.body).unwrap();
-    }
-    reply
 }
 
 // ---------------------------------------------------------------------------

@@ -8,9 +8,7 @@
 //! test.sh installs the clients (Debian `davfs2`, `cadaver`, `rclone`).
 
 use nikaia_std::http::Running;
-use nikaia_std::rt::{LogTarget, Runtime};
-use nikaia_tests::serve::serve_dir;
-use nikaia_tests::{names, test_runtime, Client};
+use nikaia_tests::{dav, names, Client};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -75,36 +73,28 @@ webdav = true
 plain-http = true
 "#;
 
-/// A served directory (`root`) beside its users and runtime files, in a
-/// temporary directory others may enter (davfs2's daemon runs as the user
-/// `davfs2` and keeps its cache in here). The server stops before the
-/// directories go: fields drop in order.
+/// The drive ([`dav::Drive`]) served, in a temporary directory others
+/// may enter (davfs2's daemon runs as the user `davfs2` and keeps its
+/// cache in here), with a `locks/` directory beside the served one. The
+/// server stops before the directories go: fields drop in order.
 struct Drive {
     running: Running,
     root: PathBuf,
-    tmp: tempfile::TempDir,
+    drive: dav::Drive,
 }
 
 impl Drive {
     /// `{TMP}` in `runtime` stands for the temporary directory.
     fn new(runtime: &str) -> Drive {
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(tmp.path(), PermissionsExt::from_mode(0o755)).unwrap();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        std::fs::create_dir(tmp.path().join("locks")).unwrap();
-        std::fs::write(tmp.path().join("users.htpasswd"), USERS).unwrap();
-        let file = tmp.path().join("runtime.toml");
-        let runtime = runtime.replace("{TMP}", tmp.path().to_str().unwrap());
-        std::fs::write(&file, &runtime).unwrap();
-        let mut rt = Runtime::load(&file)
-            .unwrap_or_else(|e| panic!("the WebDAV runtime file is refused: {e:?}\n{runtime}"));
-        let base = test_runtime();
-        rt.listen = base.listen;
-        rt.workers = 2;
-        rt.access_log = LogTarget::Off;
-        let running = serve_dir(&root, rt, false, true);
-        Drive { running, root, tmp }
+        let drive = dav::Drive::new(USERS, runtime);
+        std::fs::set_permissions(drive.path(), PermissionsExt::from_mode(0o755)).unwrap();
+        std::fs::create_dir(drive.path().join("locks")).unwrap();
+        let running = drive.serve(None);
+        Drive {
+            running,
+            root: drive.root(),
+            drive,
+        }
     }
 
     /// The base URL at 127.0.0.1, ending in `/`.
@@ -244,7 +234,7 @@ fn davfs2_mounts_the_drive_through_fuse_and_writes_it() {
     std::fs::write(drive.root.join("kept.bin"), &kept).unwrap();
     std::fs::write(drive.root.join("old.txt"), b"to be removed\n").unwrap();
 
-    let tmp = drive.tmp.path();
+    let tmp = drive.drive.path();
     let local = tmp.join("local");
     std::fs::create_dir(&local).unwrap();
     let a = bytes(2, 200_000);

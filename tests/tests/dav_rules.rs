@@ -33,12 +33,11 @@
 //! - `found.rs`: what an outside tester found in the first build.
 
 use nikaia_std::http::Running;
-use nikaia_std::rt::{LogTarget, Runtime};
-use nikaia_tests::serve::serve_dir;
+use nikaia_tests::dav::{self, file};
 use nikaia_tests::site::{base64, USERS};
-use nikaia_tests::{test_runtime, Client, Reply};
+use nikaia_tests::{read_whole, Client, Reply};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -116,31 +115,20 @@ plain-http = true
 durability = "none"
 "#;
 
-/// A scratch directory: `root/` (served), `outside/`, the runtime file
-/// and the users files side by side.
-struct Drive {
-    tmp: tempfile::TempDir,
-}
-
-fn file(path: &Path, bytes: &[u8]) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, bytes).unwrap();
-}
+/// The drive ([`dav::Drive`]): `root/` (served), `outside/`, the runtime
+/// file and the users files side by side.
+struct Drive(dav::Drive);
 
 impl Drive {
     /// The drive with `rules` as its runtime file.
     fn new(tag: &str, rules: &str) -> Drive {
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("nikaia-dav-{tag}"))
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap();
-        let t = tmp.path();
+        let prefix = format!("nikaia-dav-{tag}");
+        let drive = dav::Drive::under(env!("CARGO_TARGET_TMPDIR"), &prefix, USERS, rules);
+        let t = drive.path();
         file(&t.join("outside/keep.txt"), b"OUTSIDE-BYTES keep");
         file(&t.join("outside/victim"), b"OUTSIDE-BYTES victim");
         file(&t.join("outside/sub/deep.txt"), b"OUTSIDE-BYTES deep");
-        file(&t.join("users.htpasswd"), USERS.as_bytes());
         file(&t.join("bobs.htpasswd"), BOBS.as_bytes());
-        file(&t.join("runtime.toml"), rules.as_bytes());
         let r = t.join("root");
         file(&r.join("index.html"), b"<h1>top</h1>");
         file(&r.join("public/p.txt"), b"public");
@@ -170,15 +158,7 @@ impl Drive {
         symlink("secret/s.txt", d.join("deny-link")).unwrap();
         std::fs::hard_link(t.join("runtime.toml"), d.join("rt-hard")).unwrap();
         std::fs::hard_link(t.join("users.htpasswd"), d.join("pw-hard")).unwrap();
-        Drive { tmp }
-    }
-
-    fn path(&self) -> &Path {
-        self.tmp.path()
-    }
-
-    fn root(&self) -> PathBuf {
-        self.path().join("root")
+        Drive(drive)
     }
 
     fn drive(&self) -> PathBuf {
@@ -188,14 +168,15 @@ impl Drive {
     /// `nikaia serve root` (dot-names hidden, listings on) under the
     /// runtime file.
     fn serve(&self) -> Running {
-        let mut rt =
-            Runtime::load(&self.path().join("runtime.toml")).unwrap_or_else(|e| panic!("{e:?}"));
-        rt.listen = test_runtime().listen;
-        rt.workers = 2;
-        if rt.access_log == LogTarget::Stderr {
-            rt.access_log = LogTarget::Off;
-        }
-        serve_dir(&self.root(), rt, false, true)
+        self.0.serve(None)
+    }
+}
+
+impl std::ops::Deref for Drive {
+    type Target = dav::Drive;
+
+    fn deref(&self) -> &dav::Drive {
+        &self.0
     }
 }
 
@@ -279,65 +260,12 @@ impl Req {
                 .unwrap();
             let _ = (&mut &*stream).write_all(&self.body);
         }
-        let mut reply = read_whole(c.reader(), self.method == "HEAD");
+        let mut reply = read_whole(c.reader(), self.method == "HEAD").expect("an answer");
         reply
             .headers
             .retain(|(n, _)| !n.eq_ignore_ascii_case("date"));
         reply
     }
-}
-
-/// One answer off `reader`, a chunked body decoded.
-fn read_whole(reader: &mut impl BufRead, head_only: bool) -> Reply {
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    let status: u16 = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            break;
-        }
-        let (n, v) = l.split_once(':').unwrap();
-        headers.push((n.to_owned(), v.trim().to_owned()));
-    }
-    let mut reply = Reply {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    if head_only || status == 204 || status == 304 {
-        return reply;
-    }
-    let chunked = reply
-        .header("transfer-encoding")
-        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
-    if chunked {
-        loop {
-            line.clear();
-            reader.read_line(&mut line).unwrap();
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap(), 16)
-                .unwrap_or_else(|_| panic!("bad chunk size {line:?}"));
-            let mut chunk = vec![0; size + 2];
-            reader.read_exact(&mut chunk).unwrap();
-            if size == 0 {
-                break;
-            }
-            reply.body.extend_from_slice(&chunk[..size]);
-        }
-    } else if let Some(len) = reply.header("content-length") {
-        reply.body = vec![0; len.parse().unwrap()];
-        reader.read_exact(&mut reply.body).unwrap();
-    } else {
-        reader.read_to_end(&mut reply.body).unwrap();
-    }
-    reply
 }
 
 // ---------------------------------------------------------------------------

@@ -34,11 +34,5 @@ fn main() {
         .serve_dir(root, false, true)
         .reload_from(runtime, adjust);
     let running = server.start().expect("start");
-    running.stop_on_signals().expect("signals");
-    let pid = std::process::id();
-    let tmp = format!("{port_file}.{pid}.tmp");
-    let said = format!("{} {pid}", running.local_addr().port());
-    std::fs::write(&tmp, said).unwrap();
-    std::fs::rename(&tmp, port_file).unwrap();
-    running.wait();
+    nikaia_tests::serve::announce_and_wait(&running, port_file);
 }

@@ -26,11 +26,5 @@ fn main() {
     let big = Bytes::from(vec![7u8; 64 << 20]);
     let server = Server::with_runtime(rt).route("/big", move |_| big.clone());
     let running = server.start().expect("start");
-    running.stop_on_signals().expect("signals");
-    let pid = std::process::id();
-    let tmp = format!("{port_file}.{pid}.tmp");
-    let said = format!("{} {pid}", running.local_addr().port());
-    std::fs::write(&tmp, said).unwrap();
-    std::fs::rename(&tmp, port_file).unwrap();
-    running.wait();
+    nikaia_tests::serve::announce_and_wait(&running, port_file);
 }

@@ -5,7 +5,6 @@
 use super::{lockinfo, Drive, ALICE};
 use nikaia_std::http::Running;
 use nikaia_tests::curl::{curl_answer, CurlAnswer};
-use nikaia_tests::serve::serve_dir;
 use nikaia_tests::TestPki;
 use std::path::Path;
 
@@ -69,7 +68,7 @@ fn life(server: &Running, work: &Path, flags: &[&str], name: &str) -> (Vec<Strin
 fn a_locks_life_answers_the_same_over_http_2_and_http_1_1() {
     let d = Drive::new("h2", &super::rules("", ""));
     let pki = TestPki::new();
-    let server = serve_dir(&d.root(), d.runtime(Some(&pki)), false, true);
+    let server = d.0.serve(Some(&pki));
     let work = d.path().join("curl");
     std::fs::create_dir(&work).unwrap();
     let ca = pki.ca_pem.to_str().unwrap().to_owned();

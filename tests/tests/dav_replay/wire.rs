@@ -3,10 +3,7 @@
 //! (chunked bodies included).
 
 use nikaia_std::http::Running;
-use nikaia_std::rt::{LogTarget, Runtime};
-use nikaia_tests::serve::serve_dir;
-use nikaia_tests::{TestPki, TlsClient};
-use std::io::BufRead;
+use nikaia_tests::{dav, read_whole, Reply, TestPki, TlsClient};
 use std::path::{Path, PathBuf};
 
 /// The user of `tests/dav_clients.rs`: `dav`, password `dav-pass-49`.
@@ -49,7 +46,7 @@ pub(crate) struct Drive {
     pub(crate) running: Running,
     pub(crate) root: PathBuf,
     pub(crate) pki: TestPki,
-    _tmp: tempfile::TempDir,
+    _drive: dav::Drive,
 }
 
 impl Drive {
@@ -68,35 +65,23 @@ impl Drive {
     }
 
     fn with(apple: &str, locks: bool) -> Drive {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        std::fs::write(tmp.path().join("users.htpasswd"), USERS).unwrap();
         let table = if locks {
-            let dir = tmp.path().join("locks");
-            std::fs::create_dir(&dir).unwrap();
-            format!("\n[webdav-locks]\ndir = \"{}\"\n", dir.display())
+            "\n[webdav-locks]\ndir = \"{TMP}/locks\"\n"
         } else {
-            String::new()
+            ""
         };
-        let file = tmp.path().join("runtime.toml");
-        let text = DRIVE.replace("APPLE", apple).replace("LOCKS", &table);
-        std::fs::write(&file, text).unwrap();
-        let mut rt = Runtime::load(&file)
-            .unwrap_or_else(|e| panic!("the WebDAV runtime file (#49) is refused: {e:?}"));
+        let text = DRIVE.replace("APPLE", apple).replace("LOCKS", table);
+        let drive = dav::Drive::new(USERS, &text);
+        if locks {
+            std::fs::create_dir(drive.path().join("locks")).unwrap();
+        }
         let pki = TestPki::new();
-        let base = pki.runtime();
-        rt.listen = base.listen;
-        rt.tls_cert = base.tls_cert;
-        rt.tls_key = base.tls_key;
-        rt.workers = 2;
-        rt.access_log = LogTarget::Off;
-        let running = serve_dir(&root, rt, false, true);
+        let running = drive.serve(Some(&pki));
         Drive {
             running,
-            root,
+            root: drive.root(),
             pki,
-            _tmp: tmp,
+            _drive: drive,
         }
     }
 
@@ -115,36 +100,7 @@ impl Drive {
 }
 
 /// An answer as read off the wire, its body de-chunked.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
-}
-
-impl Answer {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    /// The tokens of a comma-separated header, trimmed.
-    pub(crate) fn tokens(&self, name: &str) -> Vec<String> {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .flat_map(|(_, v)| v.split(','))
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty())
-            .collect()
-    }
-}
+pub(crate) type Answer = Reply;
 
 /// One client: a kept-alive TLS connection (reopened when the server
 /// closes it, as both clients do), its User-Agent, and what it sent and
@@ -183,7 +139,7 @@ impl Dav<'_> {
             .conn
             .get_or_insert_with(|| TlsClient::connect_tls(addr, self.drive.pki.client_config()));
         conn.send(&bytes);
-        let answer = read_answer(conn.reader(), method == "HEAD").unwrap_or_else(|e| {
+        let answer = read_whole(conn.reader(), method == "HEAD").unwrap_or_else(|e| {
             panic!(
                 "{method} {path}: no answer ({e}); before it: {:#?}",
                 self.log
@@ -223,77 +179,6 @@ impl Dav<'_> {
         );
         a
     }
-}
-
-/// Reads one answer: chunked bodies decoded, `Content-Length` read
-/// exactly, a body closed by the server read to its end.
-pub(crate) fn read_answer(r: &mut impl BufRead, head_only: bool) -> std::io::Result<Answer> {
-    let mut line = String::new();
-    if r.read_line(&mut line)? == 0 {
-        return Err(std::io::ErrorKind::UnexpectedEof.into());
-    }
-    let status: u16 = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("status line {line:?}")))?;
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        r.read_line(&mut line)?;
-        let l = line.trim_end_matches(['\r', '\n']);
-        if l.is_empty() {
-            break;
-        }
-        let (n, v) = l
-            .split_once(':')
-            .ok_or_else(|| std::io::Error::other(format!("header {l:?}")))?;
-        headers.push((n.to_owned(), v.trim().to_owned()));
-    }
-    let mut a = Answer {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    if head_only || status == 204 || status == 304 || status < 200 {
-        return Ok(a);
-    }
-    let chunked = a
-        .tokens("transfer-encoding")
-        .iter()
-        .any(|t| t.eq_ignore_ascii_case("chunked"));
-    if chunked {
-        loop {
-            line.clear();
-            r.read_line(&mut line)?;
-            let size = line.trim().split(';').next().unwrap_or("");
-            let size = usize::from_str_radix(size, 16)
-                .map_err(|_| std::io::Error::other(format!("chunk size {line:?}")))?;
-            if size == 0 {
-                // Trailers, then the empty line.
-                loop {
-                    line.clear();
-                    r.read_line(&mut line)?;
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            let at = a.body.len();
-            a.body.resize(at + size, 0);
-            r.read_exact(&mut a.body[at..])?;
-            line.clear();
-            r.read_line(&mut line)?;
-        }
-    } else if let Some(len) = a.header("content-length") {
-        let len: usize = len.parse().map_err(std::io::Error::other)?;
-        a.body = vec![0; len];
-        r.read_exact(&mut a.body)?;
-    } else {
-        r.read_to_end(&mut a.body)?;
-    }
-    Ok(a)
 }
 
 /// A chunked body: `data` in chunks of `size` bytes, then the last chunk.

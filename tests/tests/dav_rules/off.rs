@@ -116,16 +116,7 @@ fn propfind_and_mkcol_answer_the_same_over_http_1_1_and_http_2() {
     let d = Drive::new("h2", RULES);
     let pki = TestPki::new();
     let plain = d.serve();
-    let tls = {
-        let mut rt = Runtime::load(&d.path().join("runtime.toml")).unwrap();
-        let base = pki.runtime();
-        rt.listen = base.listen;
-        rt.tls_cert = base.tls_cert;
-        rt.tls_key = base.tls_key;
-        rt.workers = 2;
-        rt.access_log = LogTarget::Off;
-        serve_dir(&d.root(), rt, false, true)
-    };
+    let tls = d.0.serve(Some(&pki));
     let work = d.path().join("curl");
     std::fs::create_dir(&work).unwrap();
     let ca = pki.ca_pem.to_str().unwrap().to_owned();
