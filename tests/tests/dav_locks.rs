@@ -21,7 +21,10 @@
 //!   DELETE, MOVE taking no lock along;
 //! - `cond.rs`: `If:` evaluated (ETags, malformed, twice, another host)
 //!   and a lock that expires;
-//! - `h2.rs`: the same answers over HTTP/2 as over HTTP/1.1.
+//! - `h2.rs`: the same answers over HTTP/2 as over HTTP/1.1;
+//! - `found.rs`: what an outside tester found (an owner bounded as it is
+//!   kept, members' locks gone with a Destination replaced whole, a locks
+//!   file edited by hand, a token opening only what its lock covers).
 
 use nikaia_std::http::Running;
 use nikaia_tests::dav::{self, file};
@@ -35,6 +38,8 @@ mod collections;
 mod cond;
 #[path = "dav_locks/flood.rs"]
 mod flood;
+#[path = "dav_locks/found.rs"]
+mod found;
 #[path = "dav_locks/h2.rs"]
 mod h2;
 #[path = "dav_locks/lifecycle.rs"]

@@ -157,10 +157,12 @@ impl Wing {
         permit: &Permit,
     ) -> Option<locks::Gate> {
         let locks = self.locks.as_ref()?;
+        let name = crate::http::site::lock::bare(name).to_vec();
         Some(locks::Gate {
             locks: locks.clone(),
             root: root.clone(),
-            name: crate::http::site::lock::bare(name).to_vec(),
+            at: name.clone(),
+            name,
             user: permit.grant.user.clone(),
             cond: permit.cond.clone(),
         })

@@ -37,6 +37,10 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         Ok(info) => info,
         Err(xml::Bad(why)) => return crate::http::site::write::unmakeable_answer(why),
     };
+    if !info.owner.as_deref().is_none_or(locks::owner_fits) {
+        let why = "DAV:owner longer than 4 KiB as the locks file keeps it";
+        return crate::http::site::write::unmakeable_answer(why);
+    }
     let Some(permit) = d.source.as_deref() else {
         return Response::status_page(500);
     };
@@ -79,7 +83,17 @@ pub(super) fn lock(d: &mut Dav) -> Response {
     if made {
         match make_empty(d) {
             Ok(id) => made_id = Some(id),
-            Err(refused) => return refused,
+            Err(refused) => {
+                // Made meanwhile by the other process of an upgrade, for
+                // a lock of its own: that lock is the conflict (423, as
+                // Finder reads "busy"), not the name now taken.
+                if matches!(refused.status(), 403 | 412) {
+                    if let Some(held) = conflict(&locks, &name, &asked, now) {
+                        return held;
+                    }
+                }
+                return refused;
+            }
         }
     } else if !permit.conditions.replace {
         // A lock guards writes this user may not make here.
@@ -100,7 +114,7 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         shared: asked.shared,
         user,
         owner: info.owner,
-        expires: now + ask.timeout,
+        expires: now + ask.timeout * 1000,
         timeout: ask.timeout,
     };
     let taken = locks.change(now, |t| {
@@ -226,7 +240,7 @@ fn refresh(d: &Dav, locks: &Locks, name: &[u8], timeout: u64) -> Response {
         for token in &tokens {
             if let Some(l) = t.find_mut(token, now) {
                 if l.covers(name) && l.owned_by(user) {
-                    l.expires = now + timeout;
+                    l.expires = now + timeout * 1000;
                     l.timeout = timeout;
                     return (Some(l.clone()), true);
                 }
@@ -317,7 +331,7 @@ pub(super) fn discarded(d: &Dav) -> Response {
         shared: false,
         user: None,
         owner: None,
-        expires: now + timeout,
+        expires: now + timeout * 1000,
         timeout,
     };
     match refresh {
@@ -340,7 +354,8 @@ pub(super) fn active<'a>(lock: &'a Lock, now: u64, show: bool, root: &'a str) ->
         shared: lock.shared,
         infinity: lock.infinity,
         owner: lock.owner.as_deref(),
-        timeout: Some(lock.expires.saturating_sub(now).max(1)),
+        // The seconds left, rounded up: never a `Second-0`.
+        timeout: Some(lock.expires.saturating_sub(now).div_ceil(1000).max(1)),
         token: show.then_some(lock.token.as_str()),
         root,
     }

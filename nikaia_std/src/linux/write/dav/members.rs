@@ -6,6 +6,7 @@
 use crate::fs::dav::Members;
 use crate::http::site::dav::{member_may, Member};
 use crate::http::site::Grant;
+use crate::linux::write::locks::{table::Reach, Gate};
 use crate::rt::Runtime;
 
 /// The most members one walk takes (the listing's cap).
@@ -34,6 +35,9 @@ pub(super) struct Ruled<'a> {
     pub protected: Vec<(u64, u64)>,
     /// Dot-names are shown (`--hidden`).
     pub hidden: bool,
+    /// The request's locks and `If:`, for a removal: a member locked while
+    /// the walk goes (after the collection's own check) stays, 423.
+    pub locks: Option<Gate>,
 }
 
 /// What the walk does at its own side.
@@ -66,6 +70,7 @@ impl<'a> Ruled<'a> {
             budget: MAX_MEMBERS,
             depth: 0,
             floor: rt.write_free_floor,
+            locks: None,
         }
     }
 
@@ -86,6 +91,19 @@ impl Members for Ruled<'_> {
         };
         if !member_may(self.rt, self.grant, name, here) {
             return false;
+        }
+        if let (Member::Remove { .. }, Some(gate)) = (here, &self.locks) {
+            if gate
+                .decide_at(name.as_bytes(), Reach::Own, Some(None))
+                .is_err()
+            {
+                let shown = match dir {
+                    true => format!("{}/", name.trim_end_matches('/')),
+                    false => name.to_owned(),
+                };
+                Members::refused(self, &shown, 423);
+                return false;
+            }
         }
         match self.landing(name) {
             Some(there) => member_may(self.rt, self.grant, &there, Member::Create),

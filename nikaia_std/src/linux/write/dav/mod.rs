@@ -153,12 +153,35 @@ impl Dav {
         }
     }
 
+    /// `permit`'s guard for a write of `at`, asking the locks and `If:`
+    /// again with the name held when it is given (a `COPY`'s file, named
+    /// only once its bytes are copied).
+    fn guard_for(&self, permit: &Permit, at: &Path) -> crate::fs::Guard {
+        let mut guard = permit.guard(self.own.identities(&self.root));
+        let own = self.path.as_os_str().as_encoded_bytes();
+        if let Some(mut gate) = self.wing.lock_gate(&self.root, own, permit) {
+            let at = crate::http::site::lock::bare(at.as_os_str().as_encoded_bytes());
+            gate.at = at.to_vec();
+            guard.held = super::locks::held(gate, Reach::Member, Reach::Own);
+        }
+        guard
+    }
+
     /// The locks of a name that went (removed, or moved away) go with it.
     fn drop_locks(&self, name: &Path) {
+        let bare = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
         if let Some(locks) = &self.wing.locks {
-            locks.drop_under(crate::http::site::lock::bare(
-                name.as_os_str().as_encoded_bytes(),
-            ));
+            locks.drop_under(bare);
+        }
+    }
+
+    /// The locks of the members of a Destination replaced whole (a
+    /// `COPY` or `MOVE` with `Overwrite: T` onto a collection) go with
+    /// them.
+    fn drop_member_locks(&self, name: &Path) {
+        let bare = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
+        if let Some(locks) = &self.wing.locks {
+            locks.drop_below(bare);
         }
     }
 

@@ -163,7 +163,7 @@ pub(super) fn copy(d: &mut Dav) -> Response {
     let own = d.own.identities(&d.root);
     let (src, dst) = (bare(&d.path), bare(&dst_path));
     let src_guard = look_guard(&own);
-    let dst_guard = dst_permit.guard(own.clone());
+    let dst_guard = d.guard_for(dst_permit, &dst);
     let rt = d.wing.runtime();
     let (kind, stat) = match source(d, &src, &src_guard) {
         Ok(found) => found,
@@ -223,6 +223,9 @@ pub(super) fn copy(d: &mut Dav) -> Response {
         FileType::Symlink => Err(fsdav::denied("a link is not copied")),
         _ => Err(Error::NotAFile { directory: false }),
     };
+    if let Ok(Outcome::Done { created: false }) = done {
+        d.drop_member_locks(&dst);
+    }
     answered(done, Wrote::Made)
 }
 
@@ -365,6 +368,7 @@ pub(in crate::linux::write) fn remove_collection(
         )));
     }
     let mut rules = Ruled::new(rt, &permit.grant, Source::Remove, &guard.protected, false);
+    rules.locks = gate.cloned();
     let label = text(&at);
     let walked = root.dav_at(&at, guard, |dir, entry| {
         fsdav::remove_tree(dir.as_fd(), entry, &label, &mut rules)
@@ -511,8 +515,11 @@ pub(super) fn move_(d: &mut Dav) -> Response {
         ),
         Err(e) => Err(e),
     };
-    if let Ok(Outcome::Done { .. }) = done {
+    if let Ok(Outcome::Done { created }) = done {
         d.drop_locks(&src);
+        if !created {
+            d.drop_member_locks(&dst);
+        }
     }
     answered(done, Wrote::Made)
 }

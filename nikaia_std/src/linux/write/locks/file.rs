@@ -12,8 +12,8 @@
 //! ROOT, USER (after `u:`) and OWNER (after `o:`) are percent-encoded
 //! (every byte outside `!`..`~`, and `%`); `-` is no user, no owner.
 //! FLAGS is three letters: `c`/`f` (collection or not), `i`/`0` (depth),
-//! `s`/`x` (shared or exclusive). A line that does not read is skipped
-//! (and said once in the error log by the caller).
+//! `s`/`x` (shared or exclusive). EXPIRES is in milliseconds since the
+//! epoch, TIMEOUT in seconds.
 
 use super::table::{Lock, Table};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -49,7 +49,12 @@ pub(super) fn encode(table: &Table) -> Vec<u8> {
         optional(&mut out, "o:", l.owner.as_deref());
         out.push('\n');
     }
-    out.into_bytes()
+    let mut out = out.into_bytes();
+    for line in &table.unread {
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    out
 }
 
 /// `-`, or `tag` and the text percent-encoded.
@@ -63,19 +68,26 @@ fn optional(out: &mut String, tag: &str, text: Option<&str>) {
     }
 }
 
-/// The table a file holds, and how many lines did not read. A file that
-/// does not begin with the header holds none.
+/// The table a file holds, and how many lines did not read. A line that
+/// does not read (an edit by hand, a newer server's) is kept in the table
+/// as it is and written back with it, never dropped; a byte-order mark
+/// and `\r\n` line ends are read through, and a file without the header
+/// line is read line by line all the same.
 pub(super) fn decode(bytes: &[u8]) -> (Table, usize) {
     let mut table = Table::default();
-    let mut lines = bytes.split(|&b| b == b'\n');
-    if lines.next() != Some(HEADER.as_bytes()) {
-        return (table, usize::from(!bytes.is_empty()));
-    }
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     let mut bad = 0;
-    for line in lines.filter(|l| !l.is_empty()) {
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() || (i == 0 && line == HEADER.as_bytes()) {
+            continue;
+        }
         match lock(line) {
             Some(l) => table.insert(l),
-            None => bad += 1,
+            None => {
+                table.unread.push(line.to_vec());
+                bad += 1;
+            }
         }
     }
     (table, bad)
@@ -112,10 +124,19 @@ fn lock(line: &[u8]) -> Option<Lock> {
     })
 }
 
+/// Whether the file keeps `b` as it is (else as `%XX`).
+fn plain(b: &u8) -> bool {
+    matches!(b, b'!'..=b'~') && *b != b'%'
+}
+
+/// The length of `bytes` as the file keeps them.
+pub(super) fn kept_len(bytes: &[u8]) -> usize {
+    bytes.iter().map(|b| if plain(b) { 1 } else { 3 }).sum()
+}
+
 /// Appends `bytes`, every byte outside `!`..`~` (and `%`) as `%XX`.
 fn pct(out: &mut String, bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let plain = |b: &u8| matches!(b, b'!'..=b'~') && *b != b'%';
     let mut rest = bytes;
     while !rest.is_empty() {
         let run = rest.iter().position(|b| !plain(b)).unwrap_or(rest.len());
@@ -241,11 +262,25 @@ mod tests {
     }
 
     #[test]
-    fn a_line_that_does_not_read_is_skipped_and_counted() {
+    fn a_line_that_does_not_read_is_counted_and_kept() {
         let text = "nikaia-locks 1\nurn:uuid:2\t/a\tfix\t-\t9\t9\t-\nbroken\nurn:uuid:3\t/b\tzzz\t-\t9\t9\t-\n";
         let (t, bad) = decode(text.as_bytes());
         assert_eq!((t.all().count(), bad), (1, 2));
-        assert_eq!(decode(b"something else\n").0.all().count(), 0);
+        // Written back with the table, and read again the same.
+        let again = decode(&encode(&t));
+        assert_eq!(again, (t, 2));
         assert_eq!(decode(b"").1, 0);
+    }
+
+    #[test]
+    fn a_file_edited_by_hand_keeps_its_locks() {
+        let line = "urn:uuid:2\t/a\tfix\t-\t9\t9\t-";
+        let bom = format!("\u{feff}nikaia-locks 1\r\n{line}\r\n");
+        assert_eq!(decode(bom.as_bytes()).0.all().count(), 1);
+        let headless = format!("{line}\n");
+        assert_eq!(
+            decode(headless.as_bytes()),
+            decode(format!("nikaia-locks 1\n{line}\n").as_bytes())
+        );
     }
 }

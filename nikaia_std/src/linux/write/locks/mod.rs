@@ -56,9 +56,10 @@ pub(crate) struct LockStats {
     pub writes_refused: AtomicU64,
 }
 
-/// Seconds since the epoch.
+/// Milliseconds since the epoch: a lock lives the seconds it was
+/// granted from the moment it was, not from a second's start.
 pub(crate) fn now() -> u64 {
-    super::resume::now()
+    super::resume::now_ms()
 }
 
 impl Locks {
@@ -131,7 +132,7 @@ impl Locks {
                 let (table, bad) = file::decode(&bytes);
                 if bad > 0 {
                     eprintln!(
-                        "nikaia: [webdav-locks] {}/locks: {bad} line(s) not read (skipped)",
+                        "nikaia: [webdav-locks] {}/locks: {bad} line(s) not read (kept as they are)",
                         self.path.display()
                     );
                 }
@@ -205,22 +206,35 @@ impl Locks {
     /// Drops the locks rooted at `name` or under it: the name was removed
     /// or moved away (a lock stays with its name, RFC 4918 §7.4).
     pub(crate) fn drop_under(&self, name: &[u8]) {
-        let table = self.table();
-        let now = now();
-        let any = table
-            .all()
-            .any(|l| l.root == name || table::under(&l.root, name));
-        if !any {
+        self.drop_if(|root| root == name || table::under(root, name));
+    }
+
+    /// Drops the locks rooted strictly under `name`: a collection there
+    /// was replaced whole (`COPY` or `MOVE` with `Overwrite: T`), its
+    /// members with it.
+    pub(crate) fn drop_below(&self, name: &[u8]) {
+        self.drop_if(|root| table::under(root, name));
+    }
+
+    fn drop_if(&self, gone: impl Fn(&[u8]) -> bool) {
+        if !self.table().all().any(|l| gone(&l.root)) {
             return;
         }
-        let done = self.change(now, |t| {
-            let n = t.remove_if(|l| l.root == name || table::under(&l.root, name));
+        let done = self.change(now(), |t| {
+            let n = t.remove_if(|l| gone(&l.root));
             (n, n > 0)
         });
         if let Err(e) = done {
             eprintln!("nikaia: [webdav-locks] {}: {e}", self.path.display());
         }
     }
+}
+
+/// Whether a lock's owner, as the locks file keeps it (percent-encoded
+/// past printable ASCII), takes at most 4 KiB: every change rewrites every
+/// lock's, so its size is bounded as it is kept.
+pub(crate) fn owner_fits(owner: &str) -> bool {
+    file::kept_len(owner.as_bytes()) <= 4 << 10
 }
 
 /// A new lock token: `urn:uuid:` and a version 4 UUID from the kernel's
@@ -249,6 +263,9 @@ pub(crate) struct Gate {
     pub root: Root,
     /// The name's bytes under the served directory, no `/` at either end.
     pub name: Vec<u8>,
+    /// The name a check made with it held asks of ([`held`]): the
+    /// request's own, or the Destination a `COPY` names.
+    pub at: Vec<u8>,
     pub user: Option<String>,
     pub cond: Option<Arc<Cond>>,
 }
@@ -263,7 +280,7 @@ impl Gate {
         reach: Reach,
         etag: Option<Option<String>>,
     ) -> Result<(), fs::Error> {
-        self.decide_at(&self.name, reach, etag)
+        self.decide_at(&self.at, reach, etag)
     }
 
     /// As [`Gate::decide`], for another name the same request writes (a

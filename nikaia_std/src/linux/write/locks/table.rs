@@ -22,7 +22,7 @@ pub(crate) struct Lock {
     pub user: Option<String>,
     /// The `DAV:owner` the client gave, as XML to write back.
     pub owner: Option<String>,
-    /// When it expires, in seconds since the epoch.
+    /// When it expires, in milliseconds since the epoch.
     pub expires: u64,
     /// The seconds it was granted for.
     pub timeout: u64,
@@ -60,6 +60,18 @@ pub(crate) fn parent(name: &[u8]) -> Option<&[u8]> {
     )
 }
 
+/// `locks` in groups of one root each.
+fn by_root(locks: Vec<&Lock>) -> Vec<Vec<&Lock>> {
+    let mut groups: Vec<Vec<&Lock>> = Vec::new();
+    for l in locks {
+        match groups.iter_mut().find(|g| g[0].root == l.root) {
+            Some(g) => g.push(l),
+            None => groups.push(vec![l]),
+        }
+    }
+    groups
+}
+
 /// How far a write reaches from its name (RFC 4918 §7.4, §7.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reach {
@@ -89,6 +101,8 @@ pub(crate) struct Asked {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Table {
     by_root: BTreeMap<Vec<u8>, Vec<Lock>>,
+    /// The locks file's lines that did not read, kept to be written back.
+    pub unread: Vec<Vec<u8>>,
 }
 
 impl Table {
@@ -163,26 +177,27 @@ impl Table {
     }
 
     /// The locks a write of `name` reaching `reach` meets whose token `by`
-    /// did not submit as their owner, as the roots that block it (one per
-    /// root: of a root's shared locks, any one of the user's own tokens
-    /// will do). Empty: the write may go on.
+    /// did not submit as their owner, one per root that blocks it: for
+    /// the locks that cover the name, the user's own token of one of
+    /// those (of a root's shared locks, any one will do; a token of a
+    /// lock there that does not cover the name will not); for the
+    /// collection's member list, the user's token of any lock of the
+    /// collection; for what is under the name, of any lock of each root.
+    /// Empty: the write may go on.
     pub(crate) fn blocking(&self, name: &[u8], reach: Reach, by: &By<'_>, now: u64) -> Vec<&Lock> {
-        let mut met = self.covering(name, now);
+        let mut asked: Vec<Vec<&Lock>> = by_root(self.covering(name, now));
         if reach != Reach::Own {
-            met.extend(self.of_parent(name, now));
+            asked.push(self.of_parent(name, now));
         }
         if reach == Reach::Tree {
-            met.extend(self.below(name, now));
+            asked.extend(by_root(self.below(name, now)));
         }
-        let unlocked = |l: &Lock| by.tokens.contains(&l.token.as_str()) && l.owned_by(by.user);
+        let unlocked = |l: &&Lock| by.tokens.contains(&l.token.as_str()) && l.owned_by(by.user);
         let mut blocked: Vec<&Lock> = Vec::new();
-        for lock in &met {
-            if blocked.iter().any(|b| b.root == lock.root) {
-                continue;
-            }
-            let same_root = met.iter().filter(|l| l.root == lock.root);
-            if !same_root.clone().any(|l| unlocked(l)) {
-                blocked.push(lock);
+        for group in asked.iter().filter(|g| !g.is_empty()) {
+            let root = &group[0].root;
+            if !group.iter().any(unlocked) && !blocked.iter().any(|b| &b.root == root) {
+                blocked.push(group[0]);
             }
         }
         blocked
@@ -315,6 +330,27 @@ mod tests {
         );
         assert!(t.blocking(b"topper", Reach::Tree, &none, 0).is_empty());
         assert_eq!(roots(t.blocking(b"", Reach::Tree, &none, 0)).len(), 2);
+    }
+
+    #[test]
+    fn a_token_of_a_lock_that_does_not_cover_the_name_does_not_open_it() {
+        // alice's shared depth-0 lock of `s`, bob's shared depth-infinity
+        // one: alice's token opens `s`'s member list, not `s/f` itself.
+        let t = table(&[
+            lock("ta", "s", false, true, "alice"),
+            lock("tb", "s", true, true, "bob"),
+        ]);
+        let alice = By {
+            user: Some("alice"),
+            tokens: &["ta"],
+        };
+        assert_eq!(roots(t.blocking(b"s/f", Reach::Member, &alice, 0)), ["s"]);
+        assert_eq!(roots(t.blocking(b"s/f", Reach::Own, &alice, 0)), ["s"]);
+        let bob = By {
+            user: Some("bob"),
+            tokens: &["tb"],
+        };
+        assert!(t.blocking(b"s/f", Reach::Member, &bob, 0).is_empty());
     }
 
     #[test]
