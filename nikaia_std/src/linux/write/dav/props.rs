@@ -52,12 +52,19 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
     } else {
         let guard = permit.guard(d.own.identities(&d.root));
         let at = super::names::bare(&d.path);
+        let own = d.path.as_os_str().as_encoded_bytes();
+        let gate = d.wing.lock_gate(&d.root, own, permit);
         let done = d.root.dav_at(&at, &guard, |dir, entry| {
             // The runtime file's own files take no properties either.
             if let Some((_, stat)) = fsdav::look(dir.as_fd(), entry, &at)? {
                 fsdav::guarded(&guard, &stat, &at)?;
             }
             fsdav::change_dead(dir.as_fd(), entry, &at, |old| {
+                // The locks asked again with the name held: a LOCK that
+                // came since the first look is met.
+                if let Some(gate) = &gate {
+                    gate.decide(Reach::Own, None)?;
+                }
                 let mut props = old.and_then(|r| dead::decode(&r).ok()).unwrap_or_default();
                 dead::apply(&mut props, &changes);
                 if props.is_empty() {
@@ -68,6 +75,8 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
         });
         match done {
             Ok(()) => Ok(()),
+            Err(Error::Locked(roots)) => return crate::http::site::lock::locked(&roots),
+            Err(Error::Precondition) => return Response::status_page(412),
             Err(Error::NotFound) => return Response::status_page(404),
             Err(Error::NoSpace) => Err(507),
             Err(Error::Denied(_)) => Err(403),
