@@ -118,3 +118,45 @@ fn a_token_opens_only_what_its_own_lock_covers() {
     let r = put("/s/f", ALICE, b"alice's").h("If", tagged).send(addr);
     assert_locked(&r, "/s/", "alice's PUT of it");
 }
+
+/// A `DELETE` (or `MOVE` away) of a file racing a `LOCK` of it ends as
+/// one of the two orders would: the LOCK first (the DELETE 423, the file
+/// kept, locked) or the DELETE first (the LOCK makes the name again,
+/// 201) — never a lock left on a name that is gone.
+#[test]
+fn a_removal_racing_a_lock_ends_as_one_order_or_the_other() {
+    let d = Drive::new("race-remove", &super::rules("", ""));
+    let server = d.serve();
+    let addr = server.local_addr();
+    for round in 0..40 {
+        let name = format!("/r{round}.txt");
+        super::file(&d.root().join(&name[1..]), b"to race");
+        let moving = round % 2 == 1;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let (b, n) = (barrier.clone(), name.clone());
+        let remover = std::thread::spawn(move || {
+            let r = match moving {
+                true => req("MOVE", &n)
+                    .auth(BOB)
+                    .h("Destination", format!("http://{addr}/moved-{}", &n[1..])),
+                false => req("DELETE", &n).auth(BOB),
+            };
+            b.wait();
+            r.send(addr).status
+        });
+        let lock = super::lock_req(&name, ALICE, "0", "Second-600");
+        barrier.wait();
+        let locked = lock.send(addr).status;
+        let removed = remover.join().unwrap();
+        let there = d.root().join(&name[1..]).exists();
+        let held = active_locks(&discovery(addr, &name, ALICE));
+        let gone = if moving { 201 } else { 204 };
+        let serial = matches!((removed, locked, there, held), (423, 200, true, 1))
+            || (removed == gone && locked == 201 && there && held == 1);
+        assert!(
+            serial,
+            "round {round} ({}): removal {removed}, LOCK {locked}, name there {there}, locks {held}",
+            if moving { "MOVE" } else { "DELETE" }
+        );
+    }
+}

@@ -327,11 +327,32 @@ pub(crate) fn guarded(guard: &Guard, stat: &Stat, name: &Path) -> Result<(), Err
 /// inode) names, with the name held against every other writer: an empty
 /// file the server made for a `LOCK` that was then refused. Anything else
 /// there — written since, replaced, removed — is left as it is.
-pub(crate) fn unmake_empty(dir: BorrowedFd<'_>, entry: &[u8], id: (u64, u64), name: &Path) {
+/// `keep` is asked with the name held: where it says so, the file stays.
+pub(crate) fn unmake_empty(
+    dir: BorrowedFd<'_>,
+    entry: &[u8],
+    id: (u64, u64),
+    name: &Path,
+    keep: impl FnOnce() -> bool,
+) {
     let _serial = super::temp::serialize(dir, entry);
     if let Ok(Some((FileType::RegularFile, stat))) = look(dir, entry, name) {
-        if stat.id == id && stat.size == 0 {
+        if stat.id == id && stat.size == 0 && !keep() {
             let _ = rustix::fs::unlinkat(dir, OsStr::from_bytes(entry), AtFlags::empty());
         }
     }
+}
+
+/// Runs `f` with `entry` of `dir` held against every other writer of it
+/// (as a `PUT` gives the name, a `DELETE` removes it): a `LOCK` takes its
+/// lock so.
+pub(crate) fn holding<T>(dir: BorrowedFd<'_>, entry: &[u8], f: impl FnOnce() -> T) -> T {
+    let _serial = hold(dir, entry);
+    f()
+}
+
+/// `entry` of `dir` held against every other writer of it until the
+/// value is dropped.
+pub(crate) fn hold(dir: BorrowedFd<'_>, entry: &[u8]) -> super::temp::Serial {
+    super::temp::serialize(dir, entry)
 }

@@ -17,7 +17,9 @@ mod read;
 mod tests;
 mod write;
 
-pub(crate) use lock::{activelock, error_hrefs, lock_answer, lockinfo, Active, SUPPORTED_LOCK};
+pub(crate) use lock::{
+    activelock, error_hrefs, lock_answer, lockinfo, Active, LockInfo, SUPPORTED_LOCK,
+};
 use read::{Elem, Ev, Reader};
 pub(crate) use write::{error_body, Content, Multistatus, Prop};
 

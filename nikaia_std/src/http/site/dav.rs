@@ -247,9 +247,13 @@ pub(crate) fn discard(
     let lossy = a.path.to_string_lossy();
     let lossy = lossy.trim_end_matches('/');
     let (dir, last) = lossy.rsplit_once('/').unwrap_or(("", lossy));
+    // `._report.docx` stands for `report.docx`, `.DS_Store` for `DS_Store`.
+    let plain = last
+        .strip_prefix("._")
+        .unwrap_or(last.trim_start_matches('.'));
     let stand_in = match dir {
-        "" => last.trim_start_matches('.').to_owned(),
-        dir => format!("{dir}/{}", last.trim_start_matches('.')),
+        "" => plain.to_owned(),
+        dir => format!("{dir}/{plain}"),
     };
     if !write::writable_name(&stand_in) || !rule_for(rt, &stand_in).is_some_and(|r| r.webdav) {
         return None;

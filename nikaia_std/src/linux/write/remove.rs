@@ -94,8 +94,10 @@ impl Act for Remove {
                     Err(e) => write::answer(&rt, &self.req, &permit, Err(e)),
                 };
                 let stats = &self.wing.writes;
-                if let (204, Some(gate)) = (resp.status(), &gate) {
-                    gate.locks.drop_under(&gate.name);
+                if let Some(gate) = &gate {
+                    // What is gone of it (all of it, or all but what a
+                    // rule or a lock kept) takes its locks along.
+                    gate.locks.drop_under(&gate.root, &gate.name);
                 }
                 match resp.status() {
                     204 => stats.deleted.fetch_add(1, Relaxed),
@@ -119,7 +121,7 @@ impl Act for Remove {
         if done.is_ok() {
             stats.deleted.fetch_add(1, Relaxed);
             if let Some(gate) = &gate {
-                gate.locks.drop_under(&gate.name);
+                gate.locks.drop_under(&gate.root, &gate.name);
             }
         }
         let rt = self.wing.runtime();

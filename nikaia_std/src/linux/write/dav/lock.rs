@@ -41,8 +41,42 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         let why = "DAV:owner longer than 4 KiB as the locks file keeps it";
         return crate::http::site::write::unmakeable_answer(why);
     }
+    // New locks are taken one at a time in a process, so that LOCKs
+    // racing for the last place do not each make a file first.
+    let _one = locks.creating();
+    // A name that changes under the LOCK (made by another process's LOCK,
+    // removed by a DELETE) is looked at again, twice at most.
+    for _ in 0..3 {
+        match take(d, &locks, &rt, &info, ask, &name) {
+            Took::Answer(resp) => return resp,
+            Took::Again => continue,
+        }
+    }
+    Response::status_page(503).header("Retry-After", "1")
+}
+
+/// What one try of a new lock came to.
+enum Took {
+    Answer(Response),
+    /// The name changed since it was looked at: look again.
+    Again,
+}
+
+/// One try of a new lock of `name`: what is there looked at, the locks
+/// held and the bounds asked, an empty file made where nothing is, the
+/// lock written — and, where the table refuses it, the file made for it
+/// removed.
+fn take(
+    d: &Dav,
+    locks: &Locks,
+    rt: &crate::rt::Runtime,
+    info: &xml::LockInfo,
+    ask: site_lock::LockAsk,
+    name: &[u8],
+) -> Took {
+    use Took::{Again, Answer};
     let Some(permit) = d.source.as_deref() else {
-        return Response::status_page(500);
+        return Answer(Response::status_page(500));
     };
     // What is at the name: a file or a collection is locked as it is;
     // nothing, an empty file is made first (RFC 4918 §7.3).
@@ -55,105 +89,118 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         Ok(Some((FileType::Directory, _))) => (true, false),
         Ok(Some((FileType::RegularFile, _))) => (false, false),
         // A link is not locked through (as it is not moved through).
-        Ok(Some(_)) => return Response::status_page(403),
+        Ok(Some(_)) => return Answer(Response::status_page(403)),
         Ok(None) | Err(Error::NotFound) => (false, true),
-        Err(e) => return write_answer(&d.req, &permit.name, Wrote::Made, Err(e)),
+        Err(e) => return Answer(write_answer(&d.req, &permit.name, Wrote::Made, Err(e))),
     };
     let asked = Asked {
         infinity: ask.infinity && collection,
         shared: info.shared,
     };
     // Seen before anything is made: a conflict or a bound makes no file
-    // (and both are asked again when the lock is written). New locks are
-    // taken one at a time in a process, so that LOCKs racing for the last
-    // place do not each make a file first; across the processes of an
-    // upgrade, a file made for a lock then refused is removed.
-    let _one = locks.creating();
+    // (and both are asked again when the lock is written).
     let now = now();
     let bounds = rt.site.webdav_locks.clone();
-    if let Some(refused) = conflict(&locks, &name, &asked, now) {
-        return refused;
+    if let Some(refused) = conflict(locks, name, &asked, now) {
+        return Answer(refused);
     }
     let user = permit.grant.user.clone();
     if over(&locks.table(), bounds.as_ref(), user.as_deref(), now) {
         locks.stats.refused.fetch_add(1, Relaxed);
-        return busy();
+        return Answer(busy());
     }
     let mut made_id = None;
     if made {
         match make_empty(d) {
             Ok(id) => made_id = Some(id),
-            Err(refused) => {
-                // Made meanwhile by the other process of an upgrade, for
-                // a lock of its own: that lock is the conflict (423, as
-                // Finder reads "busy"), not the name now taken.
-                if matches!(refused.status(), 403 | 412) {
-                    if let Some(held) = conflict(&locks, &name, &asked, now) {
-                        return held;
-                    }
-                }
-                return refused;
-            }
+            // Made meanwhile (by the other process of an upgrade, for a
+            // lock of its own): looked at again, as a name that exists.
+            Err(refused) if matches!(refused.status(), 403 | 412) => return Again,
+            Err(refused) => return Answer(refused),
         }
     } else if !permit.conditions.replace {
         // A lock guards writes this user may not make here.
-        return Response::status_page(403);
+        return Answer(Response::status_page(403));
     } else if let Err(refused) = d.cond_holds(permit) {
         // Only `If:` is asked of a name that exists: a lock of it is no
         // write, and a shared lock needs no other lock's token.
-        return refused;
+        return Answer(refused);
     }
     let Ok(token) = locks::new_token() else {
-        return Response::status_page(500);
+        return Answer(Response::status_page(500));
     };
     let lock = Lock {
         token,
-        root: name.clone(),
+        root: name.to_vec(),
         collection,
         infinity: asked.infinity,
         shared: asked.shared,
         user,
-        owner: info.owner,
+        owner: info.owner.clone(),
         expires: now + ask.timeout * 1000,
         timeout: ask.timeout,
     };
-    let taken = locks.change(now, |t| {
-        if !t.conflicts(&name, &asked, now).is_empty() {
-            return (Taken::Conflict, false);
-        }
-        if over(t, bounds.as_ref(), lock.user.as_deref(), now) {
-            return (Taken::Over, false);
-        }
-        t.insert(lock.clone());
-        (Taken::Yes, true)
+    // Written with the name held, as a DELETE removes it and a PUT gives
+    // it: a DELETE either comes first (the name is gone: looked at again)
+    // or meets the lock.
+    let write = || {
+        locks.change(now, |t| {
+            if !t.conflicts(name, &asked, now).is_empty() {
+                return (Taken::Conflict, false);
+            }
+            if over(t, bounds.as_ref(), lock.user.as_deref(), now) {
+                return (Taken::Over, false);
+            }
+            if !locks::exists(&d.root, name) {
+                return (Taken::Gone, false);
+            }
+            t.insert(lock.clone());
+            (Taken::Yes, true)
+        })
+    };
+    let held = (d.root).dav_at(&at, &look, |dir, entry| {
+        Ok(fsdav::holding(dir.as_fd(), entry, write))
     });
+    let taken = match held {
+        Ok(taken) => taken,
+        // The way to the name went (its collection removed): again.
+        Err(Error::NotFound) => Ok(Taken::Gone),
+        Err(e) => return Answer(write_answer(&d.req, &permit.name, Wrote::Made, Err(e))),
+    };
     if let (Some(id), false) = (made_id, matches!(taken, Ok(Taken::Yes))) {
-        let look = permit.guard(d.own.identities(&d.root));
+        // The file made for a lock the table refused goes, unless a lock
+        // (another process's) covers it by now.
         let _ = (d.root).dav_at(&at, &look, |dir, entry| {
-            fsdav::unmake_empty(dir.as_fd(), entry, id, &at);
+            let keep = || !locks.table().covering(name, now).is_empty();
+            fsdav::unmake_empty(dir.as_fd(), entry, id, &at, keep);
             Ok(())
         });
     }
     match taken {
         Ok(Taken::Yes) => {}
+        Ok(Taken::Gone) => return Again,
         Ok(Taken::Conflict) => {
             locks.stats.refused.fetch_add(1, Relaxed);
-            return site_lock::xml(423, xml::error_hrefs("no-conflicting-lock", &[]));
+            let held = conflict(locks, name, &asked, now);
+            return Answer(held.unwrap_or_else(|| {
+                site_lock::xml(423, xml::error_hrefs("no-conflicting-lock", &[]))
+            }));
         }
         Ok(Taken::Over) => {
             locks.stats.refused.fetch_add(1, Relaxed);
-            return busy();
+            return Answer(busy());
         }
         Err(e) => {
             let mut resp = Response::status_page(500);
             resp.log_error =
                 Some(format!("LOCK: [webdav-locks] {}: {e}", locks.dir().display()).into());
-            return resp;
+            return Answer(resp);
         }
     }
     locks.stats.taken.fetch_add(1, Relaxed);
     let status = if made { 201 } else { 200 };
-    answer(status, &lock, now).header("Lock-Token", format!("<{}>", lock.token))
+    let resp = answer(status, &lock, now).header("Lock-Token", format!("<{}>", lock.token));
+    Answer(resp)
 }
 
 /// What a change of the table said of a new lock.
@@ -161,6 +208,8 @@ enum Taken {
     Yes,
     Conflict,
     Over,
+    /// The name went since it was looked at.
+    Gone,
 }
 
 /// Whether `user` holds `max-locks-per-user` locks, or everyone
@@ -334,9 +383,14 @@ pub(super) fn discarded(d: &Dav) -> Response {
         expires: now + timeout * 1000,
         timeout,
     };
+    // Its root is the name asked for (the job's is the name it stands
+    // in for).
+    let root = d.req.target().split(['?', '#']).next().unwrap_or("/");
+    let body = xml::lock_answer(&[active(&lock, now, true, root)]);
+    let resp = site_lock::xml(200, body);
     match refresh {
-        true => answer(200, &lock, now),
-        false => answer(200, &lock, now).header("Lock-Token", format!("<{}>", lock.token)),
+        true => resp,
+        false => resp.header("Lock-Token", format!("<{}>", lock.token)),
     }
 }
 

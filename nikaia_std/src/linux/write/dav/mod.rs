@@ -13,8 +13,10 @@ mod lock;
 mod members;
 mod names;
 mod props;
+mod removal;
 
-pub(super) use names::{href, remove_collection};
+pub(super) use names::href;
+pub(super) use removal::remove_collection;
 
 use super::locks::table::Reach;
 use super::own::Own;
@@ -171,7 +173,7 @@ impl Dav {
     fn drop_locks(&self, name: &Path) {
         let bare = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
         if let Some(locks) = &self.wing.locks {
-            locks.drop_under(bare);
+            locks.drop_under(&self.root, bare);
         }
     }
 
@@ -181,7 +183,7 @@ impl Dav {
     fn drop_member_locks(&self, name: &Path) {
         let bare = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
         if let Some(locks) = &self.wing.locks {
-            locks.drop_below(bare);
+            locks.drop_below(&self.root, bare);
         }
     }
 

@@ -7,16 +7,17 @@
 //! by a look that could race.
 
 use super::members::{Ruled, Source};
+use super::removal::{clear, remove_at, Cleared};
 use super::Dav;
 use crate::fs::dav as fsdav;
-use crate::fs::{Error, Guard, Mode, Root};
+use crate::fs::{Error, Guard, Mode};
 use crate::http::dav::xml::Multistatus;
-use crate::http::site::dav::{on_collection, Depth};
+use crate::http::site::dav::on_collection;
 use crate::http::site::write::Permit;
 use crate::http::site::Grant;
 use crate::http::to_file::{failed, Wrote};
 use crate::http::Response;
-use crate::linux::write::locks::{table::Reach, Gate};
+use crate::linux::write::locks::table::Reach;
 use crate::rt::Runtime;
 use crate::text::percent::percent_encode;
 use rustix::fd::AsFd;
@@ -27,7 +28,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// How an act on names ended.
-enum Outcome {
+pub(super) enum Outcome {
     /// Done: a name made (201) or one replaced (204).
     Done { created: bool },
     /// Members stayed, each with why (207).
@@ -42,12 +43,12 @@ pub(super) fn bare(path: &Path) -> PathBuf {
 }
 
 /// Whether the Destination was written with a trailing `/`.
-fn slashed(d: &Dav) -> bool {
+pub(super) fn slashed(d: &Dav) -> bool {
     (d.dest_path.as_ref()).is_some_and(|p| p.as_os_str().as_bytes().ends_with(b"/"))
 }
 
 /// The name as the rules see it.
-fn text(path: &Path) -> String {
+pub(super) fn text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
@@ -100,7 +101,7 @@ pub(in crate::linux::write) fn href(name: impl AsRef<[u8]>, collection: bool) ->
 
 /// The guard of a name the request reads or removes: nothing made, the
 /// runtime file's own files refused.
-fn look_guard(protected: &[(u64, u64)]) -> Guard {
+pub(super) fn look_guard(protected: &[(u64, u64)]) -> Guard {
     Guard {
         make_dirs: false,
         protected: protected.to_vec(),
@@ -229,156 +230,6 @@ pub(super) fn copy(d: &mut Dav) -> Response {
     answered(done, Wrote::Made)
 }
 
-/// What was at a Destination before the act: whether something was (it
-/// is gone now, or is a file the act replaces), or the members of a
-/// collection there that may not go (nothing was removed).
-enum Cleared {
-    Was(bool),
-    Refused(Vec<(String, u16)>),
-}
-
-/// Clears the Destination for `Overwrite: T` (a collection there is
-/// removed as `DELETE` removes it; a file too where `whole`: a
-/// collection takes its place), or refuses it for `Overwrite: F` (412).
-/// A file left where `whole` is false is replaced by the act's own
-/// rename or link.
-fn clear(
-    d: &Dav,
-    rt: &Runtime,
-    permit: &Permit,
-    dst: &Path,
-    guard: &Guard,
-    whole: bool,
-) -> Result<Cleared, Error> {
-    let look = look_guard(&guard.protected);
-    let found = d.root.dav_at(dst, &look, |dir, entry| {
-        fsdav::look(dir.as_fd(), entry, dst)
-    });
-    let (kind, stat) = match found {
-        Ok(Some(found)) => found,
-        Ok(None) => return Ok(Cleared::Was(false)),
-        // A missing parent: the act's own walk says 409 (or makes it).
-        Err(Error::NotFound) => return Ok(Cleared::Was(false)),
-        Err(e) => return Err(e),
-    };
-    if !d.overwrite {
-        return Err(Error::Exists);
-    }
-    fsdav::guarded(guard, &stat, dst)?;
-    match kind {
-        FileType::Directory => {
-            if !permit.removable.dirs {
-                return Err(fsdav::denied(
-                    "the rule does not let this remove directories",
-                ));
-            }
-            // Every member must be let go: checked before any is removed.
-            let mut rules = Ruled::new(
-                rt,
-                &permit.grant,
-                Source::Remove,
-                &guard.protected,
-                d.hidden,
-            );
-            let label = text(dst);
-            d.root.dav_at(dst, &look, |dir, entry| {
-                fsdav::check_tree(dir.as_fd(), entry, &label, &mut rules)
-            })?;
-            if !rules.refused.is_empty() {
-                return Ok(Cleared::Refused(rules.refused));
-            }
-            match remove_at(&d.root, rt, &permit.grant, dst, &look)? {
-                true => Ok(Cleared::Was(true)),
-                false => Err(Error::Io(std::io::ErrorKind::DirectoryNotEmpty.into())),
-            }
-        }
-        // A file the act's own rename or link replaces: only where the
-        // rule replaces, said before anything is touched.
-        _ if !whole && !permit.conditions.replace => {
-            Err(fsdav::denied("the rule does not let this replace files"))
-        }
-        _ if !whole => Ok(Cleared::Was(true)),
-        _ => {
-            if !permit.removable.files && !permit.conditions.replace {
-                return Err(fsdav::denied("the rule does not let this replace files"));
-            }
-            d.root.dav_at(dst, &look, |dir, entry| {
-                match rustix::fs::unlinkat(&dir, OsStr::from_bytes(entry), AtFlags::empty()) {
-                    Ok(()) | Err(Errno::NOENT) => Ok(Cleared::Was(true)),
-                    Err(e) => Err(fsdav::io_error(e, dst)),
-                }
-            })
-        }
-    }
-}
-
-/// A collection's removal with its members, each under its own rules:
-/// `true` when it is gone.
-fn remove_at(
-    root: &Root,
-    rt: &Runtime,
-    grant: &Grant,
-    name: &Path,
-    guard: &Guard,
-) -> Result<bool, Error> {
-    let mut rules = Ruled::new(rt, grant, Source::Remove, &guard.protected, false);
-    let label = text(name);
-    let whole = root.dav_at(name, guard, |dir, entry| {
-        fsdav::remove_tree(dir.as_fd(), entry, &label, &mut rules)
-    })?;
-    Ok(whole && rules.refused.is_empty())
-}
-
-/// A `DELETE` of a collection under a `webdav` rule (RFC 4918 §9.6.1):
-/// its members go, each under its own rule; those refused stay, with
-/// their parents, and are answered in a 207.
-pub(in crate::linux::write) fn remove_collection(
-    root: &Root,
-    rt: &Runtime,
-    permit: &Permit,
-    name: &Path,
-    guard: &Guard,
-    depth: Depth,
-    gate: Option<&Gate>,
-) -> Option<Result<Response, Error>> {
-    let at = bare(name);
-    let look = look_guard(&guard.protected);
-    let found = root.dav_at(&at, &look, |dir, entry| {
-        fsdav::look(dir.as_fd(), entry, &at)
-    });
-    match found {
-        Ok(Some((FileType::Directory, stat))) => {
-            if let Err(e) = fsdav::guarded(guard, &stat, &at) {
-                return Some(Err(e));
-            }
-        }
-        // A file, a link, nothing: the usual removal.
-        _ => return None,
-    }
-    if let Some(refused) = on_collection("DELETE", depth) {
-        return Some(Ok(refused));
-    }
-    // Its locks, those of its members and of its parent (RFC 4918 §9.6.1).
-    if let Some(Err(e)) = gate.map(|g| g.decide(Reach::Tree, Some(None))) {
-        return Some(Err(e));
-    }
-    if !permit.removable.dirs {
-        return Some(Err(fsdav::denied(
-            "the rule does not let this remove directories",
-        )));
-    }
-    let mut rules = Ruled::new(rt, &permit.grant, Source::Remove, &guard.protected, false);
-    rules.locks = gate.cloned();
-    let label = text(&at);
-    let walked = root.dav_at(&at, guard, |dir, entry| {
-        fsdav::remove_tree(dir.as_fd(), entry, &label, &mut rules)
-    });
-    Some(walked.map(|whole| match whole && rules.refused.is_empty() {
-        true => Response::new(204),
-        false => multistatus(&rules.refused),
-    }))
-}
-
 /// A file's `COPY`: the Destination cleared as `Overwrite` says, then an
 /// unnamed file filled from the source and named whole.
 #[allow(clippy::too_many_arguments)]
@@ -486,8 +337,16 @@ pub(super) fn move_(d: &mut Dav) -> Response {
         return answered(Err(Error::NotAFile { directory: true }), Wrote::Made);
     }
     let replace = existed && !dir;
+    // The source's locks asked again with its name held, as a DELETE of
+    // it would: a LOCK of it either comes first (423) or finds it gone.
+    let own = d.path.as_os_str().as_encoded_bytes();
+    let src_gate = d.wing.lock_gate(&d.root, own, src_permit);
     let moved = d.root.dav_at(&dst, &dst_guard, |ddir, dentry| {
         d.root.dav_at(&src, &src_guard, |sdir, sentry| {
+            let _held = fsdav::hold(sdir.as_fd(), sentry);
+            if let Some(gate) = &src_gate {
+                gate.decide(Reach::Tree, None)?;
+            }
             match fsdav::rename(sdir.as_fd(), sentry, ddir.as_fd(), dentry, replace) {
                 // Two names of one file: `rename(2)` leaves both, and the
                 // source must go (RFC 4918 §9.9).
@@ -575,7 +434,7 @@ fn across(
         names.0, names.1
     );
     let removed = match dir {
-        true => remove_at(&d.root, rt, grant, src, look)?,
+        true => remove_at(&d.root, rt, grant, src, look, None)?.is_empty(),
         false => d
             .root
             .dav_at(src, look, |sdir, sentry| {

@@ -203,31 +203,48 @@ impl Locks {
         }
     }
 
-    /// Drops the locks rooted at `name` or under it: the name was removed
-    /// or moved away (a lock stays with its name, RFC 4918 §7.4).
-    pub(crate) fn drop_under(&self, name: &[u8]) {
-        self.drop_if(|root| root == name || table::under(root, name));
+    /// Drops the locks rooted at `name` or under it whose names are gone
+    /// from `root`: the name was removed or moved away (a lock stays with
+    /// its name, RFC 4918 §7.4). A name made again meanwhile (a `LOCK` of
+    /// it, which makes an empty file) keeps the lock taken on it.
+    pub(crate) fn drop_under(&self, root: &Root, name: &[u8]) {
+        self.drop_if(root, |at| at == name || table::under(at, name));
     }
 
-    /// Drops the locks rooted strictly under `name`: a collection there
-    /// was replaced whole (`COPY` or `MOVE` with `Overwrite: T`), its
-    /// members with it.
-    pub(crate) fn drop_below(&self, name: &[u8]) {
-        self.drop_if(|root| table::under(root, name));
+    /// Drops the locks rooted strictly under `name` whose names are gone:
+    /// a collection there was replaced whole (`COPY` or `MOVE` with
+    /// `Overwrite: T`), its members with it.
+    pub(crate) fn drop_below(&self, root: &Root, name: &[u8]) {
+        self.drop_if(root, |at| table::under(at, name));
     }
 
-    fn drop_if(&self, gone: impl Fn(&[u8]) -> bool) {
-        if !self.table().all().any(|l| gone(&l.root)) {
-            return;
-        }
+    fn drop_if(&self, root: &Root, under: impl Fn(&[u8]) -> bool) {
+        // Always under the file's lock, never from the table last read: a
+        // LOCK being written now (it looked before the name went) is
+        // waited for, then dropped with the rest; one after this change
+        // finds the name gone and looks again.
         let done = self.change(now(), |t| {
-            let n = t.remove_if(|l| gone(&l.root));
+            let n = t.remove_if(|l| under(&l.root) && !exists(root, &l.root));
             (n, n > 0)
         });
         if let Err(e) = done {
             eprintln!("nikaia: [webdav-locks] {}: {e}", self.path.display());
         }
     }
+}
+
+/// Whether anything is at `name` under `root` (no link followed; a name
+/// that cannot be looked at counts as there: its lock is kept).
+pub(crate) fn exists(root: &Root, name: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if name.is_empty() {
+        return true;
+    }
+    let path = Path::new(std::ffi::OsStr::from_bytes(name));
+    let look = root.dav_at(path, &fs::Guard::default(), |dir, entry| {
+        fs::dav::look(dir.as_fd(), entry, path)
+    });
+    !matches!(look, Ok(None) | Err(fs::Error::NotFound))
 }
 
 /// Whether a lock's owner, as the locks file keeps it (percent-encoded

@@ -2,7 +2,7 @@
 //! the lock answers parsed back as neon reads them.
 
 use super::*;
-use crate::http::dav::xml::lock::{condition, LockInfo};
+use crate::http::dav::xml::lock::condition;
 
 /// neon 0.32's `ne_lock` body (litmus 0.13 and davfs2 1.6.1), verbatim.
 fn neon_lockinfo(scope: &str, owner: &str) -> String {
