@@ -354,31 +354,9 @@ fn http2_counters_reach_the_text_the_json_and_prometheus() {
 
 #[test]
 fn uploads_reach_the_text_the_json_and_prometheus() {
-    use std::io::{Read, Write};
-    let dir = tempfile::tempdir().unwrap();
-    let site = dir.path().join("site");
-    std::fs::create_dir(&site).unwrap();
-    let sock = dir.path().join("stats.sock");
-    let runtime = dir.path().join("runtime.toml");
     let rules = "webdav = true\n[[write]]\nmatch = \"*\"\nanyone = true\nplain-http = true\ndelete = true\nwebdav = true\n";
-    std::fs::write(
-        &runtime,
-        format!(
-            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n{rules}",
-            sock.display()
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
-    let (mut child, addr) = spawn_serve(cmd);
-    let send = |request: &str| {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        s.write_all(request.as_bytes()).unwrap();
-        let mut got = String::new();
-        let _ = s.read_to_string(&mut got);
-        got
-    };
+    let (_dir, sock, mut child, addr) = serve_rules(rules);
+    let send = |request: &str| send_closing(&addr, request);
     let put =
         "PUT /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello";
     assert!(send(put).starts_with("HTTP/1.1 201"));
@@ -426,32 +404,10 @@ fn uploads_reach_the_text_the_json_and_prometheus() {
 
 #[test]
 fn webdav_locks_reach_the_text_the_json_and_prometheus() {
-    use std::io::{Read, Write};
-    let dir = tempfile::tempdir().unwrap();
-    let site = dir.path().join("site");
-    std::fs::create_dir(&site).unwrap();
-    let sock = dir.path().join("stats.sock");
-    let runtime = dir.path().join("runtime.toml");
     let rules = "webdav = true\n[webdav-locks]\ndir = \"locks\"\n[[write]]\nmatch = \"*\"\n\
                  anyone = true\nplain-http = true\ncreate = true\nreplace = true\nwebdav = true\n";
-    std::fs::write(
-        &runtime,
-        format!(
-            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n{rules}",
-            sock.display()
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
-    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
-    let (mut child, addr) = spawn_serve(cmd);
-    let send = |request: String| {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        s.write_all(request.as_bytes()).unwrap();
-        let mut got = String::new();
-        let _ = s.read_to_string(&mut got);
-        got
-    };
+    let (_dir, sock, mut child, addr) = serve_rules(rules);
+    let send = |request: String| send_closing(&addr, &request);
     let body = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>\
                 </D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>";
     let lock = |name: &str| {
@@ -545,6 +501,46 @@ fn produced_bodies_reach_the_text_the_json_and_prometheus() {
     assert_eq!(prometheus_sample(&prom, "nikaia_produced_pulls", &[]), 4.0);
     server.shutdown();
     server.wait();
+}
+
+/// `nikaia serve` of an empty site under `rules`, one worker, its stats
+/// socket: the scratch directory (kept while it runs), the socket, the
+/// process and its address.
+fn serve_rules(
+    rules: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    common::Served,
+    String,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    let sock = dir.path().join("stats.sock");
+    let runtime = dir.path().join("runtime.toml");
+    std::fs::write(
+        &runtime,
+        format!(
+            "listen = \"127.0.0.1:0\"\nworkers = 1\naccess-log = \"off\"\nstats-socket = \"{}\"\n{rules}",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nikaia"));
+    cmd.arg("serve").arg(&site).arg("--runtime").arg(&runtime);
+    let (child, addr) = spawn_serve(cmd);
+    (dir, sock, child, addr)
+}
+
+/// One request on a connection of its own, answered whole.
+fn send_closing(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut got = String::new();
+    let _ = s.read_to_string(&mut got);
+    got
 }
 
 /// What `nikaia explain` prints of `report`, served as a stats socket
