@@ -100,6 +100,10 @@ pub(crate) fn remove_tree(
             continue;
         };
         let is_dir = kind == FileType::Directory;
+        // A file is asked of and removed with its name held, as a DELETE
+        // of it would be: a LOCK of it (which takes its lock so) comes
+        // before the ask, or finds it gone.
+        let _held = (!is_dir).then(|| crate::fs::temp::serialize(sub.as_fd(), &member));
         if rules.own(stat.id) || !rules.may(&member_name, is_dir) {
             rules.refused(&shown(&member_name, is_dir), 403);
             whole = false;

@@ -45,8 +45,9 @@ pub(super) fn lock(d: &mut Dav) -> Response {
     // racing for the last place do not each make a file first.
     let _one = locks.creating();
     // A name that changes under the LOCK (made by another process's LOCK,
-    // removed by a DELETE) is looked at again, twice at most.
-    for _ in 0..3 {
+    // removed by a DELETE) is looked at again, a few times at most: past
+    // them, 503 and a second to wait.
+    for _ in 0..5 {
         match take(d, &locks, &rt, &info, ask, &name) {
             Took::Answer(resp) => return resp,
             Took::Again => continue,
@@ -110,6 +111,11 @@ fn take(
         return Answer(busy());
     }
     let mut made_id = None;
+    if made && d.path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        // A collection's name where nothing is: a PUT there is 409, and
+        // a LOCK makes no file of it either (MKCOL makes collections).
+        return Answer(Response::status_page(409));
+    }
     if made {
         match make_empty(d) {
             Ok(id) => made_id = Some(id),

@@ -224,9 +224,10 @@ pub(super) fn copy(d: &mut Dav) -> Response {
         FileType::Symlink => Err(fsdav::denied("a link is not copied")),
         _ => Err(Error::NotAFile { directory: false }),
     };
-    if let Ok(Outcome::Done { created: false }) = done {
-        d.drop_member_locks(&dst);
-    }
+    // What a clear of the Destination removed takes its locks along
+    // (the names gone only: a member locked meanwhile stays, and so does
+    // its lock).
+    d.drop_member_locks(&dst);
     answered(done, Wrote::Made)
 }
 
@@ -374,12 +375,10 @@ pub(super) fn move_(d: &mut Dav) -> Response {
         ),
         Err(e) => Err(e),
     };
-    if let Ok(Outcome::Done { created }) = done {
+    if let Ok(Outcome::Done { .. }) = done {
         d.drop_locks(&src);
-        if !created {
-            d.drop_member_locks(&dst);
-        }
     }
+    d.drop_member_locks(&dst);
     answered(done, Wrote::Made)
 }
 
