@@ -197,10 +197,7 @@ fn take(
             return Answer(busy());
         }
         Err(e) => {
-            let mut resp = Response::status_page(500);
-            resp.log_error =
-                Some(format!("LOCK: [webdav-locks] {}: {e}", locks.dir().display()).into());
-            return Answer(resp);
+            return Answer(unwritten("LOCK", locks, e));
         }
     }
     locks.stats.taken.fetch_add(1, Relaxed);
@@ -309,12 +306,7 @@ fn refresh(d: &Dav, locks: &Locks, name: &[u8], timeout: u64) -> Response {
             answer(200, &lock, now)
         }
         Ok(None) => site_lock::xml(412, xml::error_hrefs("lock-token-matches-request-uri", &[])),
-        Err(e) => {
-            let mut resp = Response::status_page(500);
-            resp.log_error =
-                Some(format!("LOCK: [webdav-locks] {}: {e}", locks.dir().display()).into());
-            resp
-        }
+        Err(e) => unwritten("LOCK", locks, e),
     }
 }
 
@@ -352,12 +344,7 @@ pub(super) fn unlock(d: &mut Dav) -> Response {
             Response::new(204)
         }
         Ok(false) => site_lock::xml(409, xml::error_hrefs("lock-token-matches-request-uri", &[])),
-        Err(e) => {
-            let mut resp = Response::status_page(500);
-            resp.log_error =
-                Some(format!("UNLOCK: [webdav-locks] {}: {e}", locks.dir().display()).into());
-            resp
-        }
+        Err(e) => unwritten("UNLOCK", &locks, e),
     }
 }
 
@@ -398,6 +385,14 @@ pub(super) fn discarded(d: &Dav) -> Response {
         true => resp,
         false => resp.header("Lock-Token", format!("<{}>", lock.token)),
     }
+}
+
+/// 500, said in the error log: the locks file could not be changed.
+fn unwritten(method: &str, locks: &Locks, e: std::io::Error) -> Response {
+    let mut resp = Response::status_page(500);
+    let dir = locks.dir().display();
+    resp.log_error = Some(format!("{method}: [webdav-locks] {dir}: {e}").into());
+    resp
 }
 
 /// A `LOCK`'s answer: `<D:prop><D:lockdiscovery>` with the lock, its
