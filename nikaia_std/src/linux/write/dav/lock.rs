@@ -8,7 +8,7 @@ use super::Dav;
 use crate::fs::dav as fsdav;
 use crate::fs::{Error, Mode};
 use crate::http::dav::xml::{self, Active};
-use crate::http::site::lock::{self as site_lock, bare as bare_name};
+use crate::http::site::lock as site_lock;
 use crate::http::to_file::{write_answer, Wrote};
 use crate::http::Response;
 use crate::linux::write::locks::table::{Asked, Lock, Reach, Table};
@@ -29,7 +29,7 @@ pub(super) fn lock(d: &mut Dav) -> Response {
         Ok(ask) => ask,
         Err(refused) => return refused,
     };
-    let name = bare_name(d.path.as_os_str().as_encoded_bytes()).to_vec();
+    let name = super::lock_name(&d.path).to_vec();
     if d.body.iter().all(u8::is_ascii_whitespace) {
         return refresh(d, &locks, &name, ask.timeout);
     }
@@ -252,8 +252,7 @@ fn make_empty(d: &Dav) -> Result<(u64, u64), Response> {
         return Err(Response::status_page(500));
     };
     let mut guard = permit.guard(d.own.identities(&d.root));
-    let own = d.path.as_os_str().as_encoded_bytes();
-    if let Some(gate) = d.wing.lock_gate(&d.root, own, permit) {
+    if let Some(gate) = d.gate(permit) {
         guard.held = locks::held(gate, Reach::Member, Reach::Own);
     }
     let mut conditions = permit.conditions.clone();
@@ -325,7 +324,7 @@ pub(super) fn unlock(d: &mut Dav) -> Response {
     if let Err(refused) = d.cond_holds(permit) {
         return refused;
     }
-    let name = bare_name(d.path.as_os_str().as_encoded_bytes()).to_vec();
+    let name = super::lock_name(&d.path).to_vec();
     let user = permit.grant.user.clone();
     let now = now();
     let released = locks.change(now, |t| {
@@ -367,7 +366,7 @@ pub(super) fn discarded(d: &Dav) -> Response {
     let now = now();
     let lock = Lock {
         token,
-        root: bare_name(d.path.as_os_str().as_encoded_bytes()).to_vec(),
+        root: super::lock_name(&d.path).to_vec(),
         collection: false,
         infinity: false,
         shared: false,

@@ -68,6 +68,11 @@ pub(super) fn request(wing: &Arc<Wing>, rt: &Runtime, req: &Request, job: Job) -
     Sink::new(wing, dav)
 }
 
+/// A name as the locks table keeps it: its bytes, no `/` at either end.
+fn lock_name(path: &Path) -> &[u8] {
+    crate::http::site::lock::bare(path.as_os_str().as_encoded_bytes())
+}
+
 /// Which name's credentials are being checked.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -128,17 +133,22 @@ impl Dav {
         self.source.as_deref()
     }
 
+    /// What the request asks of the locks, with `permit`'s user and
+    /// `If:` (while there are locks): about its own name.
+    fn gate(&self, permit: &Permit) -> Option<super::locks::Gate> {
+        let own = self.path.as_os_str().as_encoded_bytes();
+        self.wing.lock_gate(&self.root, own, permit)
+    }
+
     /// What the locks and `If:` say of a write of `name` reaching
     /// `reach`, by the request's user (`permit`: the side's whose rule
     /// lets the write); its untagged `If:` lists are about the request's
     /// own name.
     fn locks_let(&self, permit: &Permit, name: &Path, reach: Reach) -> Result<(), Response> {
-        let own = self.path.as_os_str().as_encoded_bytes();
-        let Some(gate) = self.wing.lock_gate(&self.root, own, permit) else {
+        let Some(gate) = self.gate(permit) else {
             return Ok(());
         };
-        let at = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
-        gate.decide_at(at, reach, None).map_err(|e| {
+        gate.decide_at(lock_name(name), reach, None).map_err(|e| {
             let wrote = crate::http::to_file::Wrote::Made;
             crate::http::to_file::write_answer(&self.req, &permit.name, wrote, Err(e))
         })
@@ -148,8 +158,7 @@ impl Dav {
     /// tokens are not asked (`LOCK` of a name that exists, a refresh,
     /// `UNLOCK`: none of them writes the name).
     fn cond_holds(&self, permit: &Permit) -> Result<(), Response> {
-        let own = self.path.as_os_str().as_encoded_bytes();
-        match self.wing.lock_gate(&self.root, own, permit) {
+        match self.gate(permit) {
             Some(gate) if !gate.cond_holds() => Err(Response::status_page(412)),
             _ => Ok(()),
         }
@@ -160,10 +169,8 @@ impl Dav {
     /// only once its bytes are copied).
     fn guard_for(&self, permit: &Permit, at: &Path) -> crate::fs::Guard {
         let mut guard = permit.guard(self.own.identities(&self.root));
-        let own = self.path.as_os_str().as_encoded_bytes();
-        if let Some(mut gate) = self.wing.lock_gate(&self.root, own, permit) {
-            let at = crate::http::site::lock::bare(at.as_os_str().as_encoded_bytes());
-            gate.at = at.to_vec();
+        if let Some(mut gate) = self.gate(permit) {
+            gate.at = lock_name(at).to_vec();
             guard.held = super::locks::held(gate, Reach::Member, Reach::Own);
         }
         guard
@@ -171,9 +178,8 @@ impl Dav {
 
     /// The locks of a name that went (removed, or moved away) go with it.
     fn drop_locks(&self, name: &Path) {
-        let bare = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
         if let Some(locks) = &self.wing.locks {
-            locks.drop_under(&self.root, bare);
+            locks.drop_under(&self.root, lock_name(name));
         }
     }
 
@@ -181,9 +187,8 @@ impl Dav {
     /// `COPY` or `MOVE` with `Overwrite: T` onto a collection) go with
     /// them.
     fn drop_member_locks(&self, name: &Path) {
-        let bare = crate::http::site::lock::bare(name.as_os_str().as_encoded_bytes());
         if let Some(locks) = &self.wing.locks {
-            locks.drop_below(&self.root, bare);
+            locks.drop_below(&self.root, lock_name(name));
         }
     }
 

@@ -340,8 +340,7 @@ pub(super) fn move_(d: &mut Dav) -> Response {
     let replace = existed && !dir;
     // The source's locks asked again with its name held, as a DELETE of
     // it would: a LOCK of it either comes first (423) or finds it gone.
-    let own = d.path.as_os_str().as_encoded_bytes();
-    let src_gate = d.wing.lock_gate(&d.root, own, src_permit);
+    let src_gate = d.gate(src_permit);
     let moved = d.root.dav_at(&dst, &dst_guard, |ddir, dentry| {
         d.root.dav_at(&src, &src_guard, |sdir, sentry| {
             let _held = fsdav::hold(sdir.as_fd(), sentry);

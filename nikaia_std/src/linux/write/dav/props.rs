@@ -52,8 +52,7 @@ pub(super) fn proppatch(d: &mut Dav) -> Response {
     } else {
         let guard = permit.guard(d.own.identities(&d.root));
         let at = super::names::bare(&d.path);
-        let own = d.path.as_os_str().as_encoded_bytes();
-        let gate = d.wing.lock_gate(&d.root, own, permit);
+        let gate = d.gate(permit);
         let done = d.root.dav_at(&at, &guard, |dir, entry| {
             // The runtime file's own files take no properties either.
             if let Some((_, stat)) = fsdav::look(dir.as_fd(), entry, &at)? {

@@ -79,8 +79,7 @@ pub(super) fn clear(
             if !rules.refused.is_empty() {
                 return Ok(Cleared::Refused(rules.refused));
             }
-            let own = d.path.as_os_str().as_encoded_bytes();
-            let gate = d.wing.lock_gate(&d.root, own, permit);
+            let gate = d.gate(permit);
             let stayed = remove_at(&d.root, rt, &permit.grant, dst, &look, gate)?;
             match stayed.is_empty() {
                 true => Ok(Cleared::Was(true)),
